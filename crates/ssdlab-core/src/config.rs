@@ -1,0 +1,569 @@
+//! Drive configuration: the fields of a preset TOML file, with units in their names, and the
+//! one place they are checked against each other ([`DriveConfig::validate`]).
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A configuration error: the field it concerns and what is accepted.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfigError {
+    pub field: String,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "field `{}`: {}", self.field, self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn err(field: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError { field: field.to_string(), message: message.into() }
+}
+
+/// A whole drive: NAND array, controller and FTL, host interface.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DriveConfig {
+    /// Preset name, e.g. "crucial-m500-960".
+    pub name: String,
+    /// Free text shown by `ssdlab drives`.
+    #[serde(default)]
+    pub description: String,
+    pub nand: NandConfig,
+    pub controller: ControllerConfig,
+    pub ftl: FtlConfig,
+    pub host: HostConfig,
+}
+
+/// The NAND array: geometry and timing of one part, and how many dies sit on how many channels.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NandConfig {
+    /// Part name from nand-parts.toml (informational).
+    #[serde(default)]
+    pub part: String,
+    /// Channel buses; each has its own timeline. >= 1.
+    pub channels: u32,
+    /// Dies (targets/LUNs) sharing one channel. >= 1. Die i sits on channel i % channels.
+    pub dies_per_channel: u32,
+    /// Planes per die; a multi-plane operation touches one page in each. 1..=4.
+    pub planes_per_die: u32,
+    /// Erase blocks per plane.
+    pub blocks_per_plane: u32,
+    /// Pages per erase block.
+    pub pages_per_block: u32,
+    /// Bytes of user data per page (spare/OOB bytes not counted). Multiple of the mapping unit.
+    pub page_size_bytes: u32,
+    /// Array read time tR, microseconds.
+    pub read_page_us: f64,
+    /// Array program time tPROG, microseconds.
+    pub program_page_us: f64,
+    /// Block erase time tBERS, microseconds.
+    pub erase_block_us: f64,
+    /// Channel bus throughput as the controller runs it, MB/s (10^6 bytes per second).
+    pub bus_mb_per_s: f64,
+    /// Command and address cycles on the bus per operation, nanoseconds.
+    #[serde(default = "default_bus_command_ns")]
+    pub bus_command_ns: u64,
+    /// Extra array time of a multi-plane operation over a single-plane one, percent.
+    #[serde(default = "default_multi_plane_overhead_pct")]
+    pub multi_plane_overhead_pct: f64,
+    /// Cache-mode program: the next page's data transfer overlaps the current tPROG.
+    #[serde(default = "default_true")]
+    pub cache_program: bool,
+    /// Rated program/erase cycles per block.
+    #[serde(default)]
+    pub pe_cycles_rated: u32,
+}
+
+fn default_bus_command_ns() -> u64 {
+    200
+}
+fn default_multi_plane_overhead_pct() -> f64 {
+    2.0
+}
+fn default_true() -> bool {
+    true
+}
+
+/// The controller: its per-command processing cost and its DRAM.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ControllerConfig {
+    /// Controller name (e.g. "marvell-88ss9187"); calibrated values are shared per controller.
+    #[serde(default)]
+    pub name: String,
+    /// Firmware time to process one host command, nanoseconds. Caps IOPS at 1e9 / this.
+    pub command_ns: u64,
+    /// DRAM on the drive, bytes (holds the mapping table; informational).
+    #[serde(default)]
+    pub dram_bytes: u64,
+}
+
+/// Garbage-collection victim policy.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum GcPolicy {
+    /// Fewest valid units.
+    Greedy,
+    /// Oldest sealed block.
+    Fifo,
+    /// Largest (1 - u) / (2u) x age (Rosenblum and Ousterhout).
+    CostBenefit,
+    /// Fewest valid units among `gc_d_choices` blocks drawn at random.
+    DChoices,
+}
+
+/// The flash translation layer.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FtlConfig {
+    /// User-visible capacity, bytes (decimal GB x 10^9 for the presets).
+    pub user_capacity_bytes: u64,
+    /// Mapping granularity of the logical-to-physical table, bytes. Power of two, >= 512.
+    #[serde(default = "default_mapping_unit_bytes")]
+    pub mapping_unit_bytes: u32,
+    /// User data the DRAM write buffer holds before it must flush to NAND, bytes.
+    pub write_buffer_bytes: u64,
+    /// RAIN: data pages per parity page (15 means 15:1). 0 disables RAIN.
+    #[serde(default)]
+    pub rain_data_pages_per_parity: u32,
+    /// Blocks per die set aside for factory defects and grown bad blocks (never written).
+    #[serde(default)]
+    pub reserved_blocks_per_die: u32,
+    #[serde(default = "default_gc_policy")]
+    pub gc_policy: GcPolicy,
+    /// d for the d-choices policy. >= 1.
+    #[serde(default = "default_gc_d_choices")]
+    pub gc_d_choices: u32,
+    /// Foreground collection runs, paced with host writes, while a die has fewer free blocks
+    /// than this. >= 2.
+    #[serde(default = "default_gc_foreground_free_blocks_min")]
+    pub gc_foreground_free_blocks_min: u32,
+    /// Background collection, when the drive is idle, brings each die up to this many free
+    /// blocks. >= gc_foreground_free_blocks_min.
+    #[serde(default = "default_gc_background_free_blocks_target")]
+    pub gc_background_free_blocks_target: u32,
+    /// Idle time before background collection starts, microseconds.
+    #[serde(default = "default_gc_background_idle_us")]
+    pub gc_background_idle_us: u64,
+    /// Garbage-collected data goes to its own open block, apart from host writes.
+    #[serde(default = "default_true")]
+    pub gc_separate_stream: bool,
+    /// Dynamic wear levelling: allocate the least-worn free block.
+    #[serde(default = "default_true")]
+    pub wear_leveling_dynamic: bool,
+    /// Static wear levelling: collect the least-worn sealed block when the die's erase-count
+    /// spread (max - min) exceeds this. 0 disables.
+    #[serde(default = "default_wear_leveling_static_spread_max")]
+    pub wear_leveling_static_spread_max: u32,
+}
+
+fn default_mapping_unit_bytes() -> u32 {
+    4096
+}
+fn default_gc_policy() -> GcPolicy {
+    GcPolicy::Greedy
+}
+fn default_gc_d_choices() -> u32 {
+    8
+}
+fn default_gc_foreground_free_blocks_min() -> u32 {
+    3
+}
+fn default_gc_background_free_blocks_target() -> u32 {
+    6
+}
+fn default_gc_background_idle_us() -> u64 {
+    5_000
+}
+fn default_wear_leveling_static_spread_max() -> u32 {
+    0
+}
+
+/// Host interface kind.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostInterfaceKind {
+    /// SATA: one half-duplex link, NCQ.
+    Sata,
+    /// NVMe over PCIe: full duplex, several deep queues.
+    Nvme,
+}
+
+/// The host interface.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HostConfig {
+    pub interface: HostInterfaceKind,
+    /// SATA line rate, Gbit/s (6.0 for SATA 6 Gb/s). SATA only.
+    #[serde(default)]
+    pub sata_line_gbit_per_s: f64,
+    /// PCIe generation 1..=4. NVMe only.
+    #[serde(default)]
+    pub pcie_generation: u32,
+    /// PCIe lanes 1..=16. NVMe only.
+    #[serde(default)]
+    pub pcie_lanes: u32,
+    /// Share of the encoded link rate left for data after framing (FIS or TLP headers).
+    #[serde(default = "default_link_protocol_efficiency")]
+    pub link_protocol_efficiency: f64,
+    /// Link time per command for command, status and setup frames, nanoseconds.
+    #[serde(default = "default_link_command_ns")]
+    pub link_command_ns: u64,
+    /// Commands the drive accepts at once (NCQ: at most 32). The host queues the rest.
+    pub queue_depth_max: u32,
+}
+
+fn default_link_protocol_efficiency() -> f64 {
+    0.95
+}
+fn default_link_command_ns() -> u64 {
+    1_000
+}
+
+impl HostConfig {
+    /// Data throughput of the link in one direction, bytes per second.
+    pub fn link_bytes_per_s(&self) -> u64 {
+        let encoded_bytes_per_s = match self.interface {
+            // 8b/10b: 10 line bits per byte.
+            HostInterfaceKind::Sata => self.sata_line_gbit_per_s * 1e9 / 10.0,
+            HostInterfaceKind::Nvme => {
+                // Per lane: gen1 2.5 GT/s and gen2 5 GT/s with 8b/10b; gen3 8 GT/s and gen4
+                // 16 GT/s with 128b/130b (PCI Express Base Specification).
+                let lane = match self.pcie_generation {
+                    1 => 2.5e9 / 10.0,
+                    2 => 5.0e9 / 10.0,
+                    3 => 8.0e9 * 128.0 / 130.0 / 8.0,
+                    _ => 16.0e9 * 128.0 / 130.0 / 8.0,
+                };
+                lane * self.pcie_lanes as f64
+            }
+        };
+        (encoded_bytes_per_s * self.link_protocol_efficiency) as u64
+    }
+}
+
+/// Numbers derived from a validated configuration, used throughout the model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Geometry {
+    pub dies: u32,
+    pub channels: u32,
+    pub planes_per_die: u32,
+    /// Erase unit of the FTL: one block in each plane of a die, erased together.
+    pub blocks_per_die: u32,
+    /// Program unit (PU): one page in each plane, programmed together. PUs per block.
+    pub pus_per_block: u32,
+    pub units_per_page: u32,
+    /// Mapping units in one PU.
+    pub units_per_pu: u32,
+    /// RAIN: every `rain_period`-th PU of a block holds parity (0 = none).
+    pub rain_period: u32,
+    /// PUs per block that hold data (the rest hold parity).
+    pub data_pus_per_block: u32,
+    pub units_per_block: u32,
+    pub data_units_per_block: u32,
+    pub physical_units: u64,
+    pub logical_units: u64,
+    pub mapping_unit_bytes: u32,
+    pub raw_bytes: u64,
+    /// Raw capacity less RAIN parity and reserved blocks: what can hold data.
+    pub usable_bytes: u64,
+}
+
+impl Geometry {
+    /// Is PU `pu` of a block a RAIN parity PU?
+    #[inline]
+    pub fn is_parity_pu(&self, pu: u32) -> bool {
+        self.rain_period != 0 && pu % self.rain_period == self.rain_period - 1
+    }
+    /// Over-provisioning, spare / user (the "7%" convention).
+    pub fn over_provisioning_of_user(&self) -> f64 {
+        let user = self.logical_units as f64 * self.mapping_unit_bytes as f64;
+        (self.usable_bytes as f64 - user) / user
+    }
+    /// Over-provisioning, spare / raw (the "effective over-provisioning" vendors quote).
+    pub fn over_provisioning_of_raw(&self) -> f64 {
+        let user = self.logical_units as f64 * self.mapping_unit_bytes as f64;
+        (self.usable_bytes as f64 - user) / self.raw_bytes as f64
+    }
+}
+
+impl DriveConfig {
+    /// Parse a TOML document. Errors carry the line and the field.
+    pub fn from_toml_str(text: &str) -> Result<DriveConfig, String> {
+        toml::from_str::<DriveConfig>(text).map_err(|e| e.to_string())
+    }
+
+    pub fn to_toml_string(&self) -> String {
+        toml::to_string(self).expect("a DriveConfig always serialises")
+    }
+
+    /// Check every field and the relationships between them; derive the geometry.
+    pub fn validate(&self) -> Result<Geometry, ConfigError> {
+        let n = &self.nand;
+        let f = &self.ftl;
+        let h = &self.host;
+        let positive = [
+            ("nand.channels", n.channels as u64),
+            ("nand.dies_per_channel", n.dies_per_channel as u64),
+            ("nand.planes_per_die", n.planes_per_die as u64),
+            ("nand.blocks_per_plane", n.blocks_per_plane as u64),
+            ("nand.pages_per_block", n.pages_per_block as u64),
+            ("nand.page_size_bytes", n.page_size_bytes as u64),
+            ("ftl.user_capacity_bytes", f.user_capacity_bytes),
+            ("host.queue_depth_max", h.queue_depth_max as u64),
+        ];
+        for (field, value) in positive {
+            if value == 0 {
+                return Err(err(field, "must be at least 1"));
+            }
+        }
+        if n.planes_per_die > 4 {
+            return Err(err("nand.planes_per_die", format!("{} planes; accepted: 1 to 4", n.planes_per_die)));
+        }
+        for (field, value) in [
+            ("nand.read_page_us", n.read_page_us),
+            ("nand.program_page_us", n.program_page_us),
+            ("nand.erase_block_us", n.erase_block_us),
+            ("nand.bus_mb_per_s", n.bus_mb_per_s),
+        ] {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(err(field, format!("{value}; must be a positive number")));
+            }
+        }
+        if !(0.0..=100.0).contains(&n.multi_plane_overhead_pct) {
+            return Err(err("nand.multi_plane_overhead_pct", "accepted: 0 to 100"));
+        }
+        let unit = f.mapping_unit_bytes;
+        if unit < 512 || !unit.is_power_of_two() {
+            return Err(err("ftl.mapping_unit_bytes", format!("{unit}; accepted: a power of two >= 512")));
+        }
+        if n.page_size_bytes % unit != 0 {
+            return Err(err(
+                "nand.page_size_bytes",
+                format!("{} is not a multiple of ftl.mapping_unit_bytes = {unit}", n.page_size_bytes),
+            ));
+        }
+        let dies = n.channels * n.dies_per_channel;
+        let units_per_page = n.page_size_bytes / unit;
+        let units_per_pu = units_per_page * n.planes_per_die;
+        let pus_per_block = n.pages_per_block;
+        let rain_period = if f.rain_data_pages_per_parity == 0 { 0 } else { f.rain_data_pages_per_parity + 1 };
+        if rain_period != 0 && rain_period > pus_per_block {
+            return Err(err(
+                "ftl.rain_data_pages_per_parity",
+                format!("{} exceeds the {} pages of a block", f.rain_data_pages_per_parity, pus_per_block),
+            ));
+        }
+        let parity_pus = if rain_period == 0 { 0 } else { pus_per_block / rain_period };
+        let data_pus_per_block = pus_per_block - parity_pus;
+        let blocks_per_die = n.blocks_per_plane;
+        if f.reserved_blocks_per_die >= blocks_per_die {
+            return Err(err("ftl.reserved_blocks_per_die", "must leave blocks to write"));
+        }
+        let units_per_block = units_per_pu * pus_per_block;
+        let data_units_per_block = units_per_pu * data_pus_per_block;
+        let physical_units = dies as u64 * blocks_per_die as u64 * units_per_block as u64;
+        if physical_units >= u32::MAX as u64 {
+            return Err(err(
+                "nand.blocks_per_plane",
+                format!("{physical_units} mapping units in all; the map holds at most {} (use a larger ftl.mapping_unit_bytes)", u32::MAX - 1),
+            ));
+        }
+        let usable_blocks = dies as u64 * (blocks_per_die - f.reserved_blocks_per_die) as u64;
+        let usable_units = usable_blocks * data_units_per_block as u64;
+        let logical_units = f.user_capacity_bytes / unit as u64;
+        if logical_units == 0 {
+            return Err(err("ftl.user_capacity_bytes", format!("smaller than one mapping unit ({unit} bytes)")));
+        }
+        // Each die must keep its open blocks and the collection reserve beyond its share of
+        // user data, or garbage collection could find no block worth collecting.
+        let reserve_blocks_per_die = f.gc_foreground_free_blocks_min as u64 + 2;
+        let spare_units = usable_units as i64
+            - logical_units as i64
+            - (dies as u64 * reserve_blocks_per_die * data_units_per_block as u64) as i64;
+        if spare_units <= dies as i64 * data_units_per_block as i64 {
+            let usable_bytes = usable_units * unit as u64;
+            let open_bytes = dies as u64 * (reserve_blocks_per_die + 1) * data_units_per_block as u64 * unit as u64;
+            return Err(err(
+                "ftl.user_capacity_bytes",
+                format!(
+                    "{} bytes does not fit: the NAND can hold {usable_bytes} bytes of data after RAIN and reserved blocks, and {open_bytes} of that must stay free for open blocks and garbage collection; accepted: at most {}",
+                    f.user_capacity_bytes,
+                    usable_bytes.saturating_sub(open_bytes)
+                ),
+            ));
+        }
+        if f.write_buffer_bytes < 2 * units_per_pu as u64 * unit as u64 {
+            return Err(err(
+                "ftl.write_buffer_bytes",
+                format!("{}; must hold at least two program units ({} bytes)", f.write_buffer_bytes, 2 * units_per_pu as u64 * unit as u64),
+            ));
+        }
+        if f.gc_foreground_free_blocks_min < 2 {
+            return Err(err("ftl.gc_foreground_free_blocks_min", "accepted: 2 or more"));
+        }
+        if f.gc_background_free_blocks_target < f.gc_foreground_free_blocks_min {
+            return Err(err("ftl.gc_background_free_blocks_target", "must be >= ftl.gc_foreground_free_blocks_min"));
+        }
+        if f.gc_d_choices == 0 {
+            return Err(err("ftl.gc_d_choices", "accepted: 1 or more"));
+        }
+        if self.controller.command_ns == 0 {
+            return Err(err("controller.command_ns", "must be at least 1"));
+        }
+        match h.interface {
+            HostInterfaceKind::Sata => {
+                if !(h.sata_line_gbit_per_s > 0.0 && h.sata_line_gbit_per_s <= 24.0) {
+                    return Err(err("host.sata_line_gbit_per_s", "accepted: 1.5, 3.0 or 6.0 (any value in (0, 24])"));
+                }
+                if h.queue_depth_max > 32 {
+                    return Err(err("host.queue_depth_max", format!("{}; SATA NCQ accepts at most 32", h.queue_depth_max)));
+                }
+            }
+            HostInterfaceKind::Nvme => {
+                if !(1..=4).contains(&h.pcie_generation) {
+                    return Err(err("host.pcie_generation", "accepted: 1 to 4"));
+                }
+                if !matches!(h.pcie_lanes, 1 | 2 | 4 | 8 | 16) {
+                    return Err(err("host.pcie_lanes", "accepted: 1, 2, 4, 8 or 16"));
+                }
+                if h.queue_depth_max > 65_536 {
+                    return Err(err("host.queue_depth_max", "NVMe accepts at most 65536"));
+                }
+            }
+        }
+        if !(h.link_protocol_efficiency > 0.0 && h.link_protocol_efficiency <= 1.0) {
+            return Err(err("host.link_protocol_efficiency", "accepted: (0, 1]"));
+        }
+        let raw_bytes = dies as u64 * blocks_per_die as u64 * pus_per_block as u64 * n.planes_per_die as u64 * n.page_size_bytes as u64;
+        Ok(Geometry {
+            dies,
+            channels: n.channels,
+            planes_per_die: n.planes_per_die,
+            blocks_per_die,
+            pus_per_block,
+            units_per_page,
+            units_per_pu,
+            rain_period,
+            data_pus_per_block,
+            units_per_block,
+            data_units_per_block,
+            physical_units,
+            logical_units,
+            mapping_unit_bytes: unit,
+            raw_bytes,
+            usable_bytes: usable_units * unit as u64,
+        })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A small drive for tests: 4 dies on 2 channels, 64 blocks of 32 two-plane pages.
+    pub fn small() -> DriveConfig {
+        DriveConfig {
+            name: "test-small".into(),
+            description: String::new(),
+            nand: NandConfig {
+                part: "test".into(),
+                channels: 2,
+                dies_per_channel: 2,
+                planes_per_die: 2,
+                blocks_per_plane: 64,
+                pages_per_block: 32,
+                page_size_bytes: 8192,
+                read_page_us: 50.0,
+                program_page_us: 1000.0,
+                erase_block_us: 3000.0,
+                bus_mb_per_s: 200.0,
+                bus_command_ns: 200,
+                multi_plane_overhead_pct: 2.0,
+                cache_program: true,
+                pe_cycles_rated: 3000,
+            },
+            controller: ControllerConfig { name: "test".into(), command_ns: 5_000, dram_bytes: 0 },
+            ftl: FtlConfig {
+                user_capacity_bytes: 4 * 64 * 32 * 16384 * 85 / 100,
+                mapping_unit_bytes: 4096,
+                write_buffer_bytes: 1 << 20,
+                rain_data_pages_per_parity: 0,
+                reserved_blocks_per_die: 0,
+                gc_policy: GcPolicy::Greedy,
+                gc_d_choices: 8,
+                gc_foreground_free_blocks_min: 3,
+                gc_background_free_blocks_target: 6,
+                gc_background_idle_us: 5000,
+                gc_separate_stream: true,
+                wear_leveling_dynamic: true,
+                wear_leveling_static_spread_max: 0,
+            },
+            host: HostConfig {
+                interface: HostInterfaceKind::Sata,
+                sata_line_gbit_per_s: 6.0,
+                pcie_generation: 0,
+                pcie_lanes: 0,
+                link_protocol_efficiency: 0.95,
+                link_command_ns: 1000,
+                queue_depth_max: 32,
+            },
+        }
+    }
+
+    #[test]
+    fn small_is_valid() {
+        let g = small().validate().unwrap();
+        assert_eq!(g.dies, 4);
+        assert_eq!(g.units_per_pu, 4);
+        assert_eq!(g.units_per_block, 128);
+    }
+
+    #[test]
+    fn capacity_above_usable_is_rejected() {
+        let mut c = small();
+        c.ftl.user_capacity_bytes = 4 * 64 * 32 * 16384;
+        let e = c.validate().unwrap_err();
+        assert_eq!(e.field, "ftl.user_capacity_bytes");
+        assert!(e.message.contains("accepted: at most"), "{e}");
+    }
+
+    #[test]
+    fn impossible_geometry_is_rejected() {
+        let mut c = small();
+        c.nand.page_size_bytes = 6000;
+        assert_eq!(c.validate().unwrap_err().field, "nand.page_size_bytes");
+        let mut c = small();
+        c.nand.planes_per_die = 0;
+        assert_eq!(c.validate().unwrap_err().field, "nand.planes_per_die");
+        let mut c = small();
+        c.host.queue_depth_max = 64;
+        assert_eq!(c.validate().unwrap_err().field, "host.queue_depth_max");
+    }
+
+    #[test]
+    fn unknown_field_names_the_field_and_line() {
+        let mut text = small().to_toml_string();
+        text = text.replace("[nand]\n", "[nand]\nplanes = 2\n");
+        let e = DriveConfig::from_toml_str(&text).unwrap_err();
+        assert!(e.contains("unknown field `planes`"), "{e}");
+        assert!(e.contains("line"), "{e}");
+    }
+
+    #[test]
+    fn toml_round_trip() {
+        let c = small();
+        assert_eq!(DriveConfig::from_toml_str(&c.to_toml_string()).unwrap(), c);
+    }
+
+    #[test]
+    fn sata_link_rate() {
+        // 6 Gb/s, 8b/10b: 600 MB/s encoded; 95% after FIS framing.
+        assert_eq!(small().host.link_bytes_per_s(), 570_000_000);
+    }
+}

@@ -1,0 +1,445 @@
+//! The device: one event loop in simulated time that carries host commands through the host
+//! interface, the controller's write buffer and FTL, and the NAND.
+//!
+//! Every decision is made at the current event time, in time order, and reserves time on the
+//! resources it needs (controller, link, channel buses, dies); so the FTL's flash operations
+//! and the host's requests contend for the same dies and buses. Events: a command finishing
+//! firmware processing (`Dispatch`), a command completing (`Complete`), and a host program
+//! finishing, which frees write-buffer space (`ProgramDone`).
+
+use crate::config::{DriveConfig, Geometry};
+use crate::ftl::{Ftl, NandSink, ProgramKind, UNMAPPED};
+use crate::host::HostInterface;
+use crate::nand::Nand;
+use crate::time::{SimDuration, SimTime};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// Host command kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoKind {
+    Read,
+    Write,
+    Trim,
+    Flush,
+}
+
+/// A host command as submitted.
+#[derive(Clone, Copy, Debug)]
+pub struct HostIo {
+    pub kind: IoKind,
+    pub offset_bytes: u64,
+    pub length_bytes: u64,
+    /// Force unit access: complete only when the data is on the NAND.
+    pub fua: bool,
+    /// The submitter's own tag, returned with the completion.
+    pub tag: u64,
+}
+
+/// A completed host command.
+#[derive(Clone, Copy, Debug)]
+pub struct Completion {
+    pub io: HostIo,
+    pub submitted: SimTime,
+    pub completed: SimTime,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    io: HostIo,
+    submitted: SimTime,
+    /// Writes: next logical unit to admit into the buffer, and one past the last.
+    next_unit: u32,
+    end_unit: u32,
+    /// Writes: when the data admitted so far has crossed the link.
+    data_done: SimTime,
+    /// Writes: when read-modify-write reads of partial units are done.
+    rmw_ready: SimTime,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    Dispatch(u32),
+    Complete(u32),
+    ProgramDone(u32),
+}
+
+/// The NAND side of the device: what the FTL's decisions cost in time.
+struct Backend {
+    nand: Nand,
+    now: SimTime,
+    planes: u32,
+    unit_bytes: u64,
+    events: BinaryHeap<Reverse<(SimTime, u64, Event)>>,
+    sequence: u64,
+    /// Per die: when data read by garbage collection is in the controller.
+    gc_ready: Vec<SimTime>,
+    /// When the host data being placed now has arrived in DRAM.
+    host_data_ready: SimTime,
+    /// Latest end of any host program decided so far (FLUSH completes then).
+    host_programs_end: SimTime,
+}
+
+impl Backend {
+    fn push(&mut self, at: SimTime, event: Event) {
+        debug_assert!(at >= self.now);
+        self.sequence += 1;
+        self.events.push(Reverse((at, self.sequence, event)));
+    }
+}
+
+impl NandSink for Backend {
+    #[inline]
+    fn program(&mut self, die: u32, kind: ProgramKind, host_units: u32) {
+        let ready = match kind {
+            ProgramKind::Host => self.host_data_ready,
+            ProgramKind::Gc => std::mem::take(&mut self.gc_ready[die as usize]),
+            ProgramKind::Parity => self.now,
+        };
+        let end = self.nand.program(self.now, ready, die, self.planes);
+        if kind == ProgramKind::Host {
+            self.host_programs_end = self.host_programs_end.max(end);
+            if host_units > 0 {
+                self.push(end, Event::ProgramDone(host_units));
+            }
+        }
+    }
+
+    #[inline]
+    fn gc_read(&mut self, die: u32, planes: u32, units: u32) {
+        let end = self.nand.read(self.now, die, planes, units as u64 * self.unit_bytes);
+        let r = &mut self.gc_ready[die as usize];
+        *r = (*r).max(end);
+    }
+
+    #[inline]
+    fn erase(&mut self, die: u32) {
+        self.nand.erase(self.now, die);
+    }
+}
+
+/// A whole simulated drive.
+pub struct Device {
+    pub config: DriveConfig,
+    pub geometry: Geometry,
+    pub ftl: Ftl,
+    back: Backend,
+    host: HostInterface,
+    slots: Vec<Slot>,
+    free_slots: Vec<u32>,
+    in_device: u32,
+    /// Commands waiting for a device queue slot (NCQ full).
+    host_queue: VecDeque<u32>,
+    /// Writes waiting for write-buffer space, in arrival order.
+    write_wait: VecDeque<u32>,
+    buffer_free_units: u64,
+    pub buffer_units: u64,
+    completions: Vec<Completion>,
+    /// When the device last became idle (no command in it).
+    idle_since: SimTime,
+    gc_idle: SimDuration,
+}
+
+impl Device {
+    /// Build a drive from a configuration; all tables are allocated here.
+    pub fn new(config: &DriveConfig, seed: u64) -> Result<Device, crate::config::ConfigError> {
+        let geometry = config.validate()?;
+        let unit_bytes = geometry.mapping_unit_bytes as u64;
+        let buffer_units = config.ftl.write_buffer_bytes / unit_bytes;
+        Ok(Device {
+            ftl: Ftl::new(&config.ftl, &geometry, seed),
+            back: Backend {
+                nand: Nand::new(&config.nand, &geometry),
+                now: SimTime::ZERO,
+                planes: geometry.planes_per_die,
+                unit_bytes,
+                events: BinaryHeap::new(),
+                sequence: 0,
+                gc_ready: vec![SimTime::ZERO; geometry.dies as usize],
+                host_data_ready: SimTime::ZERO,
+                host_programs_end: SimTime::ZERO,
+            },
+            host: HostInterface::new(&config.host, &config.controller),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            in_device: 0,
+            host_queue: VecDeque::new(),
+            write_wait: VecDeque::new(),
+            buffer_free_units: buffer_units,
+            buffer_units,
+            completions: Vec::new(),
+            idle_since: SimTime::ZERO,
+            gc_idle: SimDuration::from_us(config.ftl.gc_background_idle_us),
+            geometry,
+            config: config.clone(),
+        })
+    }
+
+    pub fn now(&self) -> SimTime {
+        self.back.now
+    }
+
+    pub fn user_bytes(&self) -> u64 {
+        self.geometry.logical_units * self.geometry.mapping_unit_bytes as u64
+    }
+
+    pub fn nand(&self) -> &Nand {
+        &self.back.nand
+    }
+
+    pub fn host_interface(&self) -> &HostInterface {
+        &self.host
+    }
+
+    /// Commands submitted and not yet completed.
+    pub fn outstanding(&self) -> usize {
+        self.slots.len() - self.free_slots.len()
+    }
+
+    /// Time of the next internal event, if any.
+    pub fn next_event_time(&self) -> Option<SimTime> {
+        self.back.events.peek().map(|Reverse((t, _, _))| *t)
+    }
+
+    /// Completed commands since the last call.
+    pub fn drain_completions(&mut self) -> std::vec::Drain<'_, Completion> {
+        self.completions.drain(..)
+    }
+
+    /// Submit a host command at time `at` (not before the current time).
+    pub fn submit(&mut self, io: HostIo, at: SimTime) {
+        assert!(at >= self.back.now, "submission in the past");
+        assert!(
+            io.offset_bytes + io.length_bytes <= self.user_bytes(),
+            "IO beyond the end of the drive (offset {} + length {} > {})",
+            io.offset_bytes,
+            io.length_bytes,
+            self.user_bytes()
+        );
+        self.back.now = at;
+        let unit = self.geometry.mapping_unit_bytes as u64;
+        let (first, end) = if io.length_bytes == 0 {
+            (0, 0)
+        } else {
+            ((io.offset_bytes / unit) as u32, (io.offset_bytes + io.length_bytes).div_ceil(unit) as u32)
+        };
+        let slot = Slot { io, submitted: at, next_unit: first, end_unit: end, data_done: at, rmw_ready: at };
+        let index = match self.free_slots.pop() {
+            Some(i) => {
+                self.slots[i as usize] = slot;
+                i
+            }
+            None => {
+                self.slots.push(slot);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        if self.in_device < self.host.queue_depth_max {
+            self.start(index);
+        } else {
+            self.host_queue.push_back(index);
+        }
+    }
+
+    fn start(&mut self, slot: u32) {
+        self.in_device += 1;
+        let done = self.host.process_command(self.back.now);
+        self.back.push(done, Event::Dispatch(slot));
+    }
+
+    /// Process the next internal event. Returns false if there was none.
+    pub fn step(&mut self) -> bool {
+        let Some(Reverse((t, _, event))) = self.back.events.pop() else {
+            return false;
+        };
+        debug_assert!(t >= self.back.now);
+        self.back.now = t;
+        match event {
+            Event::Dispatch(slot) => self.dispatch(slot),
+            Event::Complete(slot) => self.complete(slot),
+            Event::ProgramDone(units) => {
+                self.buffer_free_units += units as u64;
+                debug_assert!(self.buffer_free_units <= self.buffer_units);
+                self.admit_writes();
+            }
+        }
+        true
+    }
+
+    /// Process every event up to and including time `until`.
+    pub fn run_until(&mut self, until: SimTime) {
+        while self.next_event_time().is_some_and(|t| t <= until) {
+            self.step();
+        }
+    }
+
+    fn dispatch(&mut self, slot: u32) {
+        let now = self.back.now;
+        let s = self.slots[slot as usize];
+        match s.io.kind {
+            IoKind::Read => {
+                let ready = self.read_units(s.next_unit, s.end_unit);
+                let end = self.host.to_host(now, ready, s.io.length_bytes, true);
+                self.ftl.counters.host_units_read += (s.end_unit - s.next_unit) as u64;
+                self.back.push(end, Event::Complete(slot));
+            }
+            IoKind::Write => {
+                let unit = self.geometry.mapping_unit_bytes as u64;
+                let mut rmw_ready = now;
+                // A partial first or last unit is read, merged and written whole.
+                let head_partial = s.io.offset_bytes % unit != 0;
+                let tail_partial = (s.io.offset_bytes + s.io.length_bytes) % unit != 0;
+                if head_partial {
+                    rmw_ready = rmw_ready.max(self.read_units(s.next_unit, s.next_unit + 1));
+                }
+                if tail_partial && (s.end_unit - 1 != s.next_unit || !head_partial) {
+                    rmw_ready = rmw_ready.max(self.read_units(s.end_unit - 1, s.end_unit));
+                }
+                self.slots[slot as usize].rmw_ready = rmw_ready;
+                self.write_wait.push_back(slot);
+                self.admit_writes();
+            }
+            IoKind::Trim => {
+                for lba in s.next_unit..s.end_unit {
+                    self.ftl.trim_unit(lba);
+                }
+                let end = self.host.to_device(now, now, 0, true);
+                self.back.push(end, Event::Complete(slot));
+            }
+            IoKind::Flush => {
+                self.ftl.flush(&mut self.back);
+                let end = self.back.host_programs_end.max(self.host.to_device(now, now, 0, true));
+                self.back.push(end, Event::Complete(slot));
+            }
+        }
+    }
+
+    /// Read logical units `first..end`: one NAND read per run of units in the same PU, nothing
+    /// for units in the buffer or never written. Returns when all data is in the controller.
+    fn read_units(&mut self, first: u32, end: u32) -> SimTime {
+        let now = self.back.now;
+        let mut ready = now;
+        let mut run_first = UNMAPPED;
+        let mut run_last = UNMAPPED;
+        let mut flush_run = |dev: &mut Device, a: u32, b: u32| {
+            if a == UNMAPPED || dev.ftl.is_buffered(a) {
+                return;
+            }
+            let die = dev.ftl.die_of(a);
+            let planes = dev.ftl.planes_spanned(a, b);
+            let bytes = (b - a + 1) as u64 * dev.back.unit_bytes;
+            ready = ready.max(dev.back.nand.read(now, die, planes, bytes));
+        };
+        for lba in first..end {
+            let ppn = self.ftl.lookup(lba);
+            if ppn == UNMAPPED {
+                continue;
+            }
+            debug_assert_eq!(self.ftl.reverse(ppn), lba, "OOB LBA disagrees with the map on read");
+            if run_first != UNMAPPED && ppn == run_last + 1 && self.ftl.pu_of(ppn) == self.ftl.pu_of(run_first) {
+                run_last = ppn;
+                continue;
+            }
+            flush_run(self, run_first, run_last);
+            run_first = ppn;
+            run_last = ppn;
+        }
+        flush_run(self, run_first, run_last);
+        ready
+    }
+
+    /// Move waiting writes into the buffer, in arrival order, as far as space allows.
+    fn admit_writes(&mut self) {
+        let now = self.back.now;
+        let unit = self.geometry.mapping_unit_bytes as u64;
+        while let Some(&slot) = self.write_wait.front() {
+            if self.buffer_free_units == 0 {
+                break;
+            }
+            let s = self.slots[slot as usize];
+            let first_chunk = s.next_unit == (s.io.offset_bytes / unit) as u32;
+            let count = ((s.end_unit - s.next_unit) as u64).min(self.buffer_free_units) as u32;
+            self.buffer_free_units -= count as u64;
+            let bytes = (count as u64 * unit).min(s.io.length_bytes);
+            let arrived = self.host.to_device(now, s.rmw_ready.max(now), bytes, first_chunk);
+            self.back.host_data_ready = arrived;
+            for lba in s.next_unit..s.next_unit + count {
+                self.ftl.write_unit(lba, &mut self.back);
+            }
+            let s = &mut self.slots[slot as usize];
+            s.next_unit += count;
+            s.data_done = arrived;
+            if s.next_unit == s.end_unit {
+                self.write_wait.pop_front();
+                let mut done = arrived;
+                if s.io.fua {
+                    self.ftl.flush(&mut self.back);
+                    done = done.max(self.back.host_programs_end);
+                }
+                self.back.push(done, Event::Complete(slot));
+            }
+        }
+    }
+
+    fn complete(&mut self, slot: u32) {
+        let s = self.slots[slot as usize];
+        self.completions.push(Completion { io: s.io, submitted: s.submitted, completed: self.back.now });
+        self.free_slots.push(slot);
+        self.in_device -= 1;
+        if let Some(next) = self.host_queue.pop_front() {
+            self.start(next);
+        }
+        if self.in_device == 0 {
+            self.idle_since = self.back.now;
+        }
+    }
+
+    /// The host will send nothing before `until`: let background garbage collection use the
+    /// idle time. Call only with no command outstanding and all events processed.
+    pub fn idle_until(&mut self, until: SimTime) {
+        self.run_until(until);
+        if self.outstanding() > 0 || self.next_event_time().is_some() {
+            return;
+        }
+        let from = (self.idle_since.max(self.back.now)) + self.gc_idle;
+        loop {
+            // Work on the die that can start soonest, so decisions stay in time order.
+            let mut best: Option<(SimTime, u32)> = None;
+            for die in 0..self.geometry.dies {
+                if self.ftl.background_work_pending(die) {
+                    let at = from.max(self.back.nand.die_free_at(die)).max(self.back.now);
+                    if best.is_none_or(|(t, _)| at < t) {
+                        best = Some((at, die));
+                    }
+                }
+            }
+            let Some((at, die)) = best else { break };
+            if at >= until {
+                break;
+            }
+            self.back.now = at;
+            self.ftl.collect_background_step(die, &mut self.back);
+        }
+    }
+
+    /// Write every logical unit in `first..first + count` without timing: the FTL reaches the
+    /// state a timed sequential fill reaches, in no simulated time.
+    pub fn fill_untimed(&mut self, first_unit: u32, count: u32) {
+        assert_eq!(self.outstanding(), 0, "fill with commands outstanding");
+        let before = self.ftl.buffered_host_units();
+        self.ftl.fill_untimed(first_unit, count);
+        // Units of the last, partial PU sit in the write buffer, as after a timed fill.
+        self.buffer_free_units = self.buffer_free_units + before - self.ftl.buffered_host_units();
+    }
+
+    /// Secure erase: every block erased, the map empty (untimed).
+    pub fn secure_erase(&mut self) {
+        assert_eq!(self.outstanding(), 0, "secure erase with commands outstanding");
+        self.run_until(SimTime(u64::MAX));
+        self.ftl.secure_erase();
+        self.buffer_free_units = self.buffer_units;
+    }
+}
+
+#[cfg(test)]
+mod tests;

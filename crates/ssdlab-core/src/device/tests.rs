@@ -1,0 +1,146 @@
+use super::*;
+use crate::config::DriveConfig;
+use crate::workload::{run_job, Job, JobResult};
+
+fn example() -> DriveConfig {
+    DriveConfig::from_toml_str(crate::EXAMPLE_DRIVE_TOML).unwrap()
+}
+
+fn run(dev: &mut Device, job: Job) -> JobResult {
+    let c = job.compile(dev.user_bytes()).unwrap();
+    run_job(dev, &c, &mut |_| {})
+}
+
+fn seq_fill_job() -> Job {
+    Job { name: "fill".into(), rw: "write".into(), bs: "128k".into(), iodepth: 32, ..Job::default() }
+}
+
+#[test]
+fn timed_fill_and_untimed_fill_reach_the_same_state() {
+    let cfg = example();
+    let mut timed = Device::new(&cfg, 1).unwrap();
+    let r = run(&mut timed, seq_fill_job());
+    assert!(r.summary.elapsed_s > 0.0);
+    let mut fast = Device::new(&cfg, 1).unwrap();
+    // The job writes whole 128 KiB transfers: the span rounded down to 32 units.
+    let units = (fast.geometry.logical_units as u32) / 32 * 32;
+    fast.fill_untimed(0, units);
+    assert_eq!(timed.ftl.state_digest(), fast.ftl.state_digest());
+    assert_eq!(timed.ftl.counters, fast.ftl.counters);
+    timed.ftl.verify().unwrap();
+}
+
+#[test]
+fn same_seed_same_results() {
+    let once = |seed: u64| {
+        let mut dev = Device::new(&example(), seed).unwrap();
+        let n = dev.geometry.logical_units as u32;
+        dev.fill_untimed(0, n);
+        let job = Job { rw: "randrw".into(), iodepth: 8, number_ios: Some(60_000), randseed: seed, ..Job::default() };
+        let r = run(&mut dev, job);
+        (serde_json::to_string(&r.summary).unwrap(), serde_json::to_string(&r.series).unwrap(), dev.ftl.state_digest())
+    };
+    assert_eq!(once(3), once(3));
+    assert_ne!(once(3).2, once(4).2);
+}
+
+#[test]
+fn sustained_random_writes_fall_from_peak_to_steady_state() {
+    // Fresh drive, filled, then random writes: peak while free blocks last, then collection.
+    let mut dev = Device::new(&example(), 1).unwrap();
+    let n = dev.geometry.logical_units as u32;
+    dev.fill_untimed(0, n);
+    let job = Job { rw: "randwrite".into(), iodepth: 32, runtime_s: Some(20.0), time_based: true, ..Job::default() };
+    let r = run(&mut dev, job);
+    let w = &r.series.write_ios;
+    let first = w[0] as f64;
+    let last: f64 = w[w.len() - 6..w.len() - 1].iter().map(|&x| x as f64).sum::<f64>() / 5.0;
+    assert!(first > 2.0 * last, "first second {first} IOPS, steady state {last}");
+    assert!(r.summary.write_amplification > 2.0, "WAF {}", r.summary.write_amplification);
+    dev.ftl.verify().unwrap();
+}
+
+#[test]
+fn random_read_iops_capped_by_controller() {
+    // 4 dies x 1 / 115 us = 34.8K IOPS of tR; controller 10 us -> 100K. With QD32 the dies cap it.
+    let mut dev = Device::new(&example(), 1).unwrap();
+    let n = dev.geometry.logical_units as u32;
+    dev.fill_untimed(0, n);
+    let r = run(&mut dev, Job { rw: "randread".into(), iodepth: 32, number_ios: Some(50_000), ..Job::default() });
+    let iops = r.summary.read.iops;
+    let die_ceiling = 4.0 / 115e-6;
+    assert!(iops <= die_ceiling * 1.001 && iops > 0.8 * die_ceiling, "{iops} vs ceiling {die_ceiling}");
+    // At QD1 latency is tR + bus + link + command: far below the ceiling.
+    let r1 = run(&mut dev, Job { rw: "randread".into(), iodepth: 1, number_ios: Some(2_000), ..Job::default() });
+    let lat = r1.summary.read.latency_us_p50;
+    assert!(lat > 115.0 + 10.0 && lat < 200.0, "QD1 read latency {lat} us");
+}
+
+#[test]
+fn host_queue_beyond_ncq_waits() {
+    let mut cfg = example();
+    cfg.host.queue_depth_max = 4;
+    let mut dev = Device::new(&cfg, 1).unwrap();
+    let n = dev.geometry.logical_units as u32;
+    dev.fill_untimed(0, n);
+    let r4 = run(&mut dev, Job { rw: "randread".into(), iodepth: 4, number_ios: Some(20_000), ..Job::default() });
+    let r32 = run(&mut dev, Job { rw: "randread".into(), iodepth: 32, number_ios: Some(20_000), ..Job::default() });
+    let ratio = r32.summary.read.iops / r4.summary.read.iops;
+    assert!((ratio - 1.0).abs() < 0.05, "NCQ 4: QD32 gives {ratio}x QD4");
+    assert!(r32.summary.read.latency_us_mean > 6.0 * r4.summary.read.latency_us_mean);
+}
+
+#[test]
+fn trimmed_data_reads_as_nothing_and_frees_space() {
+    let mut dev = Device::new(&example(), 1).unwrap();
+    let n = dev.geometry.logical_units as u32;
+    dev.fill_untimed(0, n);
+    run(&mut dev, Job { rw: "trim".into(), bs: "4k".into(), iodepth: 4, ..Job::default() });
+    assert_eq!(dev.ftl.mapped_units(), 0);
+    // Reads of trimmed LBAs touch no NAND.
+    let before = dev.nand().counters.page_reads;
+    run(&mut dev, Job { rw: "randread".into(), iodepth: 4, number_ios: Some(1000), ..Job::default() });
+    assert_eq!(dev.nand().counters.page_reads, before);
+    dev.ftl.verify().unwrap();
+}
+
+#[test]
+fn flush_and_fua_put_buffered_data_on_nand() {
+    let mut dev = Device::new(&example(), 1).unwrap();
+    dev.submit(HostIo { kind: IoKind::Write, offset_bytes: 0, length_bytes: 4096, fua: false, tag: 1 }, SimTime::ZERO);
+    while dev.step() {}
+    assert!(dev.ftl.is_buffered(dev.ftl.lookup(0)));
+    let programs = dev.nand().counters.page_programs;
+    let t = dev.now();
+    dev.submit(HostIo { kind: IoKind::Flush, offset_bytes: 0, length_bytes: 0, fua: false, tag: 2 }, t);
+    while dev.step() {}
+    assert!(!dev.ftl.is_buffered(dev.ftl.lookup(0)));
+    assert!(dev.nand().counters.page_programs > programs);
+    let c: Vec<_> = dev.drain_completions().collect();
+    let flush = c.iter().find(|c| c.io.tag == 2).unwrap();
+    // The flush waits for a whole tPROG.
+    assert!((flush.completed - flush.submitted).ns() > 1_600_000);
+    // FUA write: completes only after its program.
+    let t = dev.now();
+    dev.submit(HostIo { kind: IoKind::Write, offset_bytes: 8192, length_bytes: 4096, fua: true, tag: 3 }, t);
+    while dev.step() {}
+    let c: Vec<_> = dev.drain_completions().collect();
+    assert!((c[0].completed - c[0].submitted).ns() > 1_600_000);
+    assert!(!dev.ftl.is_buffered(dev.ftl.lookup(2)));
+}
+
+#[test]
+fn background_collection_uses_idle_time() {
+    let mut dev = Device::new(&example(), 1).unwrap();
+    let n = dev.geometry.logical_units as u32;
+    dev.fill_untimed(0, n);
+    run(&mut dev, Job { rw: "randwrite".into(), iodepth: 32, number_ios: Some(100_000), ..Job::default() });
+    let free_before = dev.ftl.free_blocks_total();
+    let until = dev.now() + SimDuration::from_secs_f64(30.0);
+    dev.idle_until(until);
+    let free_after = dev.ftl.free_blocks_total();
+    let target = dev.config.ftl.gc_background_free_blocks_target as u64 * dev.geometry.dies as u64;
+    assert!(free_after > free_before && free_after >= target, "{free_before} -> {free_after}, target {target}");
+    assert!(dev.now() < until);
+    dev.ftl.verify().unwrap();
+}

@@ -1,0 +1,223 @@
+use super::*;
+use crate::config::tests::small;
+use crate::config::DriveConfig;
+use proptest::prelude::*;
+use crate::rng::Rng;
+use std::collections::BTreeSet;
+
+fn ftl_of(cfg: &DriveConfig, seed: u64) -> Ftl {
+    let g = cfg.validate().unwrap();
+    Ftl::new(&cfg.ftl, &g, seed)
+}
+
+/// One die, one plane, one mapping unit per page: the setting of the analytic WAF models.
+pub fn theory_config(pages_per_block: u32, blocks: u32, alpha: f64, policy: GcPolicy) -> DriveConfig {
+    let mut c = small();
+    c.nand.channels = 1;
+    c.nand.dies_per_channel = 1;
+    c.nand.planes_per_die = 1;
+    c.nand.page_size_bytes = 4096;
+    c.nand.pages_per_block = pages_per_block;
+    c.nand.blocks_per_plane = blocks;
+    c.ftl.gc_policy = policy;
+    c.ftl.write_buffer_bytes = 1 << 20;
+    c.ftl.gc_foreground_free_blocks_min = 2;
+    let physical = (pages_per_block as u64 * blocks as u64) as f64;
+    c.ftl.user_capacity_bytes = (physical / alpha) as u64 * 4096;
+    c
+}
+
+/// Greedy, mean-field, finite b (the formula): solve
+/// alpha (b - x)/b = H_b - H_k + (k - x)/k for x in [k-1, k]; A = b / (b - x).
+pub fn greedy_mean_field_waf(alpha: f64, b: u32) -> f64 {
+    let h = |n: u32| (1..=n).map(|i| 1.0 / i as f64).sum::<f64>();
+    let bf = b as f64;
+    for k in 1..=b {
+        let kf = k as f64;
+        let x = (h(b) - h(k) + 1.0 - alpha) / (1.0 / kf - alpha / bf);
+        if x >= kf - 1.0 - 1e-12 && x <= kf + 1e-12 {
+            return bf / (bf - x);
+        }
+    }
+    panic!("no solution for alpha {alpha}, b {b}");
+}
+
+fn measured_waf(cfg: &DriveConfig, seed: u64) -> f64 {
+    let mut ftl = ftl_of(cfg, seed);
+    let n = ftl.logical_units() as u32;
+    let mut rng = Rng::new(seed);
+    ftl.fill_untimed(0, n);
+    for _ in 0..5 * n as u64 {
+        ftl.write_unit(rng.below(n as u64) as u32, &mut NullSink);
+    }
+    let (h0, g0) = (ftl.counters.host_units_written, ftl.counters.gc_units_copied);
+    for _ in 0..5 * n as u64 {
+        ftl.write_unit(rng.below(n as u64) as u32, &mut NullSink);
+    }
+    ftl.verify().unwrap();
+    let host = (ftl.counters.host_units_written - h0) as f64;
+    (host + (ftl.counters.gc_units_copied - g0) as f64) / host
+}
+
+#[test]
+fn greedy_waf_matches_mean_field() {
+    for (b, alpha) in [(64u32, 1.25f64), (32, 1.1)] {
+        let cfg = theory_config(b, 1100, alpha, GcPolicy::Greedy);
+        let expected = greedy_mean_field_waf(alpha, b);
+        let got = measured_waf(&cfg, 11);
+        let err = (got - expected).abs() / expected;
+        assert!(err < 0.02, "b {b} alpha {alpha}: simulated {got:.4}, mean-field {expected:.4}, error {:.2}%", err * 100.0);
+    }
+}
+
+#[test]
+fn d1_choice_is_random_victim() {
+    // d = 1 picks a block at random: A = alpha / (alpha - 1).
+    let mut cfg = theory_config(64, 1100, 1.5, GcPolicy::DChoices);
+    cfg.ftl.gc_d_choices = 1;
+    let got = measured_waf(&cfg, 5);
+    let expected = 1.5 / 0.5;
+    assert!((got - expected).abs() / expected < 0.03, "{got} vs {expected}");
+}
+
+#[test]
+fn every_policy_keeps_invariants() {
+    for policy in [GcPolicy::Greedy, GcPolicy::Fifo, GcPolicy::CostBenefit, GcPolicy::DChoices] {
+        let mut cfg = small();
+        cfg.ftl.gc_policy = policy;
+        cfg.ftl.wear_leveling_static_spread_max = 4;
+        let mut ftl = ftl_of(&cfg, 3);
+        let n = ftl.logical_units();
+        let mut rng = Rng::new(9);
+        for i in 0..20 * n {
+            ftl.write_unit(rng.below(n) as u32, &mut NullSink);
+            if i % 5000 == 0 {
+                ftl.verify().unwrap_or_else(|e| panic!("{policy:?}: {e}"));
+            }
+        }
+        ftl.verify().unwrap();
+        assert!(ftl.counters.gc_units_copied > 0, "{policy:?} never collected");
+    }
+}
+
+#[test]
+fn static_wear_leveling_bounds_spread() {
+    // Hot writes to a tenth of the space, the rest written once and left cold.
+    let run = |spread_max: u32| {
+        let mut cfg = small();
+        cfg.ftl.wear_leveling_static_spread_max = spread_max;
+        let mut ftl = ftl_of(&cfg, 1);
+        let n = ftl.logical_units() as u32;
+        ftl.fill_untimed(0, n);
+        let mut rng = Rng::new(2);
+        for _ in 0..60 * n as u64 {
+            ftl.write_unit(rng.below((n / 10) as u64) as u32, &mut NullSink);
+        }
+        ftl.verify().unwrap();
+        let ec = ftl.erase_counts();
+        (ec.iter().max().unwrap() - ec.iter().min().unwrap(), ftl.counters.wear_leveling_victims)
+    };
+    let (spread_off, moves_off) = run(0);
+    let (spread_on, moves_on) = run(8);
+    assert_eq!(moves_off, 0);
+    assert!(moves_on > 0);
+    assert!(spread_on < spread_off, "spread with static WL {spread_on}, without {spread_off}");
+}
+
+#[test]
+fn secure_erase_empties_the_map_and_counts_erases() {
+    let cfg = small();
+    let mut ftl = ftl_of(&cfg, 1);
+    let n = ftl.logical_units() as u32;
+    ftl.fill_untimed(0, n);
+    let written_blocks = ftl.erase_counts().len() as u64 - ftl.free_blocks_total();
+    ftl.secure_erase();
+    ftl.verify().unwrap();
+    assert_eq!(ftl.mapped_units(), 0);
+    assert_eq!(ftl.erase_counts().iter().map(|&e| e as u64).sum::<u64>(), written_blocks);
+    assert!((0..n).all(|l| ftl.lookup(l) == UNMAPPED));
+}
+
+#[test]
+fn rain_parity_costs_program_bandwidth() {
+    let mut cfg = small();
+    cfg.ftl.rain_data_pages_per_parity = 7; // every 8th PU is parity
+    cfg.ftl.user_capacity_bytes = cfg.ftl.user_capacity_bytes * 7 / 8;
+    let mut ftl = ftl_of(&cfg, 1);
+    let n = ftl.logical_units() as u32;
+    ftl.fill_untimed(0, n);
+    ftl.verify().unwrap();
+    let c = &ftl.counters;
+    let data = c.pu_programs_host as f64;
+    let parity = c.pu_programs_parity as f64;
+    assert!((parity / data - 1.0 / 7.0).abs() < 0.01, "parity/data = {}", parity / data);
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Write(u32),
+    WriteRange(u32, u32),
+    Trim(u32, u32),
+    Flush,
+    Background(u32),
+}
+
+fn op(n: u32) -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => (0..n).prop_map(Op::Write),
+        2 => (0..n, 1..64u32).prop_map(|(a, b)| Op::WriteRange(a, b)),
+        1 => (0..n, 1..256u32).prop_map(|(a, b)| Op::Trim(a, b)),
+        1 => Just(Op::Flush),
+        1 => (0..4u32).prop_map(Op::Background),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Forward and reverse maps agree, valid counts match, no LBA is lost or duplicated,
+    /// trimmed LBAs map to nothing: against a shadow set of written-and-not-trimmed LBAs.
+    #[test]
+    fn ftl_invariants_under_random_operations(
+        ops in proptest::collection::vec(op(3000), 1..3000),
+        policy in prop_oneof![Just(GcPolicy::Greedy), Just(GcPolicy::Fifo), Just(GcPolicy::CostBenefit), Just(GcPolicy::DChoices)],
+        rain in prop_oneof![Just(0u32), Just(3u32)],
+        seed in any::<u64>(),
+    ) {
+        let mut cfg = small();
+        cfg.nand.blocks_per_plane = 32;
+        cfg.nand.pages_per_block = 16;
+        cfg.ftl.gc_policy = policy;
+        cfg.ftl.rain_data_pages_per_parity = rain;
+        cfg.ftl.user_capacity_bytes = 3000 * 4096;
+        cfg.ftl.wear_leveling_static_spread_max = 3;
+        let mut ftl = ftl_of(&cfg, seed);
+        let n = ftl.logical_units() as u32;
+        let mut live = BTreeSet::new();
+        // Hammer the drive so collection runs, then apply the random sequence.
+        let mut rng = Rng::new(seed);
+        for _ in 0..3 * n {
+            let l = rng.below(n as u64) as u32;
+            ftl.write_unit(l, &mut NullSink);
+            live.insert(l);
+        }
+        for op in ops {
+            match op {
+                Op::Write(l) => { let l = l % n; ftl.write_unit(l, &mut NullSink); live.insert(l); }
+                Op::WriteRange(l, c) => for x in l..(l + c).min(n) { ftl.write_unit(x, &mut NullSink); live.insert(x); },
+                Op::Trim(l, c) => for x in l..(l + c).min(n) { ftl.trim_unit(x); live.remove(&x); },
+                Op::Flush => ftl.flush(&mut NullSink),
+                Op::Background(d) => { ftl.collect_background_step(d % ftl.geometry.dies, &mut NullSink); },
+            }
+        }
+        prop_assert_eq!(ftl.verify(), Ok(()));
+        prop_assert_eq!(ftl.mapped_units(), live.len() as u64);
+        for l in 0..n {
+            let mapped = ftl.lookup(l) != UNMAPPED;
+            prop_assert_eq!(mapped, live.contains(&l), "lba {}", l);
+            if mapped {
+                prop_assert_eq!(ftl.reverse(ftl.lookup(l)), l);
+            }
+        }
+    }
+}

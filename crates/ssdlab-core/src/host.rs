@@ -1,0 +1,68 @@
+//! The host interface and the controller's command processor.
+//!
+//! SATA: one half-duplex link (data and frames share it), NCQ depth at most 32. NVMe over
+//! PCIe: one timeline per direction, deep queues. Every command costs the controller
+//! `command_ns` of firmware time on a single FIFO processor, which caps IOPS.
+
+use crate::config::{ControllerConfig, HostConfig, HostInterfaceKind};
+use crate::time::{transfer_duration, SimDuration, SimTime};
+use crate::timeline::{FifoTimeline, GapTimeline};
+
+#[derive(Clone, Debug)]
+pub struct HostInterface {
+    pub kind: HostInterfaceKind,
+    link_bytes_per_s: u64,
+    link_command: SimDuration,
+    /// Host to device (SATA: the only link timeline).
+    to_device: GapTimeline,
+    /// Device to host (NVMe only).
+    to_host: GapTimeline,
+    controller: FifoTimeline,
+    command: SimDuration,
+    pub queue_depth_max: u32,
+}
+
+impl HostInterface {
+    pub fn new(host: &HostConfig, controller: &ControllerConfig) -> Self {
+        HostInterface {
+            kind: host.interface,
+            link_bytes_per_s: host.link_bytes_per_s(),
+            link_command: SimDuration(host.link_command_ns),
+            to_device: GapTimeline::default(),
+            to_host: GapTimeline::default(),
+            controller: FifoTimeline::default(),
+            command: SimDuration(controller.command_ns),
+            queue_depth_max: host.queue_depth_max,
+        }
+    }
+
+    /// The firmware takes up a command arriving at `now`; returns when it is processed.
+    pub fn process_command(&mut self, now: SimTime) -> SimTime {
+        self.controller.reserve(now, self.command) + self.command
+    }
+
+    fn link_duration(&self, bytes: u64, with_command_frames: bool) -> SimDuration {
+        let frames = if with_command_frames { self.link_command.ns() } else { 0 };
+        SimDuration(frames + transfer_duration(bytes, self.link_bytes_per_s).ns())
+    }
+
+    /// Move `bytes` from host to drive, no earlier than `earliest`; returns the end.
+    pub fn to_device(&mut self, now: SimTime, earliest: SimTime, bytes: u64, with_command_frames: bool) -> SimTime {
+        let d = self.link_duration(bytes, with_command_frames);
+        self.to_device.reserve(now, earliest, d) + d
+    }
+
+    /// Move `bytes` from drive to host, no earlier than `earliest`; returns the end.
+    pub fn to_host(&mut self, now: SimTime, earliest: SimTime, bytes: u64, with_command_frames: bool) -> SimTime {
+        let d = self.link_duration(bytes, with_command_frames);
+        let link = match self.kind {
+            HostInterfaceKind::Sata => &mut self.to_device,
+            HostInterfaceKind::Nvme => &mut self.to_host,
+        };
+        link.reserve(now, earliest, d) + d
+    }
+
+    pub fn link_bytes_per_s(&self) -> u64 {
+        self.link_bytes_per_s
+    }
+}

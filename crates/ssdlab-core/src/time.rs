@@ -1,0 +1,79 @@
+//! Simulated time: nanoseconds since the simulation started, never the wall clock.
+
+use std::ops::{Add, AddAssign, Sub};
+
+/// A point in simulated time, in nanoseconds.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SimTime(pub u64);
+
+/// A span of simulated time, in nanoseconds.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SimDuration(pub u64);
+
+pub const NS_PER_US: u64 = 1_000;
+pub const NS_PER_MS: u64 = 1_000_000;
+pub const NS_PER_S: u64 = 1_000_000_000;
+
+impl SimTime {
+    pub const ZERO: SimTime = SimTime(0);
+    pub fn ns(self) -> u64 {
+        self.0
+    }
+    pub fn seconds_f64(self) -> f64 {
+        self.0 as f64 / NS_PER_S as f64
+    }
+    pub fn saturating_since(self, earlier: SimTime) -> SimDuration {
+        SimDuration(self.0.saturating_sub(earlier.0))
+    }
+}
+
+impl SimDuration {
+    pub const ZERO: SimDuration = SimDuration(0);
+    pub fn from_us(us: u64) -> Self {
+        SimDuration(us * NS_PER_US)
+    }
+    pub fn from_secs_f64(seconds: f64) -> Self {
+        SimDuration((seconds * NS_PER_S as f64).round() as u64)
+    }
+    pub fn ns(self) -> u64 {
+        self.0
+    }
+}
+
+impl Add<SimDuration> for SimTime {
+    type Output = SimTime;
+    fn add(self, rhs: SimDuration) -> SimTime {
+        SimTime(self.0 + rhs.0)
+    }
+}
+
+impl AddAssign<SimDuration> for SimTime {
+    fn add_assign(&mut self, rhs: SimDuration) {
+        self.0 += rhs.0;
+    }
+}
+
+impl Sub<SimTime> for SimTime {
+    type Output = SimDuration;
+    fn sub(self, rhs: SimTime) -> SimDuration {
+        debug_assert!(self.0 >= rhs.0, "negative duration");
+        SimDuration(self.0 - rhs.0)
+    }
+}
+
+/// Time to move `bytes` at `bytes_per_s`, rounded up to whole nanoseconds.
+pub fn transfer_duration(bytes: u64, bytes_per_s: u64) -> SimDuration {
+    debug_assert!(bytes_per_s > 0);
+    SimDuration((bytes as u128 * NS_PER_S as u128).div_ceil(bytes_per_s as u128) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transfer_rounds_up() {
+        assert_eq!(transfer_duration(4096, 600_000_000).ns(), 6827);
+        assert_eq!(transfer_duration(0, 1).ns(), 0);
+    }
+}

@@ -1,0 +1,631 @@
+//! fio-like jobs: what to submit, how much, how deep; and the closed-loop runner that keeps
+//! `iodepth` commands in flight and records what the host sees.
+
+use crate::device::{Device, HostIo, IoKind};
+use crate::rng::Rng;
+use crate::stats::{IntervalSeries, OpStats, OpSummary};
+use crate::time::{SimTime, NS_PER_S};
+use serde::{Deserialize, Serialize};
+
+/// A job as a user writes it, in fio's option names and units (sizes as fio strings: "4k",
+/// "128KiB", "8g", offsets also as "25%").
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Job {
+    pub name: String,
+    /// read, write, randread, randwrite, randrw, rw (readwrite), trim, randtrim.
+    pub rw: String,
+    pub bs: String,
+    /// "4k/50:64k/40:128k/10": sizes and percentages; overrides bs.
+    pub bssplit: Option<String>,
+    pub iodepth: u32,
+    /// Start of the LBA span.
+    pub offset: String,
+    /// Length of the LBA span (default: to the end of the drive).
+    pub size: Option<String>,
+    /// Total bytes to transfer (default: `size`, unless time_based or number_ios).
+    pub io_size: Option<String>,
+    /// Simulated seconds to run.
+    pub runtime_s: Option<f64>,
+    /// Keep going until runtime even after `io_size` bytes.
+    pub time_based: bool,
+    pub number_ios: Option<u64>,
+    pub rwmixread: u32,
+    /// random (uniform), zipf:theta, pareto:h.
+    pub random_distribution: String,
+    pub randseed: u64,
+    /// Interval of the time series, simulated seconds.
+    pub log_interval_s: f64,
+}
+
+impl Default for Job {
+    fn default() -> Self {
+        Job {
+            name: "job".into(),
+            rw: "read".into(),
+            bs: "4k".into(),
+            bssplit: None,
+            iodepth: 1,
+            offset: "0".into(),
+            size: None,
+            io_size: None,
+            runtime_s: None,
+            time_based: false,
+            number_ios: None,
+            rwmixread: 50,
+            random_distribution: "random".into(),
+            randseed: 0,
+            log_interval_s: 1.0,
+        }
+    }
+}
+
+/// Parse a fio size: a number with an optional suffix (k, m, g, t, p; KiB, MiB...; powers of
+/// 1024 as fio's default kb_base; kB/MB with a capital B... are also 1024-based in fio unless
+/// kb_base=1000, which is not supported).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, suffix) = t.split_at(split);
+    if num.is_empty() {
+        return Err(format!("'{text}' is not a size; accepted: a number with an optional k/m/g/t suffix, e.g. 4k, 128KiB, 8g"));
+    }
+    let value: f64 = num.parse().map_err(|_| format!("'{text}' is not a size"))?;
+    let shift = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        "p" | "pb" | "pib" => 50,
+        other => return Err(format!("'{text}': unknown size suffix '{other}'; accepted: k, m, g, t, p (optionally with B or iB)")),
+    };
+    let bytes = value * (1u64 << shift) as f64;
+    if bytes.fract() != 0.0 {
+        return Err(format!("'{text}' is not a whole number of bytes"));
+    }
+    Ok(bytes as u64)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Pattern {
+    Sequential,
+    Random,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Distribution {
+    Uniform,
+    /// Zipf with exponent theta, sampled by inverting the continuous approximation of its CDF.
+    Zipf(f64),
+    /// fio's pareto:h: rank = (n - 1) * u^(ln h / ln(1 - h)).
+    Pareto(f64),
+}
+
+/// A job checked against a drive and turned into numbers.
+#[derive(Clone, Debug)]
+pub struct CompiledJob {
+    pub job: Job,
+    pattern: Pattern,
+    /// Percent of IOs that are reads (0 for pure writes, 100 for pure reads).
+    read_pct: u32,
+    trim: bool,
+    /// (bytes, cumulative weight out of 100).
+    sizes: Vec<(u64, u32)>,
+    align_bytes: u64,
+    span_start: u64,
+    span_bytes: u64,
+    io_bytes_max: Option<u64>,
+    runtime_ns: Option<u64>,
+    number_ios: Option<u64>,
+    distribution: Distribution,
+    interval_ns: u64,
+}
+
+impl Job {
+    /// Check the job against a drive of `user_bytes`; errors name the option.
+    pub fn compile(&self, user_bytes: u64) -> Result<CompiledJob, String> {
+        let (pattern, read_pct, trim) = match self.rw.as_str() {
+            "read" => (Pattern::Sequential, 100, false),
+            "write" => (Pattern::Sequential, 0, false),
+            "randread" => (Pattern::Random, 100, false),
+            "randwrite" => (Pattern::Random, 0, false),
+            "randrw" => (Pattern::Random, self.rwmixread, false),
+            "rw" | "readwrite" => (Pattern::Sequential, self.rwmixread, false),
+            "trim" => (Pattern::Sequential, 0, true),
+            "randtrim" => (Pattern::Random, 0, true),
+            other => {
+                return Err(format!(
+                    "rw: '{other}' is not supported; accepted: read, write, randread, randwrite, randrw, rw, readwrite, trim, randtrim"
+                ))
+            }
+        };
+        if self.rwmixread > 100 {
+            return Err(format!("rwmixread: {} is not a percentage (0..100)", self.rwmixread));
+        }
+        let mut sizes = Vec::new();
+        match &self.bssplit {
+            Some(split) => {
+                let mut total = 0;
+                for part in split.split(':').filter(|p| !p.is_empty()) {
+                    let (size, pct) = part.split_once('/').ok_or_else(|| format!("bssplit: '{part}' is not size/percent"))?;
+                    let bytes = parse_size(size).map_err(|e| format!("bssplit: {e}"))?;
+                    let pct: u32 = pct.trim().parse().map_err(|_| format!("bssplit: '{pct}' is not a whole percentage"))?;
+                    total += pct;
+                    sizes.push((bytes, total));
+                }
+                if total != 100 {
+                    return Err(format!("bssplit: percentages add up to {total}, not 100"));
+                }
+            }
+            None => sizes.push((parse_size(&self.bs).map_err(|e| format!("bs: {e}"))?, 100)),
+        }
+        if sizes.iter().any(|&(b, _)| b == 0 || b % 512 != 0) {
+            return Err("bs: every block size must be a positive multiple of 512 bytes".into());
+        }
+        let bs_max = sizes.iter().map(|&(b, _)| b).max().unwrap();
+        let align_bytes = sizes.iter().map(|&(b, _)| b).min().unwrap();
+        if self.iodepth == 0 || self.iodepth > 65_536 {
+            return Err(format!("iodepth: {} is out of range; accepted: 1 to 65536", self.iodepth));
+        }
+        let span_start = if let Some(pct) = self.offset.trim().strip_suffix('%') {
+            let p: f64 = pct.trim().parse().map_err(|_| format!("offset: '{}' is not a percentage", self.offset))?;
+            if !(0.0..100.0).contains(&p) {
+                return Err(format!("offset: {p}% is outside 0..100%"));
+            }
+            ((user_bytes as f64 * p / 100.0) as u64) / align_bytes * align_bytes
+        } else {
+            parse_size(&self.offset).map_err(|e| format!("offset: {e}"))?
+        };
+        if span_start >= user_bytes {
+            return Err(format!("offset: {span_start} bytes is beyond the drive's {user_bytes} bytes"));
+        }
+        let span_bytes = match &self.size {
+            Some(s) => {
+                let v = if let Some(pct) = s.trim().strip_suffix('%') {
+                    let p: f64 = pct.trim().parse().map_err(|_| format!("size: '{s}' is not a percentage"))?;
+                    (user_bytes as f64 * p / 100.0) as u64
+                } else {
+                    parse_size(s).map_err(|e| format!("size: {e}"))?
+                };
+                if span_start + v > user_bytes {
+                    return Err(format!("size: offset {span_start} + size {v} bytes exceeds the drive's {user_bytes} bytes"));
+                }
+                v
+            }
+            None => user_bytes - span_start,
+        };
+        let span_bytes = span_bytes / align_bytes * align_bytes;
+        if span_bytes < bs_max {
+            return Err(format!("size: the span ({span_bytes} bytes) is smaller than the block size ({bs_max})"));
+        }
+        let distribution = match self.random_distribution.split_once(':') {
+            None if self.random_distribution == "random" => Distribution::Uniform,
+            Some(("zipf", v)) => {
+                let theta: f64 = v.parse().map_err(|_| format!("random_distribution: '{v}' is not a number"))?;
+                if !(theta > 0.0) || theta == 1.0 {
+                    return Err("random_distribution: zipf theta must be > 0 and not 1".into());
+                }
+                Distribution::Zipf(theta)
+            }
+            Some(("pareto", v)) => {
+                let h: f64 = v.parse().map_err(|_| format!("random_distribution: '{v}' is not a number"))?;
+                if !(h > 0.0 && h < 1.0) {
+                    return Err("random_distribution: pareto h must be in (0, 1)".into());
+                }
+                Distribution::Pareto(h)
+            }
+            _ => {
+                return Err(format!(
+                    "random_distribution: '{}' is not supported; accepted: random, zipf:THETA, pareto:H",
+                    self.random_distribution
+                ))
+            }
+        };
+        let runtime_ns = match self.runtime_s {
+            Some(r) if !(r > 0.0 && r.is_finite()) => return Err(format!("runtime: {r} must be a positive number of seconds")),
+            Some(r) => Some((r * NS_PER_S as f64) as u64),
+            None => None,
+        };
+        if self.time_based && runtime_ns.is_none() {
+            return Err("time_based: needs runtime".into());
+        }
+        let io_bytes_max = match &self.io_size {
+            Some(s) => Some(parse_size(s).map_err(|e| format!("io_size: {e}"))?),
+            None if self.time_based || self.number_ios.is_some() => None,
+            None => Some(span_bytes),
+        };
+        if !(self.log_interval_s > 0.0) {
+            return Err("log_interval: must be a positive number of seconds".into());
+        }
+        Ok(CompiledJob {
+            job: self.clone(),
+            pattern,
+            read_pct,
+            trim,
+            sizes,
+            align_bytes,
+            span_start,
+            span_bytes,
+            io_bytes_max,
+            runtime_ns,
+            number_ios: self.number_ios,
+            distribution,
+            interval_ns: (self.log_interval_s * NS_PER_S as f64) as u64,
+        })
+    }
+}
+
+/// Produces the job's IOs in order.
+struct Generator {
+    rng: Rng,
+    cursor: u64,
+    slots: u64,
+    /// An odd multiplier coprime with `slots`: rank -> slot scattering for skewed
+    /// distributions, so hot blocks are spread over the span as fio does.
+    scatter: u64,
+}
+
+impl Generator {
+    fn new(job: &CompiledJob, seed: u64) -> Self {
+        let slots = job.span_bytes / job.align_bytes;
+        let mut scatter = 0x9E37_79B9_7F4A_7C15u64 % slots.max(1) | 1;
+        while gcd(scatter, slots) != 1 {
+            scatter += 2;
+        }
+        Generator { rng: Rng::derive(seed ^ job.job.randseed, "workload"), cursor: 0, slots, scatter }
+    }
+
+    fn next(&mut self, job: &CompiledJob) -> (IoKind, u64, u64) {
+        let size = if job.sizes.len() == 1 {
+            job.sizes[0].0
+        } else {
+            let r = self.rng.below(100) as u32;
+            job.sizes.iter().find(|&&(_, cum)| r < cum).unwrap().0
+        };
+        let kind = if job.trim {
+            IoKind::Trim
+        } else if job.read_pct == 100 || (job.read_pct > 0 && (self.rng.below(100) as u32) < job.read_pct) {
+            IoKind::Read
+        } else {
+            IoKind::Write
+        };
+        let offset = match job.pattern {
+            Pattern::Sequential => {
+                if self.cursor + size > job.span_bytes {
+                    self.cursor = 0;
+                }
+                let o = self.cursor;
+                self.cursor += size;
+                o
+            }
+            Pattern::Random => {
+                let slot = match job.distribution {
+                    Distribution::Uniform => self.rng.below(self.slots),
+                    Distribution::Zipf(theta) => {
+                        let n = self.slots as f64;
+                        let u = self.rng.unit_f64();
+                        let a = 1.0 - theta;
+                        let rank = (1.0 + u * (n.powf(a) - 1.0)).powf(1.0 / a) as u64;
+                        self.scattered(rank.saturating_sub(1))
+                    }
+                    Distribution::Pareto(h) => {
+                        let power = h.ln() / (1.0 - h).ln();
+                        let rank = ((self.slots - 1) as f64 * self.rng.unit_f64().powf(power)) as u64;
+                        self.scattered(rank)
+                    }
+                };
+                (slot * job.align_bytes).min(job.span_bytes - size) / job.align_bytes * job.align_bytes
+            }
+        };
+        (kind, job.span_start + offset, size)
+    }
+
+    fn scattered(&self, rank: u64) -> u64 {
+        ((rank.min(self.slots - 1) as u128 * self.scatter as u128) % self.slots as u128) as u64
+    }
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// Device counters sampled at the start of a job and at interval boundaries.
+#[derive(Clone, Copy, Debug, Default)]
+struct Sample {
+    page_programs: u64,
+    gc_units: u64,
+    host_units_written: u64,
+    erases: u64,
+}
+
+fn sample(dev: &Device) -> Sample {
+    Sample {
+        page_programs: dev.nand().counters.page_programs,
+        gc_units: dev.ftl.counters.gc_units_copied + dev.ftl.counters.wear_leveling_units_copied,
+        host_units_written: dev.ftl.counters.host_units_written,
+        erases: dev.ftl.counters.blocks_erased,
+    }
+}
+
+/// Everything a job measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct JobSummary {
+    pub name: String,
+    pub elapsed_s: f64,
+    pub read: OpSummary,
+    pub write: OpSummary,
+    pub trim: OpSummary,
+    /// NAND bytes programmed (data, GC, parity, padding) / host bytes written, during the job.
+    pub write_amplification: f64,
+    pub gc_units_copied: u64,
+    pub blocks_erased: u64,
+    pub nand_page_programs: u64,
+    pub host_units_written: u64,
+}
+
+pub struct JobResult {
+    pub summary: JobSummary,
+    pub series: IntervalSeries,
+}
+
+/// A job in progress on a device; advance it in slices so a caller can show progress.
+pub struct JobRun {
+    job: CompiledJob,
+    generator: Generator,
+    start: SimTime,
+    stop_issuing_at: Option<SimTime>,
+    issued_ios: u64,
+    issued_bytes: u64,
+    completed_ios: u64,
+    outstanding: u64,
+    read: OpStats,
+    write: OpStats,
+    trim: OpStats,
+    series: IntervalSeries,
+    at_start: Sample,
+    at_interval: Sample,
+    last_completion: SimTime,
+    done: bool,
+}
+
+impl JobRun {
+    pub fn new(dev: &mut Device, job: &CompiledJob, seed: u64) -> JobRun {
+        let start = dev.now();
+        let s = sample(dev);
+        let mut run = JobRun {
+            generator: Generator::new(job, seed),
+            job: job.clone(),
+            start,
+            stop_issuing_at: job.runtime_ns.map(|r| start + crate::time::SimDuration(r)),
+            issued_ios: 0,
+            issued_bytes: 0,
+            completed_ios: 0,
+            outstanding: 0,
+            read: OpStats::default(),
+            write: OpStats::default(),
+            trim: OpStats::default(),
+            series: IntervalSeries::new(job.interval_ns),
+            at_start: s,
+            at_interval: s,
+            last_completion: start,
+            done: false,
+        };
+        for _ in 0..job.job.iodepth {
+            if !run.issue(dev) {
+                break;
+            }
+        }
+        run
+    }
+
+    fn may_issue(&self, now: SimTime) -> bool {
+        if self.stop_issuing_at.is_some_and(|t| now >= t) {
+            return false;
+        }
+        if self.job.number_ios.is_some_and(|n| self.issued_ios >= n) {
+            return false;
+        }
+        if self.job.io_bytes_max.is_some_and(|b| self.issued_bytes >= b) {
+            return false;
+        }
+        true
+    }
+
+    fn issue(&mut self, dev: &mut Device) -> bool {
+        let now = dev.now();
+        if !self.may_issue(now) {
+            return false;
+        }
+        let (kind, offset, length) = self.generator.next(&self.job);
+        dev.submit(HostIo { kind, offset_bytes: offset, length_bytes: length, fua: false, tag: self.issued_ios }, now);
+        self.issued_ios += 1;
+        self.issued_bytes += length;
+        self.outstanding += 1;
+        true
+    }
+
+    /// Close the interval series up to interval `index` (exclusive) with device samples.
+    fn close_intervals(&mut self, dev: &Device, upto: usize) {
+        let s = sample(dev);
+        let free = dev.ftl.free_blocks_total();
+        let mut i = self.series.len();
+        // Intervals that have not been opened yet get the deltas of the first one closed now.
+        while i < upto || (i == upto && self.series.len() < upto) {
+            self.series.ensure(i);
+            i += 1;
+        }
+        let last = upto.saturating_sub(1);
+        if upto > 0 && self.series.nand_page_programs[last] == 0 && self.series.free_blocks[last] == 0 {
+            self.series.nand_page_programs[last] = s.page_programs - self.at_interval.page_programs;
+            self.series.gc_units_copied[last] = s.gc_units - self.at_interval.gc_units;
+            self.series.free_blocks[last] = free;
+            self.at_interval = s;
+        }
+    }
+
+    /// Process events until simulated time `until` or the end of the job. True when done.
+    pub fn advance(&mut self, dev: &mut Device, until: SimTime) -> bool {
+        let interval = self.job.interval_ns;
+        while !self.done {
+            let Some(t) = dev.next_event_time() else {
+                self.done = true;
+                break;
+            };
+            if t > until {
+                return false;
+            }
+            // Crossing into a new interval: sample device counters for the finished ones.
+            let index = ((t.ns() - self.start.ns()) / interval) as usize;
+            if index >= self.series.len() && index > 0 {
+                self.close_intervals(dev, index);
+            }
+            dev.step();
+            let now = dev.now();
+            let mut finished = 0u64;
+            let completions: Vec<_> = dev.drain_completions().collect();
+            for c in completions {
+                let latency = c.completed.ns() - c.submitted.ns();
+                let i = ((c.completed.ns() - self.start.ns()) / interval) as usize;
+                self.series.ensure(i);
+                match c.io.kind {
+                    IoKind::Read => {
+                        self.read.record(c.io.length_bytes, latency);
+                        self.series.read_ios[i] += 1;
+                        self.series.read_bytes[i] += c.io.length_bytes;
+                        self.series.read_latency_ns_sum[i] += latency;
+                    }
+                    IoKind::Write => {
+                        self.write.record(c.io.length_bytes, latency);
+                        self.series.write_ios[i] += 1;
+                        self.series.write_bytes[i] += c.io.length_bytes;
+                        self.series.write_latency_ns_sum[i] += latency;
+                    }
+                    IoKind::Trim | IoKind::Flush => {
+                        self.trim.record(c.io.length_bytes, latency);
+                        self.series.trim_ios[i] += 1;
+                    }
+                }
+                self.last_completion = now;
+                finished += 1;
+            }
+            self.completed_ios += finished;
+            self.outstanding -= finished;
+            for _ in 0..finished {
+                self.issue(dev);
+            }
+            if self.outstanding == 0 {
+                // Let the buffer drain so the next job starts from a settled drive.
+                self.done = true;
+            }
+        }
+        true
+    }
+
+    pub fn progress(&self, dev: &Device) -> (f64, u64, f64) {
+        let elapsed = (dev.now().ns() - self.start.ns()) as f64 / NS_PER_S as f64;
+        let fraction = if let Some(r) = self.job.runtime_ns {
+            elapsed / (r as f64 / NS_PER_S as f64)
+        } else if let Some(n) = self.job.number_ios {
+            self.completed_ios as f64 / n as f64
+        } else if let Some(b) = self.job.io_bytes_max {
+            self.issued_bytes as f64 / b as f64
+        } else {
+            0.0
+        };
+        (elapsed, self.completed_ios, fraction.min(1.0))
+    }
+
+    pub fn finish(mut self, dev: &Device) -> JobResult {
+        let elapsed_ns = self.last_completion.ns() - self.start.ns();
+        let n = (elapsed_ns.div_ceil(self.job.interval_ns)).max(1) as usize;
+        self.close_intervals(dev, n);
+        self.series.ensure(n - 1);
+        let s = sample(dev);
+        let elapsed_s = elapsed_ns as f64 / NS_PER_S as f64;
+        let host_units = s.host_units_written - self.at_start.host_units_written;
+        let page_bytes = dev.config.nand.page_size_bytes as f64;
+        let unit_bytes = dev.geometry.mapping_unit_bytes as f64;
+        let pages = s.page_programs - self.at_start.page_programs;
+        JobResult {
+            summary: JobSummary {
+                name: self.job.job.name.clone(),
+                elapsed_s,
+                read: self.read.summary(elapsed_s),
+                write: self.write.summary(elapsed_s),
+                trim: self.trim.summary(elapsed_s),
+                write_amplification: if host_units == 0 { 0.0 } else { pages as f64 * page_bytes / (host_units as f64 * unit_bytes) },
+                gc_units_copied: s.gc_units - self.at_start.gc_units,
+                blocks_erased: s.erases - self.at_start.erases,
+                nand_page_programs: pages,
+                host_units_written: host_units,
+            },
+            series: self.series,
+        }
+    }
+}
+
+/// Run a whole job to its end.
+pub fn run_job(dev: &mut Device, job: &CompiledJob, progress: &mut dyn FnMut(&JobRun)) -> JobResult {
+    let mut run = JobRun::new(dev, job, 0);
+    let step = SimTime(NS_PER_S);
+    let mut until = dev.now();
+    loop {
+        until = SimTime(until.ns() + step.ns());
+        if run.advance(dev, until) {
+            break;
+        }
+        progress(&run);
+    }
+    run.finish(dev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_like_fio() {
+        assert_eq!(parse_size("4k"), Ok(4096));
+        assert_eq!(parse_size("128KiB"), Ok(131072));
+        assert_eq!(parse_size("8g"), Ok(8 << 30));
+        assert_eq!(parse_size("512"), Ok(512));
+        assert!(parse_size("4q").unwrap_err().contains("unknown size suffix"));
+        assert!(parse_size("k").is_err());
+    }
+
+    #[test]
+    fn compile_rejects_bad_options() {
+        let j = |f: &dyn Fn(&mut Job)| {
+            let mut job = Job::default();
+            f(&mut job);
+            job.compile(1 << 30).unwrap_err()
+        };
+        assert!(j(&|x| x.rw = "randomwrite".into()).starts_with("rw:"));
+        assert!(j(&|x| x.iodepth = 0).starts_with("iodepth:"));
+        assert!(j(&|x| x.bssplit = Some("4k/50:8k/40".into())).contains("add up to 90"));
+        assert!(j(&|x| x.size = Some("2g".into())).starts_with("size:"));
+        assert!(j(&|x| x.random_distribution = "gauss".into()).starts_with("random_distribution:"));
+        assert!(j(&|x| x.bs = "1000".into()).starts_with("bs:"));
+    }
+
+    #[test]
+    fn zipf_is_skewed_and_in_range() {
+        let job = Job { rw: "randread".into(), random_distribution: "zipf:1.2".into(), number_ios: Some(1), ..Job::default() };
+        let c = job.compile(1 << 30).unwrap();
+        let mut g = Generator::new(&c, 1);
+        let mut counts = std::collections::BTreeMap::new();
+        for _ in 0..100_000 {
+            let (_, off, len) = g.next(&c);
+            assert!(off + len <= 1 << 30);
+            *counts.entry(off).or_insert(0u32) += 1;
+        }
+        let mut v: Vec<u32> = counts.into_values().collect();
+        v.sort_unstable_by(|a, b| b.cmp(a));
+        let top: u32 = v.iter().take(100).sum();
+        assert!(top > 30_000, "top 100 of 262144 blocks took {top} of 100000 IOs");
+    }
+}
