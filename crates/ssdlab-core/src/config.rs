@@ -47,8 +47,9 @@ pub struct NandConfig {
     pub part: String,
     /// Channel buses; each has its own timeline. >= 1.
     pub channels: u32,
-    /// Dies (targets/LUNs) sharing one channel. >= 1. Die i sits on channel i % channels.
-    pub dies_per_channel: u32,
+    /// Dies (targets/LUNs) in the drive. >= 1. Die i sits on channel i % channels, so dies
+    /// need not divide evenly among channels (12 dies on 8 channels: 4 channels carry 2).
+    pub dies: u32,
     /// Planes per die; a multi-plane operation touches one page in each. 1..=4.
     pub planes_per_die: u32,
     /// Erase blocks per plane.
@@ -117,6 +118,18 @@ pub enum GcPolicy {
     DChoices,
 }
 
+/// How foreground garbage collection shares a die with host writes.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum GcForegroundMode {
+    /// Copy victim data in proportion to host writes: smooth, no stalls.
+    Paced,
+    /// The same average pace, in victim-sized bites: when the owed copying covers the victim's
+    /// valid data, the whole victim is collected at once and host programs on that die wait
+    /// behind it (what makes the steady state of the SATA drives of this generation noisy).
+    Burst,
+}
+
 /// The flash translation layer.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -143,6 +156,8 @@ pub struct FtlConfig {
     /// than this. >= 2.
     #[serde(default = "default_gc_foreground_free_blocks_min")]
     pub gc_foreground_free_blocks_min: u32,
+    #[serde(default = "default_gc_foreground_mode")]
+    pub gc_foreground_mode: GcForegroundMode,
     /// Background collection, when the drive is idle, brings each die up to this many free
     /// blocks. >= gc_foreground_free_blocks_min.
     #[serde(default = "default_gc_background_free_blocks_target")]
@@ -173,6 +188,9 @@ fn default_gc_d_choices() -> u32 {
 }
 fn default_gc_foreground_free_blocks_min() -> u32 {
     3
+}
+fn default_gc_foreground_mode() -> GcForegroundMode {
+    GcForegroundMode::Paced
 }
 fn default_gc_background_free_blocks_target() -> u32 {
     6
@@ -248,7 +266,7 @@ impl HostConfig {
 }
 
 /// Numbers derived from a validated configuration, used throughout the model.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Geometry {
     pub dies: u32,
     pub channels: u32,
@@ -309,7 +327,7 @@ impl DriveConfig {
         let h = &self.host;
         let positive = [
             ("nand.channels", n.channels as u64),
-            ("nand.dies_per_channel", n.dies_per_channel as u64),
+            ("nand.dies", n.dies as u64),
             ("nand.planes_per_die", n.planes_per_die as u64),
             ("nand.blocks_per_plane", n.blocks_per_plane as u64),
             ("nand.pages_per_block", n.pages_per_block as u64),
@@ -348,7 +366,7 @@ impl DriveConfig {
                 format!("{} is not a multiple of ftl.mapping_unit_bytes = {unit}", n.page_size_bytes),
             ));
         }
-        let dies = n.channels * n.dies_per_channel;
+        let dies = n.dies;
         let units_per_page = n.page_size_bytes / unit;
         let units_per_pu = units_per_page * n.planes_per_die;
         let pus_per_block = n.pages_per_block;
@@ -474,7 +492,7 @@ pub(crate) mod tests {
             nand: NandConfig {
                 part: "test".into(),
                 channels: 2,
-                dies_per_channel: 2,
+                dies: 4,
                 planes_per_die: 2,
                 blocks_per_plane: 64,
                 pages_per_block: 32,
@@ -498,6 +516,7 @@ pub(crate) mod tests {
                 gc_policy: GcPolicy::Greedy,
                 gc_d_choices: 8,
                 gc_foreground_free_blocks_min: 3,
+                gc_foreground_mode: GcForegroundMode::Paced,
                 gc_background_free_blocks_target: 6,
                 gc_background_idle_us: 5000,
                 gc_separate_stream: true,

@@ -12,7 +12,7 @@ use crate::time::{transfer_duration, SimDuration, SimTime};
 use crate::timeline::GapTimeline;
 
 /// Operation counts of the NAND array.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct NandCounters {
     /// Pages (one plane each) read from the array.
     pub page_reads: u64,
@@ -166,7 +166,7 @@ mod tests {
         // imft-20nm-128gbit-mlc: 16 KiB pages, tPROG 1600 us, tR 115 us; 8 dies on 8 channels.
         let mut c = small();
         c.nand.channels = 8;
-        c.nand.dies_per_channel = 1;
+        c.nand.dies = 8;
         c.nand.page_size_bytes = 16384;
         c.nand.pages_per_block = 512;
         c.nand.blocks_per_plane = 1024;

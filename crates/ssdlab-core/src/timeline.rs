@@ -4,6 +4,7 @@
 //! reservation never lands before an earlier decision's "now".
 
 use crate::time::{SimDuration, SimTime};
+use std::collections::BTreeMap;
 
 /// A server that runs one operation at a time in the order operations are decided (a die, the
 /// controller's command processor).
@@ -30,16 +31,17 @@ impl FifoTimeline {
 
 /// A shared wire (a channel bus, a host link) whose transfers may be decided out of time order:
 /// a transfer reserved for later (data not ready yet) leaves the gap before it usable by
-/// transfers decided afterwards. Holds the future busy intervals, sorted and disjoint.
+/// transfers decided afterwards. Holds the future busy intervals, disjoint, keyed by start.
 #[derive(Clone, Debug, Default)]
 pub struct GapTimeline {
-    busy: Vec<(u64, u64)>,
+    /// start -> end of each reserved interval that ends after the last `now` seen.
+    busy: BTreeMap<u64, u64>,
     /// Busy nanoseconds reserved in total (utilisation counter).
     pub busy_ns_total: u64,
 }
 
 /// Far more future reservations than any wire should hold: a sign of a scheduling bug.
-const GAP_TIMELINE_INTERVALS_MAX: usize = 1 << 16;
+const GAP_TIMELINE_INTERVALS_MAX: usize = 1 << 22;
 
 impl GapTimeline {
     /// Reserve `duration` at the first gap at or after `earliest`; `now` (the current decision
@@ -47,45 +49,51 @@ impl GapTimeline {
     /// start time.
     pub fn reserve(&mut self, now: SimTime, earliest: SimTime, duration: SimDuration) -> SimTime {
         debug_assert!(earliest >= now);
-        let past = self.busy.iter().take_while(|&&(_, end)| end <= now.0).count();
-        if past > 0 {
-            self.busy.drain(..past);
+        while let Some((&s, &e)) = self.busy.first_key_value() {
+            if e > now.0 {
+                break;
+            }
+            self.busy.remove(&s);
         }
         let dur = duration.0;
         self.busy_ns_total += dur;
         let mut start = earliest.0;
-        let mut index = self.busy.len();
-        for (i, &(s, e)) in self.busy.iter().enumerate() {
-            if e <= start {
-                continue;
-            }
-            if s >= start + dur {
-                index = i;
-                break;
-            }
+        // The interval that starts at or before `start` may cover it.
+        if let Some((_, &e)) = self.busy.range(..=start).next_back() {
             start = start.max(e);
         }
         if dur == 0 {
             return SimTime(start);
         }
-        let end = start + dur;
-        // Merge with neighbours that touch, to keep the list short.
-        let touches_prev = index > 0 && self.busy[index - 1].1 == start;
-        let touches_next = index < self.busy.len() && self.busy[index].0 == end;
-        match (touches_prev, touches_next) {
-            (true, true) => {
-                self.busy[index - 1].1 = self.busy[index].1;
-                self.busy.remove(index);
+        for (&s, &e) in self.busy.range(start..) {
+            if s >= start + dur {
+                break;
             }
-            (true, false) => self.busy[index - 1].1 = end,
-            (false, true) => self.busy[index].0 = start,
-            (false, false) => self.busy.insert(index, (start, end)),
+            start = start.max(e);
         }
+        // Merge with a neighbour that ends exactly where this starts, to keep the map small.
+        let end = start + dur;
+        let merged_start = match self.busy.range(..=start).next_back() {
+            Some((&s, &e)) if e == start => s,
+            _ => start,
+        };
+        let merged_end = match self.busy.get(&end) {
+            Some(&e) => {
+                self.busy.remove(&end);
+                e
+            }
+            None => end,
+        };
+        self.busy.insert(merged_start, merged_end);
         assert!(
             self.busy.len() < GAP_TIMELINE_INTERVALS_MAX,
             "GapTimeline holds too many future reservations"
         );
         SimTime(start)
+    }
+
+    pub fn future_intervals(&self) -> usize {
+        self.busy.len()
     }
 }
 

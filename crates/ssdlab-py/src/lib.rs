@@ -1,1 +1,149 @@
+//! PyO3 bindings for ssdlab-core: translation between Python and the core, nothing else.
+//! Structured results cross as JSON strings; Python turns them into dicts and DataFrames.
 
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use ssdlab_core::config::DriveConfig;
+use ssdlab_core::device::Device;
+use ssdlab_core::time::{SimDuration, SimTime, NS_PER_S};
+use ssdlab_core::workload::{Job, JobRun};
+
+/// Parse and validate a drive configuration (TOML text). Returns the derived geometry as JSON.
+#[pyfunction]
+fn validate_config(toml_text: &str) -> PyResult<String> {
+    let cfg = DriveConfig::from_toml_str(toml_text).map_err(PyValueError::new_err)?;
+    let g = cfg.validate().map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(serde_json::to_string(&g).expect("geometry serialises"))
+}
+
+/// A simulated drive and, while a job runs, that job.
+#[pyclass(module = "ssdlab._ssdlab")]
+struct Simulation {
+    dev: Device,
+    run: Option<JobRun>,
+    seed: u64,
+}
+
+#[pymethods]
+impl Simulation {
+    #[new]
+    fn new(toml_text: &str, seed: u64) -> PyResult<Self> {
+        let cfg = DriveConfig::from_toml_str(toml_text).map_err(PyValueError::new_err)?;
+        let dev = Device::new(&cfg, seed).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(Simulation { dev, run: None, seed })
+    }
+
+    fn geometry_json(&self) -> String {
+        serde_json::to_string(&self.dev.geometry).expect("geometry serialises")
+    }
+
+    fn user_bytes(&self) -> u64 {
+        self.dev.user_bytes()
+    }
+
+    fn now_s(&self) -> f64 {
+        self.dev.now().seconds_f64()
+    }
+
+    fn secure_erase(&mut self) -> PyResult<()> {
+        self.idle_check()?;
+        self.dev.secure_erase();
+        Ok(())
+    }
+
+    /// Untimed sequential fill of logical units first..first+count.
+    fn fill_untimed(&mut self, py: Python<'_>, first_unit: u32, count: u32) -> PyResult<()> {
+        self.idle_check()?;
+        let end = first_unit as u64 + count as u64;
+        if end > self.dev.geometry.logical_units {
+            return Err(PyValueError::new_err(format!("fill: units {first_unit}..{end} beyond the drive's {}", self.dev.geometry.logical_units)));
+        }
+        let dev = &mut self.dev;
+        py.allow_threads(|| dev.fill_untimed(first_unit, count));
+        Ok(())
+    }
+
+    /// Let the drive sit idle for `seconds` (background garbage collection may run).
+    fn idle(&mut self, seconds: f64) -> PyResult<()> {
+        self.idle_check()?;
+        let until = self.dev.now() + SimDuration::from_secs_f64(seconds);
+        self.dev.idle_until(until);
+        Ok(())
+    }
+
+    /// Check a job (JSON of the Job fields) against this drive; raise ValueError naming the option.
+    fn check_job(&self, job_json: &str) -> PyResult<()> {
+        let job: Job = serde_json::from_str(job_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        job.compile(self.dev.user_bytes()).map_err(PyValueError::new_err)?;
+        Ok(())
+    }
+
+    fn start_job(&mut self, job_json: &str) -> PyResult<()> {
+        self.idle_check()?;
+        let job: Job = serde_json::from_str(job_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let compiled = job.compile(self.dev.user_bytes()).map_err(PyValueError::new_err)?;
+        self.run = Some(JobRun::new(&mut self.dev, &compiled, self.seed));
+        Ok(())
+    }
+
+    /// Run the current job for up to `seconds` more simulated time. True when it is done.
+    fn advance(&mut self, py: Python<'_>, seconds: f64) -> PyResult<bool> {
+        let run = self.run.as_mut().ok_or_else(|| PyRuntimeError::new_err("no job running"))?;
+        let dev = &mut self.dev;
+        let until = SimTime(dev.now().ns() + (seconds * NS_PER_S as f64) as u64);
+        Ok(py.allow_threads(|| run.advance(dev, until)))
+    }
+
+    /// (simulated seconds elapsed, IOs completed, fraction done) of the current job.
+    fn progress(&self) -> PyResult<(f64, u64, f64)> {
+        let run = self.run.as_ref().ok_or_else(|| PyRuntimeError::new_err("no job running"))?;
+        Ok(run.progress(&self.dev))
+    }
+
+    /// End the current job: (summary JSON, interval series JSON).
+    fn finish_job(&mut self) -> PyResult<(String, String)> {
+        let run = self.run.take().ok_or_else(|| PyRuntimeError::new_err("no job running"))?;
+        let r = run.finish(&self.dev);
+        Ok((serde_json::to_string(&r.summary).expect("summary serialises"), serde_json::to_string(&r.series).expect("series serialises")))
+    }
+
+    /// Lifetime counters of the FTL and the NAND, as JSON.
+    fn counters_json(&self) -> String {
+        format!(
+            "{{\"ftl\": {}, \"nand\": {}, \"free_blocks\": {}, \"mapped_units\": {}}}",
+            serde_json::to_string(&self.dev.ftl.counters).expect("counters serialise"),
+            serde_json::to_string(&self.dev.nand().counters).expect("counters serialise"),
+            self.dev.ftl.free_blocks_total(),
+            self.dev.ftl.mapped_units()
+        )
+    }
+
+    fn erase_counts(&self) -> Vec<u32> {
+        self.dev.ftl.erase_counts().to_vec()
+    }
+
+    /// Check every FTL invariant; raises RuntimeError naming the broken one.
+    fn verify(&self) -> PyResult<()> {
+        self.dev.ftl.verify().map_err(PyRuntimeError::new_err)
+    }
+
+    fn state_digest(&self) -> u64 {
+        self.dev.ftl.state_digest()
+    }
+}
+
+impl Simulation {
+    fn idle_check(&self) -> PyResult<()> {
+        if self.run.is_some() {
+            return Err(PyRuntimeError::new_err("a job is running; finish it first"));
+        }
+        Ok(())
+    }
+}
+
+#[pymodule]
+fn _ssdlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Simulation>()?;
+    m.add_function(wrap_pyfunction!(validate_config, m)?)?;
+    Ok(())
+}

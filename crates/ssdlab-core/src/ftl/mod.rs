@@ -13,7 +13,7 @@
 
 mod victim;
 
-use crate::config::{FtlConfig, GcPolicy, Geometry};
+use crate::config::{FtlConfig, GcForegroundMode, GcPolicy, Geometry};
 use crate::rng::Rng;
 use std::collections::VecDeque;
 use victim::{Buckets, FreePool};
@@ -105,7 +105,7 @@ struct Die {
 }
 
 /// Counters of FTL activity, in mapping units unless named otherwise.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct FtlCounters {
     pub host_units_written: u64,
     pub host_units_read: u64,
@@ -129,6 +129,7 @@ pub struct Ftl {
     policy: GcPolicy,
     d_choices: u32,
     fg_free_min: u32,
+    fg_mode: GcForegroundMode,
     bg_free_target: u32,
     separate_gc_stream: bool,
     static_spread_max: u32,
@@ -169,6 +170,7 @@ impl Ftl {
             policy: cfg.gc_policy,
             d_choices: cfg.gc_d_choices,
             fg_free_min: cfg.gc_foreground_free_blocks_min,
+            fg_mode: cfg.gc_foreground_mode,
             bg_free_target: cfg.gc_background_free_blocks_target,
             separate_gc_stream: cfg.gc_separate_stream,
             static_spread_max: cfg.wear_leveling_static_spread_max,
@@ -532,6 +534,23 @@ impl Ftl {
             }
         }
         self.dies[dix].gc_credit += self.geometry.units_per_pu as f64 * self.dies[dix].gc_ratio;
+        if self.fg_mode == GcForegroundMode::Burst {
+            // Same average pace, victim-sized bites: once the credit covers the victim's
+            // valid data, collect all of it at once; host programs on the die wait behind it.
+            let victim = self.dies[dix].victim;
+            if self.dies[dix].gc_credit >= self.valid[victim as usize] as f64 {
+                while self.dies[dix].victim == victim {
+                    let copied = self.collect_step(die, sink);
+                    self.dies[dix].gc_credit -= copied as f64;
+                }
+                if self.dies[dix].free.len() >= self.fg_free_min {
+                    self.dies[dix].gc_credit = 0.0;
+                } else {
+                    self.select_victim(die);
+                }
+            }
+            return;
+        }
         while self.dies[dix].victim != NONE && self.dies[dix].gc_credit > 0.0 {
             let copied = self.collect_step(die, sink);
             self.dies[dix].gc_credit -= copied as f64;

@@ -14,7 +14,7 @@ fn ftl_of(cfg: &DriveConfig, seed: u64) -> Ftl {
 pub fn theory_config(pages_per_block: u32, blocks: u32, alpha: f64, policy: GcPolicy) -> DriveConfig {
     let mut c = small();
     c.nand.channels = 1;
-    c.nand.dies_per_channel = 1;
+    c.nand.dies = 1;
     c.nand.planes_per_die = 1;
     c.nand.page_size_bytes = 4096;
     c.nand.pages_per_block = pages_per_block;
@@ -220,4 +220,19 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn burst_mode_keeps_invariants_and_terminates() {
+    let mut cfg = small();
+    cfg.ftl.gc_foreground_mode = crate::config::GcForegroundMode::Burst;
+    let mut ftl = ftl_of(&cfg, 3);
+    let n = ftl.logical_units();
+    ftl.fill_untimed(0, n as u32);
+    let mut rng = Rng::new(9);
+    for _ in 0..10 * n {
+        ftl.write_unit(rng.below(n) as u32, &mut NullSink);
+    }
+    ftl.verify().unwrap();
+    assert!(ftl.counters.gc_units_copied > 0);
 }

@@ -1,0 +1,19 @@
+"""ssdlab: a software SSD.
+
+NAND-flash drives modelled the way they are built (dies, channels, planes, a page-mapped FTL
+with garbage collection, RAIN and wear levelling, a SATA or NVMe host interface), fast enough
+to run review tests in seconds.
+
+>>> import ssdlab
+>>> drive = ssdlab.Drive.preset("crucial-m500-960")
+>>> drive.precondition("fill")                       # doctest: +SKIP
+>>> result = drive.run(ssdlab.Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=2000, time_based=True))  # doctest: +SKIP
+>>> result.series.write_iops                         # doctest: +SKIP
+"""
+
+from .drive import Drive, Result, preset_names
+from .errors import SsdlabError
+from .job import Job, parse_fio
+
+__all__ = ["Drive", "Job", "Result", "SsdlabError", "parse_fio", "preset_names"]
+__version__ = "0.1.0"

@@ -1,0 +1,178 @@
+"""The ssdlab command: list drives, run jobs."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from .drive import PRECONDITIONS, Drive, Result, preset_names
+from .errors import SsdlabError
+from .job import Job
+
+
+def _drives(args: argparse.Namespace) -> int:
+    rows = [Drive.preset(name).describe() for name in preset_names()]
+    header = f"{'drive':<22} {'controller':<18} {'host':<5} {'dies':>4} {'ch':>3} {'raw GiB':>8} {'user GB':>8} {'RAIN':>6} {'OP/user':>8} {'OP/raw':>7}"
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        print(f"{r['name']:<22} {r['controller']:<18} {r['interface']:<5} {r['dies']:>4} {r['channels']:>3} "
+              f"{r['raw_gib']:>8.0f} {r['user_gb']:>8.1f} {r['rain']:>6} {r['op_of_user_pct']:>7.1f}% {r['op_of_raw_pct']:>6.1f}%")
+    return 0
+
+
+def _job_from_args(args: argparse.Namespace) -> list[Job]:
+    if args.jobfile:
+        jobs = Job.from_fio(args.jobfile)
+    else:
+        jobs = [Job(name=args.rw)]
+    overrides = {
+        "rw": args.rw if args.jobfile is None or args.rw_given else None,
+        "bs": args.bs,
+        "bssplit": args.bssplit,
+        "iodepth": args.iodepth,
+        "offset": args.offset,
+        "size": args.size,
+        "io_size": args.io_size,
+        "number_ios": args.number_ios,
+        "rwmixread": args.rwmixread,
+        "random_distribution": args.random_distribution,
+        "randseed": args.seed if args.seed is not None else None,
+        "log_interval_s": args.interval,
+    }
+    for job in jobs:
+        for k, v in overrides.items():
+            if v is not None:
+                setattr(job, k, v)
+        if args.runtime is not None:
+            job.runtime_s = args.runtime
+            job.time_based = True
+    return jobs
+
+
+def _chart(result: Result, rows: int = 24, width: int = 50, column: str = "write_iops") -> str:
+    """Per-second IOPS as a text chart (log scale): one row per time slice, the bar at the
+    slice's mean, '|' marks its min and max."""
+    s = result.series
+    values = s[column].to_numpy()
+    if len(values) == 0 or values.max() <= 0:
+        return ""
+    n = len(values)
+    rows = min(rows, n)
+    top = math.log10(max(values.max(), 10))
+    bottom = max(top - 3, 0)
+    def pos(v):
+        if v <= 0:
+            return 0
+        return int(round((min(max(math.log10(v), bottom), top) - bottom) / (top - bottom) * (width - 1)))
+    lines = [f"{column.replace('_', ' ')} per {s.time_s.iloc[0]:g} s (log scale, {10**bottom:,.0f} .. {10**top:,.0f}); bar = mean, | = min and max of the slice"]
+    for r in range(rows):
+        a, b = r * n // rows, (r + 1) * n // rows
+        chunk = values[a:b]
+        lo, hi, mean = chunk.min(), chunk.max(), chunk.mean()
+        line = [" "] * width
+        for i in range(pos(mean) + 1):
+            line[i] = "#"
+        line[pos(lo)] = "|"
+        line[pos(hi)] = "|"
+        t0, t1 = s.time_s.iloc[a] - s.time_s.iloc[0], s.time_s.iloc[b - 1]
+        lines.append(f"{t0:7.0f}-{t1:<7.0f}s {''.join(line)} {mean:>10,.0f}")
+    return "\n".join(lines)
+
+
+def _print_summary(result: Result) -> None:
+    s = result.summary
+    print(f"job {s['name']}: {s['elapsed_s']:.2f} simulated s")
+    for op in ("read", "write", "trim"):
+        o = s[op]
+        if o["ios"] == 0:
+            continue
+        print(f"  {op:<5} {o['ios']:>12,} IOs  {o['iops']:>10,.0f} IOPS  {o['mb_per_s']:>8.1f} MB/s  "
+              f"lat us: mean {o['latency_us_mean']:.1f}  p50 {o['latency_us_p50']:.1f}  p90 {o['latency_us_p90']:.1f}  "
+              f"p99 {o['latency_us_p99']:.1f}  p99.9 {o['latency_us_p99_9']:.1f}  p99.99 {o['latency_us_p99_99']:.1f}  max {o['latency_us_max']:.1f}")
+    if s["host_units_written"]:
+        print(f"  write amplification {s['write_amplification']:.2f}  (GC copied {s['gc_units_copied']:,} units, {s['blocks_erased']:,} blocks erased)")
+
+
+def _run(args: argparse.Namespace) -> int:
+    drive = Drive.open(args.drive, seed=args.seed or 0)
+    jobs = _job_from_args(args)
+    for job in jobs:  # check every job before spending time on any
+        try:
+            drive._sim.check_job(job.to_json())
+        except ValueError as e:
+            raise SsdlabError(f"job '{job.name}': {e}") from None
+    progress = not args.quiet
+    if args.precondition != "none":
+        pre = drive.precondition(args.precondition, progress=progress)
+        if pre is not None and not args.quiet:
+            print(f"precondition {args.precondition}: {pre.summary['elapsed_s']:.1f} simulated s, "
+                  f"{pre.summary['write']['mb_per_s']:.1f} MB/s")
+    out = Path(args.out) if args.out else None
+    for i, job in enumerate(jobs):
+        result = drive.run(job, progress=progress)
+        _print_summary(result)
+        if args.intervals == "all":
+            print(result.series.to_string(index=False, float_format=lambda x: f"{x:.1f}"))
+        elif args.intervals == "chart" and len(result.series) > 1:
+            main = "write_iops" if result.summary["write"]["ios"] >= result.summary["read"]["ios"] else "read_iops"
+            print(_chart(result, column=main))
+        if out:
+            prefix = f"{i:02d}-{job.name}-" if len(jobs) > 1 else ""
+            paths = result.write(out, prefix)
+            print(f"  wrote {', '.join(str(p) for p in paths)}")
+    if out:
+        drive.erase_count_histogram().to_parquet(out / "erase_counts.parquet", index=False)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ssdlab", description="A software SSD: model NAND-flash drives and run workloads on them.")
+    sub = p.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("drives", help="list the preset drives with dies, capacities and over-provisioning")
+    d.set_defaults(func=_drives)
+    r = sub.add_parser("run", help="run a job (fio job file or flags) on a drive",
+                       description="Run fio-style jobs on a simulated drive. Times are simulated seconds.")
+    r.add_argument("jobfile", nargs="?", help="fio job file (subset: rw, bs, bssplit, iodepth, offset, size, io_size, runtime, time_based, number_ios, rwmixread, random_distribution, randseed)")
+    r.add_argument("--drive", required=True, help="preset name (see `ssdlab drives`) or path to a drive .toml")
+    r.add_argument("--rw", default="randread", help="read, write, randread, randwrite, randrw, rw, trim, randtrim (default randread)")
+    r.add_argument("--bs", help="block size, e.g. 4k, 128k")
+    r.add_argument("--bssplit", help="block size mix, e.g. 4k/50:64k/50")
+    r.add_argument("--iodepth", type=int, help="commands in flight")
+    r.add_argument("--runtime", type=float, help="simulated seconds (implies time_based)")
+    r.add_argument("--number-ios", type=int, help="stop after this many IOs")
+    r.add_argument("--offset", help="start of the LBA span (bytes, 1g, or 25%%)")
+    r.add_argument("--size", help="length of the LBA span (bytes, 8g, or 75%%)")
+    r.add_argument("--io-size", help="bytes to transfer")
+    r.add_argument("--rwmixread", type=int, help="percent reads for randrw/rw")
+    r.add_argument("--random-distribution", help="random, zipf:THETA, pareto:H")
+    r.add_argument("--precondition", default="none", choices=PRECONDITIONS, help="drive state before the job (default none)")
+    r.add_argument("--seed", type=int, help="root seed (same seed, same results)")
+    r.add_argument("--interval", type=float, help="seconds per time-series interval (default 1)")
+    r.add_argument("--intervals", default="chart", choices=("chart", "all", "none"), help="print the per-interval series as a chart (default), in full, or not")
+    r.add_argument("--out", help="directory for summary.json, timeseries.parquet/.csv and erase_counts.parquet")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.set_defaults(func=_run)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        argv_list = sys.argv[1:] if argv is None else argv
+        args.rw_given = any(a == "--rw" or a.startswith("--rw=") for a in argv_list)
+    try:
+        return args.func(args)
+    except SsdlabError as e:
+        print(f"ssdlab: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("ssdlab: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

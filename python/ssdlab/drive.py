@@ -1,0 +1,236 @@
+"""The Python face of a simulated drive: presets, preconditioning, jobs and their results."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import _ssdlab
+from .errors import SsdlabError
+from .job import Job
+from .progress import Progress
+
+PRESET_PACKAGE = "ssdlab.presets"
+PRECONDITIONS = ("none", "secure-erase", "fill", "fast-fill")
+
+
+def preset_names() -> list[str]:
+    """Names of the shipped presets (the drives of drives.toml at every capacity)."""
+    files = resources.files(PRESET_PACKAGE).iterdir()
+    return sorted(f.name[: -len(".toml")] for f in files if f.name.endswith(".toml"))
+
+
+def preset_path(name: str) -> Path:
+    p = resources.files(PRESET_PACKAGE) / f"{name}.toml"
+    if not p.is_file():
+        raise SsdlabError(f"unknown drive '{name}'; accepted: {', '.join(preset_names())} (or a path to a .toml file)")
+    return Path(str(p))
+
+
+@dataclass
+class Result:
+    """What one job measured.
+
+    Attributes
+    ----------
+    summary : dict
+        Per operation (read/write/trim): ios, bytes, iops, mb_per_s, latency_us_{mean,
+        stddev, min, p50, p90, p99, p99_9, p99_99, max}; and write_amplification,
+        gc_units_copied, blocks_erased, elapsed_s.
+    series : pandas.DataFrame
+        One row per interval: time_s, read/write IOPS and MB/s, mean latencies, NAND page
+        programs, GC copies, free blocks at the interval's end.
+    """
+
+    summary: dict
+    series: pd.DataFrame
+
+    @staticmethod
+    def _from_json(summary_json: str, series_json: str) -> "Result":
+        summary = json.loads(summary_json)
+        s = json.loads(series_json)
+        interval_s = s["interval_ns"] / 1e9
+        n = len(s["read_ios"])
+        read_ios = np.asarray(s["read_ios"], dtype=np.float64)
+        write_ios = np.asarray(s["write_ios"], dtype=np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            df = pd.DataFrame(
+                {
+                    "time_s": (np.arange(n) + 1) * interval_s,
+                    "read_iops": read_ios / interval_s,
+                    "write_iops": write_ios / interval_s,
+                    "read_mb_per_s": np.asarray(s["read_bytes"], dtype=np.float64) / interval_s / 1e6,
+                    "write_mb_per_s": np.asarray(s["write_bytes"], dtype=np.float64) / interval_s / 1e6,
+                    "read_latency_us_mean": np.where(read_ios > 0, np.asarray(s["read_latency_ns_sum"]) / 1e3 / np.maximum(read_ios, 1), np.nan),
+                    "write_latency_us_mean": np.where(write_ios > 0, np.asarray(s["write_latency_ns_sum"]) / 1e3 / np.maximum(write_ios, 1), np.nan),
+                    "trim_iops": np.asarray(s["trim_ios"], dtype=np.float64) / interval_s,
+                    "nand_page_programs": np.asarray(s["nand_page_programs"], dtype=np.int64),
+                    "gc_units_copied": np.asarray(s["gc_units_copied"], dtype=np.int64),
+                    "free_blocks": np.asarray(s["free_blocks"], dtype=np.int64),
+                }
+            )
+        return Result(summary, df)
+
+    def write(self, out_dir: str | Path, prefix: str = "") -> list[Path]:
+        """Write summary JSON and the time series as Parquet (and CSV) into out_dir."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = [out / f"{prefix}summary.json", out / f"{prefix}timeseries.parquet", out / f"{prefix}timeseries.csv"]
+        paths[0].write_text(json.dumps(self.summary, indent=2) + "\n")
+        self.series.to_parquet(paths[1], index=False)
+        self.series.to_csv(paths[2], index=False)
+        return paths
+
+
+class Drive:
+    """A simulated drive.
+
+    Examples
+    --------
+    >>> d = Drive.preset("crucial-m500-120")
+    >>> d.precondition("fast-fill")
+    >>> r = d.run(Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=5, time_based=True))
+    >>> r.summary["write"]["iops"] > 0
+    True
+    """
+
+    def __init__(self, toml_text: str, source: str = "<config>", seed: int = 0):
+        self.source = source
+        try:
+            self.config = tomllib.loads(toml_text)
+        except tomllib.TOMLDecodeError as e:
+            raise SsdlabError(f"{source}: {e}") from None
+        try:
+            self._sim = _ssdlab.Simulation(toml_text, seed)
+        except ValueError as e:
+            raise SsdlabError(f"{source}: {e}") from None
+        self.seed = seed
+        self.name = self.config.get("name", source)
+        self.geometry = json.loads(self._sim.geometry_json())
+
+    @classmethod
+    def preset(cls, name: str, seed: int = 0) -> "Drive":
+        path = preset_path(name)
+        return cls(path.read_text(), name, seed)
+
+    @classmethod
+    def from_toml(cls, path: str | Path, seed: int = 0) -> "Drive":
+        p = Path(path)
+        try:
+            text = p.read_text()
+        except OSError as e:
+            raise SsdlabError(f"{path}: cannot read: {e.strerror}") from None
+        return cls(text, str(path), seed)
+
+    @classmethod
+    def open(cls, name_or_path: str, seed: int = 0) -> "Drive":
+        """A preset by name, or a TOML file by path."""
+        if name_or_path.endswith(".toml") or "/" in name_or_path:
+            return cls.from_toml(name_or_path, seed)
+        return cls.preset(name_or_path, seed)
+
+    @property
+    def user_bytes(self) -> int:
+        return self._sim.user_bytes()
+
+    @property
+    def now_s(self) -> float:
+        return self._sim.now_s()
+
+    def secure_erase(self) -> None:
+        """Every block erased, the mapping empty."""
+        self._sim.secure_erase()
+
+    def precondition(self, kind: str = "fill", progress: bool = False) -> Result | None:
+        """Bring the drive to a known state.
+
+        kind : "none"; "secure-erase"; "fill" (secure erase, then a timed sequential 128 KiB
+            QD32 write of every LBA, as a real drive would take it; returns its Result);
+            "fast-fill" (secure erase, then the same FTL state without simulating time).
+        """
+        if kind not in PRECONDITIONS:
+            raise SsdlabError(f"precondition '{kind}' is not known; accepted: {', '.join(PRECONDITIONS)}")
+        if kind == "none":
+            return None
+        self.secure_erase()
+        unit = self.geometry["mapping_unit_bytes"]
+        units = self.geometry["logical_units"]
+        if kind == "secure-erase":
+            return None
+        if kind == "fast-fill":
+            self._sim.fill_untimed(0, units)
+            return None
+        bs = 128 * 1024
+        whole = self.user_bytes // bs * bs
+        result = self.run(Job(name="precondition-fill", rw="write", bs="128k", iodepth=32, size=str(whole)), progress=progress)
+        rest = units * unit - whole
+        if rest:
+            self.run(Job(name="precondition-fill-tail", rw="write", bs=str(rest), iodepth=1, offset=str(whole), size=str(rest)))
+        return result
+
+    def run(self, job: Job | dict, progress: bool = False) -> Result:
+        """Run one job to its end and return what it measured."""
+        if isinstance(job, dict):
+            try:
+                job = Job(**job)
+            except TypeError as e:
+                raise SsdlabError(f"job: {e}") from None
+        try:
+            self._sim.start_job(job.to_json())
+        except ValueError as e:
+            raise SsdlabError(f"job '{job.name}': {e}") from None
+        bar = Progress(f"{self.name} {job.name}", enabled=progress)
+        try:
+            while not self._sim.advance(1.0):
+                bar.update(*self._sim.progress())
+        finally:
+            bar.close()
+        return Result._from_json(*self._sim.finish_job())
+
+    def idle(self, seconds: float) -> None:
+        """Leave the drive idle; background garbage collection may use the time."""
+        self._sim.idle(seconds)
+
+    def counters(self) -> dict:
+        """Lifetime counters: FTL (host/GC units, programs, erases) and NAND operations."""
+        return json.loads(self._sim.counters_json())
+
+    def erase_counts(self) -> np.ndarray:
+        return np.asarray(self._sim.erase_counts(), dtype=np.uint32)
+
+    def erase_count_histogram(self) -> pd.DataFrame:
+        counts = self.erase_counts()
+        values, freq = np.unique(counts, return_counts=True)
+        return pd.DataFrame({"erase_count": values, "blocks": freq})
+
+    def verify(self) -> None:
+        """Check every FTL invariant (maps agree, valid counts, free pool); raises if broken."""
+        self._sim.verify()
+
+    def describe(self) -> dict:
+        g = self.geometry
+        return {
+            "name": self.name,
+            "controller": self.config.get("controller", {}).get("name", ""),
+            "interface": self.config.get("host", {}).get("interface", ""),
+            "dies": g["dies"],
+            "channels": g["channels"],
+            "raw_gib": g["raw_bytes"] / 2**30,
+            "usable_gib": g["usable_bytes"] / 2**30,
+            "user_gb": g["logical_units"] * g["mapping_unit_bytes"] / 1e9,
+            "op_of_user_pct": 100 * _op(g, of="user"),
+            "op_of_raw_pct": 100 * _op(g, of="raw"),
+            "rain": f"{self.config['ftl'].get('rain_data_pages_per_parity', 0)}:1" if self.config["ftl"].get("rain_data_pages_per_parity") else "none",
+        }
+
+
+def _op(g: dict, of: str) -> float:
+    user = g["logical_units"] * g["mapping_unit_bytes"]
+    spare = g["usable_bytes"] - user
+    return spare / (user if of == "user" else g["raw_bytes"])

@@ -1,0 +1,167 @@
+"""Jobs: fio-like descriptions of a workload, and the fio job-file reader for their subset."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import SsdlabError
+
+
+@dataclass
+class Job:
+    """One fio-style job. Sizes are fio strings ("4k", "128KiB", "8g"); offset and size may be
+    percentages of the drive ("25%"). Field names follow fio's options.
+
+    Parameters
+    ----------
+    rw : read, write, randread, randwrite, randrw, rw/readwrite, trim, randtrim
+    bs : block size, or ``bssplit`` ("4k/50:64k/40:128k/10") for a mix
+    iodepth : commands kept in flight
+    offset, size : the LBA span the job touches (default: the whole drive)
+    io_size : bytes to transfer (default: ``size``, unless ``runtime_s`` with ``time_based``
+        or ``number_ios`` bound the job)
+    runtime_s : simulated seconds
+    random_distribution : random, zipf:THETA, pareto:H
+    """
+
+    name: str = "job"
+    rw: str = "read"
+    bs: str = "4k"
+    bssplit: str | None = None
+    iodepth: int = 1
+    offset: str = "0"
+    size: str | None = None
+    io_size: str | None = None
+    runtime_s: float | None = None
+    time_based: bool = False
+    number_ios: int | None = None
+    rwmixread: int = 50
+    random_distribution: str = "random"
+    randseed: int = 0
+    log_interval_s: float = 1.0
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+    @staticmethod
+    def from_fio(path: str | Path) -> list["Job"]:
+        """Read a fio job file (the subset ssdlab models). Raises SsdlabError naming the file,
+        line and option for anything outside it."""
+        return parse_fio(Path(path).read_text(), str(path))
+
+
+def _bool(value: str) -> bool:
+    return value.strip().lower() not in ("0", "false", "no", "off")
+
+
+def _seconds(value: str) -> float:
+    """fio time: a number with an optional unit (default seconds): us, ms, s, m, h."""
+    m = re.fullmatch(r"\s*([0-9.]+)\s*(us|ms|s|m|h|)\s*", value.lower())
+    if not m:
+        raise ValueError(f"'{value}' is not a time; accepted: a number with an optional unit us, ms, s, m, h")
+    scale = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "": 1.0, "m": 60.0, "h": 3600.0}[m.group(2)]
+    return float(m.group(1)) * scale
+
+
+def _int(value: str) -> int:
+    v = value.strip().lower()
+    mult = 1
+    for suffix, m in (("k", 1000), ("m", 1000**2), ("g", 1000**3)):
+        if v.endswith(suffix):
+            v, mult = v[: -len(suffix)], m
+    return int(v) * mult
+
+
+# fio option -> (Job field, converter). Options that change nothing in the model are accepted
+# and ignored (direct, ioengine, ...): they describe the host side of a real run.
+_OPTIONS = {
+    "rw": ("rw", str),
+    "readwrite": ("rw", str),
+    "bs": ("bs", str),
+    "blocksize": ("bs", str),
+    "bssplit": ("bssplit", str),
+    "iodepth": ("iodepth", _int),
+    "offset": ("offset", str),
+    "size": ("size", str),
+    "filesize": ("size", str),
+    "io_size": ("io_size", str),
+    "io_limit": ("io_size", str),
+    "runtime": ("runtime_s", _seconds),
+    "time_based": ("time_based", _bool),
+    "number_ios": ("number_ios", _int),
+    "rwmixread": ("rwmixread", _int),
+    "rwmixwrite": ("rwmixread", lambda v: 100 - _int(v)),
+    "random_distribution": ("random_distribution", str),
+    "randseed": ("randseed", _int),
+    "log_avg_msec": ("log_interval_s", lambda v: _int(v) / 1000.0),
+    "name": ("name", str),
+}
+_IGNORED = {
+    "direct", "ioengine", "filename", "group_reporting", "buffered", "norandommap",
+    "randrepeat", "thread", "numjobs", "refill_buffers", "buffer_compress_percentage",
+    "invalidate", "stonewall", "new_group", "write_bw_log", "write_iops_log", "write_lat_log",
+    "per_job_logs", "log_offset", "lat_percentiles", "clat_percentiles", "percentile_list",
+    "description", "kb_base", "unit_base", "zero_buffers",
+}
+_UNSUPPORTED_VALUES = {"numjobs": lambda v: _int(v) != 1}
+
+
+def parse_fio(text: str, source: str = "<job file>") -> list[Job]:
+    """Parse fio's INI job format: [global] applies to every job; each other section is a job,
+    run one after another (as with stonewall)."""
+    global_opts: list[tuple[int, str, str | None]] = []
+    jobs: list[tuple[str, int, list[tuple[int, str, str | None]]]] = []
+    current: list | None = None
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line[0] in ";#":
+            continue
+        if line.startswith("["):
+            if not line.endswith("]") or len(line) < 3:
+                raise SsdlabError(f"{source}:{lineno}: '{raw}' is not a section header; expected [name]")
+            name = line[1:-1].strip()
+            if name == "global":
+                current = global_opts
+            else:
+                current = []
+                jobs.append((name, lineno, current))
+            continue
+        if current is None:
+            raise SsdlabError(f"{source}:{lineno}: option '{line}' before any [section]")
+        key, sep, value = line.partition("=")
+        key = key.strip()
+        current.append((lineno, key, value.strip() if sep else None))
+    if not jobs:
+        raise SsdlabError(f"{source}: no job section; expected at least one [jobname] section")
+    result = []
+    for name, lineno, opts in jobs:
+        job = Job(name=name)
+        for opt_line, key, value in global_opts + opts:
+            _apply(job, key, value, f"{source}:{opt_line}")
+        result.append(job)
+    return result
+
+
+def _apply(job: Job, key: str, value: str | None, where: str) -> None:
+    if key in _IGNORED:
+        check = _UNSUPPORTED_VALUES.get(key)
+        if check and value is not None and check(value):
+            raise SsdlabError(f"{where}: {key}={value} is not supported; ssdlab runs one job at a time (numjobs=1)")
+        return
+    if key not in _OPTIONS:
+        accepted = ", ".join(sorted(_OPTIONS))
+        raise SsdlabError(f"{where}: option '{key}' is not supported; accepted: {accepted} (and host-side options such as direct, ioengine, filename, which are ignored)")
+    field_name, convert = _OPTIONS[key]
+    if value is None:
+        if field_name == "time_based":
+            job.time_based = True
+            return
+        raise SsdlabError(f"{where}: option '{key}' needs a value ({key}=...)")
+    try:
+        setattr(job, field_name, convert(value))
+    except ValueError as e:
+        raise SsdlabError(f"{where}: {key}={value}: {e}") from None

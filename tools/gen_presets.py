@@ -1,0 +1,231 @@
+"""Generate python/ssdlab/presets/*.toml from ../shared/reference/{drives,nand-parts}.toml.
+
+Every value is taken from the reference files, from physics, or from a calibration named in
+docs/fidelity.md; every assumption is marked "ASSUMED" in the generated file. Run:
+
+    python tools/gen_presets.py [--reference ../shared/reference] [--check]
+
+--check compares with the committed files instead of writing them (used by the tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "python" / "ssdlab" / "presets"
+GIB = 1 << 30
+
+# Controller firmware time per command, calibrated once per controller (not per drive): the
+# 4 KiB random-read rating of the controller's largest client drive, where the NAND is far
+# from the limit, so 1e9 / rating is the command cost. See docs/fidelity.md.
+CONTROLLER_COMMAND_NS = {
+    "marvell-88ss9174": (16_700, "1e9 / 60K IOPS: P400m 400GB random-read rating (the m4 has no rating)"),
+    "marvell-88ss9187": (12_500, "1e9 / 80K IOPS: M500 480GB/960GB random-read rating"),
+    "marvell-88ss9189": (10_500, "1e9 / 95K IOPS: M550 512GB/1TB random-read rating"),
+    "idt-32ch-pcie": (1_270, "1e9 / 785K IOPS: P320h random-read rating"),
+}
+
+# Channel bus as each controller runs it (nand-parts.toml header: ONFI 2.x about 200 MB/s;
+# ONFI 3.0 up to 400 MB/s, the 88SS9187/9189 run it at about 330 MB/s).
+def bus_mb_per_s(controller: str, onfi: str) -> float:
+    if onfi.startswith("3") and controller in ("marvell-88ss9187", "marvell-88ss9189"):
+        return 330.0
+    if onfi.startswith("3"):
+        return 400.0
+    return 200.0
+
+
+# imft-34nm-slc: nand-parts.toml says geometry and timing are not published and asks for
+# typical 34nm SLC values, stated as such. ASSUMED: 32 Gbit die, 4 KiB page, 64 pages per
+# block, tR 25 us, tPROG 250 us, tBERS 1.5 ms, 2 planes, ONFI 2.x bus, 100K P/E.
+SLC_34NM = {
+    "die_capacity_gbit": 32, "page_size_kib": 4, "pages_per_block": 64, "read_page_us_max": 25,
+    "program_page_us_typ": 250, "erase_block_ms_typ": 1.5, "planes_per_die": 2, "onfi": "2.x",
+    "pe_cycles_rated": 100_000, "bits_per_cell": 1,
+}
+
+
+def part_values(parts: dict, name: str) -> tuple[dict, list[str]]:
+    """Fill a part's unpublished fields, returning the notes of what was assumed."""
+    notes = []
+    p = dict(parts[name])
+    if name == "imft-34nm-slc":
+        p.update(SLC_34NM)
+        notes.append("ASSUMED: whole part (typical 34nm SLC values; nand-parts.toml publishes none)")
+    if "read_page_us_max" not in p:
+        p["read_page_us_max"] = 115
+        notes.append("ASSUMED: read_page_us = 115 (tR of the 128Gbit 20nm part with the same page size)")
+    if "erase_block_ms_typ" not in p:
+        p["erase_block_ms_typ"] = 3.8
+        notes.append("ASSUMED: erase_block_us = 3800 (tBERS of the 128Gbit 20nm part)")
+    if "planes_per_die" not in p:
+        p["planes_per_die"] = 2
+        notes.append("ASSUMED: planes_per_die = 2")
+    if "onfi" not in p:
+        p["onfi"] = "2.x"
+        notes.append("ASSUMED: ONFI 2.x bus")
+    for key in ("note",):
+        if key in parts[name]:
+            notes.append(f"part note: {parts[name][key]}")
+    return p, notes
+
+
+def listed(value, i):
+    return value[i] if isinstance(value, list) else value
+
+
+def drive_variants(drives: dict):
+    """(preset name, drive key, index, capacity_gb, raw_gib, dies, rain, notes) for every drive."""
+    for key, d in drives.items():
+        caps = d["capacities_gb"]
+        for i, cap in enumerate(caps):
+            notes: list[str] = []
+            if "raw_nand_gib" in d:
+                raw = d["raw_nand_gib"][i]
+            elif key == "micron-p400m":
+                # 200GB model: 336 GiB raw (raw_nand_gib_known); the others scale with capacity.
+                raw = 336 * cap // 200
+                notes.append(f"ASSUMED: raw NAND {raw} GiB, scaled from the 200GB model's 336 GiB")
+            elif key == "micron-p400e":
+                raw = {50: 64, 100: 128, 200: 256, 400: 512}[cap]
+                notes.append(f"ASSUMED: raw NAND {raw} GiB (next power of two; not published)")
+            elif key == "micron-p320h":
+                raw = {175: 256, 350: 512, 700: 1024}[cap]
+                notes.append(f"ASSUMED: raw NAND {raw} GiB (not published)")
+            elif key == "micron-p420m":
+                raw = {350: 512, 700: 1024, 1400: 2048}[cap]
+                notes.append(f"ASSUMED: raw NAND {raw} GiB (not published)")
+            else:
+                raise SystemExit(f"{key}: no raw capacity")
+            rain = 0
+            if "rain_stripe" in d:
+                rain = int(d["rain_stripe"][i].split(":")[0])
+            elif "rain_parity_ratio" in d:
+                rain = int(d["rain_parity_ratio"].split(":")[0])
+            elif key == "crucial-m500":
+                rain = 15
+                notes.append(
+                    "ASSUMED: RAIN 15:1. drives.toml: about 14% of NAND set aside, about half of it "
+                    "RAIN parity and defect reserve, about 7% left; 1/16 = 6.25% of raw for parity "
+                    "leaves 7.4% spare over user capacity at every capacity"
+                )
+            elif key in ("crucial-m4", "micron-p400m", "micron-p400e", "micron-p320h", "micron-p420m"):
+                if key != "crucial-m4":
+                    notes.append("ASSUMED: no RAIN (not published)")
+            yield f"{key}-{cap}", key, i, cap, raw, rain, notes
+
+
+def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> str:
+    part_name = listed(d["nand"], i)
+    part, part_notes = part_values(parts, part_name)
+    ctrl = controllers[d["controller"]]
+    die_gib = part["die_capacity_gbit"] // 8
+    dies = raw_gib // die_gib
+    if "dies" in d:
+        assert d["dies"][i] == dies, (name, d["dies"][i], dies)
+    if "packages" in d:
+        assert d["packages"][i] * d["dies_per_package"][i] == dies, name
+    planes = part["planes_per_die"]
+    page = part["page_size_kib"] * 1024
+    ppb = part["pages_per_block"]
+    blocks_per_plane = die_gib * GIB // (planes * ppb * page)
+    command_ns, command_src = CONTROLLER_COMMAND_NS[d["controller"]]
+    host = ctrl["host"]
+    dram = d.get("dram_mib")
+    dram_bytes = listed(dram, i) * (1 << 20) if dram else 0
+    if host.startswith("sata"):
+        host_lines = [
+            'interface = "sata"',
+            "sata_line_gbit_per_s = 6.0      # drives.toml controller host = sata-6g",
+            "queue_depth_max = 32            # NCQ",
+        ]
+        buffer = 4 << 20
+        buffer_note = "drives.toml (M500): under 5 MB of user data is ever buffered in DRAM; the same is ASSUMED for every Marvell SATA drive"
+    else:
+        gen, lanes = 2, 8
+        host_lines = [
+            'interface = "nvme"              # PCIe host interface (the P320h/P420m use a PCIe driver of their own; modelled as NVMe-style queues)',
+            f"pcie_generation = {gen}            # drives.toml controller host = pcie-gen2-x8",
+            f"pcie_lanes = {lanes}",
+            "queue_depth_max = 1024          # ASSUMED",
+        ]
+        buffer = 16 << 20
+        buffer_note = "ASSUMED: 16 MiB (enough to keep every die programming)"
+    out = [
+        f"# ssdlab preset {name}: generated by tools/gen_presets.py from ../shared/reference/.",
+        "# Edit a copy freely: every field is documented in crates/ssdlab-core/src/config.rs.",
+    ]
+    for n in notes + part_notes:
+        out.append(f"# {n}")
+    out += [
+        f'name = "{name}"',
+        f'description = "{d.get("controller")} controller, {dies} x {part_name} dies, {cap} GB"',
+        "",
+        "[nand]",
+        f'part = "{part_name}"',
+        f"channels = {ctrl['channels']}                    # drives.toml controllers.{d['controller']}.channels",
+        f"dies = {dies}                        # raw {raw_gib} GiB / {die_gib} GiB per die",
+        f"planes_per_die = {planes}",
+        f"blocks_per_plane = {blocks_per_plane}          # die capacity / (planes x pages per block x page size)",
+        f"pages_per_block = {ppb}",
+        f"page_size_bytes = {page}",
+        f"read_page_us = {float(part['read_page_us_max'])}           # nand-parts.toml read_page_us_max",
+        f"program_page_us = {float(part['program_page_us_typ'])}       # nand-parts.toml program_page_us_typ",
+        f"erase_block_us = {float(part['erase_block_ms_typ']) * 1000}       # nand-parts.toml erase_block_ms_typ",
+        f"bus_mb_per_s = {bus_mb_per_s(d['controller'], part['onfi'])}           # ONFI {part['onfi']} as the controller runs it (nand-parts.toml header)",
+        "multi_plane_overhead_pct = 2.0  # nand-parts.toml header: two-plane overhead about 2%",
+        "cache_program = true",
+        f"pe_cycles_rated = {part['pe_cycles_rated']}",
+        "",
+        "[controller]",
+        f'name = "{d["controller"]}"',
+        f"command_ns = {command_ns}             # calibrated per controller: {command_src}",
+        f"dram_bytes = {dram_bytes}",
+        "",
+        "[ftl]",
+        f"user_capacity_bytes = {cap * 10**9}",
+        "mapping_unit_bytes = 4096",
+        f"write_buffer_bytes = {buffer}      # {buffer_note}",
+        f"rain_data_pages_per_parity = {rain}",
+        "reserved_blocks_per_die = 0",
+        'gc_policy = "greedy"',
+        "gc_foreground_free_blocks_min = 3",
+        'gc_foreground_mode = "burst"     # ASSUMED per controller: whole victims collected at once (see docs/fidelity.md)',
+        "gc_background_free_blocks_target = 6",
+        "gc_background_idle_us = 5000",
+        "",
+        "[host]",
+        *host_lines,
+        "",
+    ]
+    return "\n".join(out)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reference", type=Path, default=ROOT.parent / "shared" / "reference")
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args()
+    drives = tomllib.loads((args.reference / "drives.toml").read_text())
+    parts = tomllib.loads((args.reference / "nand-parts.toml").read_text())["parts"]
+    stale = []
+    for name, key, i, cap, raw, rain, notes in drive_variants(drives["drives"]):
+        text = render(name, key, i, cap, raw, rain, notes, drives["drives"][key], drives["controllers"], parts)
+        path = OUT / f"{name}.toml"
+        if args.check:
+            if not path.exists() or path.read_text() != text:
+                stale.append(path.name)
+        else:
+            path.write_text(text)
+    if stale:
+        print("presets out of date (run tools/gen_presets.py):", ", ".join(stale), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
