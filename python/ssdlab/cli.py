@@ -7,13 +7,13 @@ import math
 import sys
 from pathlib import Path
 
-from .drive import PRECONDITIONS, Drive, Result, preset_names
+from .drive import PRECONDITIONS, Drive, Result, describe_preset, preset_names
 from .errors import SsdlabError
 from .job import Job
 
 
 def _drives(args: argparse.Namespace) -> int:
-    rows = [Drive.preset(name).describe() for name in preset_names()]
+    rows = [describe_preset(name) for name in preset_names()]
     header = f"{'drive':<22} {'controller':<18} {'host':<5} {'dies':>4} {'ch':>3} {'raw GiB':>8} {'user GB':>8} {'RAIN':>6} {'OP/user':>8} {'OP/raw':>7}"
     print(header)
     print("-" * len(header))

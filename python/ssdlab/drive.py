@@ -214,20 +214,30 @@ class Drive:
         self._sim.verify()
 
     def describe(self) -> dict:
-        g = self.geometry
-        return {
-            "name": self.name,
-            "controller": self.config.get("controller", {}).get("name", ""),
-            "interface": self.config.get("host", {}).get("interface", ""),
-            "dies": g["dies"],
-            "channels": g["channels"],
-            "raw_gib": g["raw_bytes"] / 2**30,
-            "usable_gib": g["usable_bytes"] / 2**30,
-            "user_gb": g["logical_units"] * g["mapping_unit_bytes"] / 1e9,
-            "op_of_user_pct": 100 * _op(g, of="user"),
-            "op_of_raw_pct": 100 * _op(g, of="raw"),
-            "rain": f"{self.config['ftl'].get('rain_data_pages_per_parity', 0)}:1" if self.config["ftl"].get("rain_data_pages_per_parity") else "none",
-        }
+        """Name, controller, dies, raw/usable/user capacity and over-provisioning."""
+        return describe_config(self.config, self.geometry)
+
+
+def describe_preset(name: str) -> dict:
+    """describe() of a preset without building the drive (no mapping tables allocated)."""
+    text = preset_path(name).read_text()
+    return describe_config(tomllib.loads(text), json.loads(_ssdlab.validate_config(text)))
+
+
+def describe_config(config: dict, g: dict) -> dict:
+    return {
+        "name": config.get("name", ""),
+        "controller": config.get("controller", {}).get("name", ""),
+        "interface": config.get("host", {}).get("interface", ""),
+        "dies": g["dies"],
+        "channels": g["channels"],
+        "raw_gib": g["raw_bytes"] / 2**30,
+        "usable_gib": g["usable_bytes"] / 2**30,
+        "user_gb": g["logical_units"] * g["mapping_unit_bytes"] / 1e9,
+        "op_of_user_pct": 100 * _op(g, of="user"),
+        "op_of_raw_pct": 100 * _op(g, of="raw"),
+        "rain": f"{config['ftl'].get('rain_data_pages_per_parity', 0)}:1" if config["ftl"].get("rain_data_pages_per_parity") else "none",
+    }
 
 
 def _op(g: dict, of: str) -> float:

@@ -16,7 +16,13 @@ fn main() {
     let n = dev.geometry.logical_units as u32;
     dev.fill_untimed(0, n);
     eprintln!("fill {:?}", t0.elapsed());
-    let job = Job { rw: "randwrite".into(), iodepth: 32, runtime_s: Some(seconds as f64), time_based: true, ..Job::default() };
+    let job = Job {
+        rw: "randwrite".into(),
+        iodepth: 32,
+        runtime_s: Some(seconds as f64),
+        time_based: true,
+        ..Job::default()
+    };
     let c = job.compile(dev.user_bytes()).unwrap();
     let mut run = JobRun::new(&mut dev, &c, 1);
     let start = dev.now().ns();
@@ -24,7 +30,11 @@ fn main() {
         let t = std::time::Instant::now();
         let done = run.advance(&mut dev, SimTime(start + s * NS_PER_S));
         let (_, ios, _) = run.progress(&dev);
-        eprintln!("sim {s} s: {ios} IOs, wall {:?}, free {}", t.elapsed(), dev.ftl.free_blocks_total());
+        eprintln!(
+            "sim {s} s: {ios} IOs, wall {:?}, free {}",
+            t.elapsed(),
+            dev.ftl.free_blocks_total()
+        );
         if done {
             break;
         }

@@ -20,7 +20,10 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 fn err(field: &str, message: impl Into<String>) -> ConfigError {
-    ConfigError { field: field.to_string(), message: message.into() }
+    ConfigError {
+        field: field.to_string(),
+        message: message.into(),
+    }
 }
 
 /// A whole drive: NAND array, controller and FTL, host interface.
@@ -341,7 +344,10 @@ impl DriveConfig {
             }
         }
         if n.planes_per_die > 4 {
-            return Err(err("nand.planes_per_die", format!("{} planes; accepted: 1 to 4", n.planes_per_die)));
+            return Err(err(
+                "nand.planes_per_die",
+                format!("{} planes; accepted: 1 to 4", n.planes_per_die),
+            ));
         }
         for (field, value) in [
             ("nand.read_page_us", n.read_page_us),
@@ -358,30 +364,46 @@ impl DriveConfig {
         }
         let unit = f.mapping_unit_bytes;
         if unit < 512 || !unit.is_power_of_two() {
-            return Err(err("ftl.mapping_unit_bytes", format!("{unit}; accepted: a power of two >= 512")));
+            return Err(err(
+                "ftl.mapping_unit_bytes",
+                format!("{unit}; accepted: a power of two >= 512"),
+            ));
         }
-        if n.page_size_bytes % unit != 0 {
+        if !n.page_size_bytes.is_multiple_of(unit) {
             return Err(err(
                 "nand.page_size_bytes",
-                format!("{} is not a multiple of ftl.mapping_unit_bytes = {unit}", n.page_size_bytes),
+                format!(
+                    "{} is not a multiple of ftl.mapping_unit_bytes = {unit}",
+                    n.page_size_bytes
+                ),
             ));
         }
         let dies = n.dies;
         let units_per_page = n.page_size_bytes / unit;
         let units_per_pu = units_per_page * n.planes_per_die;
         let pus_per_block = n.pages_per_block;
-        let rain_period = if f.rain_data_pages_per_parity == 0 { 0 } else { f.rain_data_pages_per_parity + 1 };
+        let rain_period = if f.rain_data_pages_per_parity == 0 {
+            0
+        } else {
+            f.rain_data_pages_per_parity + 1
+        };
         if rain_period != 0 && rain_period > pus_per_block {
             return Err(err(
                 "ftl.rain_data_pages_per_parity",
-                format!("{} exceeds the {} pages of a block", f.rain_data_pages_per_parity, pus_per_block),
+                format!(
+                    "{} exceeds the {} pages of a block",
+                    f.rain_data_pages_per_parity, pus_per_block
+                ),
             ));
         }
-        let parity_pus = if rain_period == 0 { 0 } else { pus_per_block / rain_period };
+        let parity_pus = pus_per_block.checked_div(rain_period).unwrap_or(0);
         let data_pus_per_block = pus_per_block - parity_pus;
         let blocks_per_die = n.blocks_per_plane;
         if f.reserved_blocks_per_die >= blocks_per_die {
-            return Err(err("ftl.reserved_blocks_per_die", "must leave blocks to write"));
+            return Err(err(
+                "ftl.reserved_blocks_per_die",
+                "must leave blocks to write",
+            ));
         }
         let units_per_block = units_per_pu * pus_per_block;
         let data_units_per_block = units_per_pu * data_pus_per_block;
@@ -396,7 +418,10 @@ impl DriveConfig {
         let usable_units = usable_blocks * data_units_per_block as u64;
         let logical_units = f.user_capacity_bytes / unit as u64;
         if logical_units == 0 {
-            return Err(err("ftl.user_capacity_bytes", format!("smaller than one mapping unit ({unit} bytes)")));
+            return Err(err(
+                "ftl.user_capacity_bytes",
+                format!("smaller than one mapping unit ({unit} bytes)"),
+            ));
         }
         // Each die must keep its open blocks and the collection reserve beyond its share of
         // user data, or garbage collection could find no block worth collecting.
@@ -406,7 +431,10 @@ impl DriveConfig {
             - (dies as u64 * reserve_blocks_per_die * data_units_per_block as u64) as i64;
         if spare_units <= dies as i64 * data_units_per_block as i64 {
             let usable_bytes = usable_units * unit as u64;
-            let open_bytes = dies as u64 * (reserve_blocks_per_die + 1) * data_units_per_block as u64 * unit as u64;
+            let open_bytes = dies as u64
+                * (reserve_blocks_per_die + 1)
+                * data_units_per_block as u64
+                * unit as u64;
             return Err(err(
                 "ftl.user_capacity_bytes",
                 format!(
@@ -419,14 +447,24 @@ impl DriveConfig {
         if f.write_buffer_bytes < 2 * units_per_pu as u64 * unit as u64 {
             return Err(err(
                 "ftl.write_buffer_bytes",
-                format!("{}; must hold at least two program units ({} bytes)", f.write_buffer_bytes, 2 * units_per_pu as u64 * unit as u64),
+                format!(
+                    "{}; must hold at least two program units ({} bytes)",
+                    f.write_buffer_bytes,
+                    2 * units_per_pu as u64 * unit as u64
+                ),
             ));
         }
         if f.gc_foreground_free_blocks_min < 2 {
-            return Err(err("ftl.gc_foreground_free_blocks_min", "accepted: 2 or more"));
+            return Err(err(
+                "ftl.gc_foreground_free_blocks_min",
+                "accepted: 2 or more",
+            ));
         }
         if f.gc_background_free_blocks_target < f.gc_foreground_free_blocks_min {
-            return Err(err("ftl.gc_background_free_blocks_target", "must be >= ftl.gc_foreground_free_blocks_min"));
+            return Err(err(
+                "ftl.gc_background_free_blocks_target",
+                "must be >= ftl.gc_foreground_free_blocks_min",
+            ));
         }
         if f.gc_d_choices == 0 {
             return Err(err("ftl.gc_d_choices", "accepted: 1 or more"));
@@ -437,10 +475,16 @@ impl DriveConfig {
         match h.interface {
             HostInterfaceKind::Sata => {
                 if !(h.sata_line_gbit_per_s > 0.0 && h.sata_line_gbit_per_s <= 24.0) {
-                    return Err(err("host.sata_line_gbit_per_s", "accepted: 1.5, 3.0 or 6.0 (any value in (0, 24])"));
+                    return Err(err(
+                        "host.sata_line_gbit_per_s",
+                        "accepted: 1.5, 3.0 or 6.0 (any value in (0, 24])",
+                    ));
                 }
                 if h.queue_depth_max > 32 {
-                    return Err(err("host.queue_depth_max", format!("{}; SATA NCQ accepts at most 32", h.queue_depth_max)));
+                    return Err(err(
+                        "host.queue_depth_max",
+                        format!("{}; SATA NCQ accepts at most 32", h.queue_depth_max),
+                    ));
                 }
             }
             HostInterfaceKind::Nvme => {
@@ -458,7 +502,11 @@ impl DriveConfig {
         if !(h.link_protocol_efficiency > 0.0 && h.link_protocol_efficiency <= 1.0) {
             return Err(err("host.link_protocol_efficiency", "accepted: (0, 1]"));
         }
-        let raw_bytes = dies as u64 * blocks_per_die as u64 * pus_per_block as u64 * n.planes_per_die as u64 * n.page_size_bytes as u64;
+        let raw_bytes = dies as u64
+            * blocks_per_die as u64
+            * pus_per_block as u64
+            * n.planes_per_die as u64
+            * n.page_size_bytes as u64;
         Ok(Geometry {
             dies,
             channels: n.channels,
@@ -506,7 +554,11 @@ pub(crate) mod tests {
                 cache_program: true,
                 pe_cycles_rated: 3000,
             },
-            controller: ControllerConfig { name: "test".into(), command_ns: 5_000, dram_bytes: 0 },
+            controller: ControllerConfig {
+                name: "test".into(),
+                command_ns: 5_000,
+                dram_bytes: 0,
+            },
             ftl: FtlConfig {
                 user_capacity_bytes: 4 * 64 * 32 * 16384 * 85 / 100,
                 mapping_unit_bytes: 4096,

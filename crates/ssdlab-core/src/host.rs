@@ -42,18 +42,34 @@ impl HostInterface {
     }
 
     fn link_duration(&self, bytes: u64, with_command_frames: bool) -> SimDuration {
-        let frames = if with_command_frames { self.link_command.ns() } else { 0 };
+        let frames = if with_command_frames {
+            self.link_command.ns()
+        } else {
+            0
+        };
         SimDuration(frames + transfer_duration(bytes, self.link_bytes_per_s).ns())
     }
 
     /// Move `bytes` from host to drive, no earlier than `earliest`; returns the end.
-    pub fn to_device(&mut self, now: SimTime, earliest: SimTime, bytes: u64, with_command_frames: bool) -> SimTime {
+    pub fn to_device(
+        &mut self,
+        now: SimTime,
+        earliest: SimTime,
+        bytes: u64,
+        with_command_frames: bool,
+    ) -> SimTime {
         let d = self.link_duration(bytes, with_command_frames);
         self.to_device.reserve(now, earliest, d) + d
     }
 
     /// Move `bytes` from drive to host, no earlier than `earliest`; returns the end.
-    pub fn to_host(&mut self, now: SimTime, earliest: SimTime, bytes: u64, with_command_frames: bool) -> SimTime {
+    pub fn to_host(
+        &mut self,
+        now: SimTime,
+        earliest: SimTime,
+        bytes: u64,
+        with_command_frames: bool,
+    ) -> SimTime {
         let d = self.link_duration(bytes, with_command_frames);
         let link = match self.kind {
             HostInterfaceKind::Sata => &mut self.to_device,

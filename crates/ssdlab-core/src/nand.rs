@@ -105,14 +105,23 @@ impl Nand {
         let bytes = planes as u64 * self.page_size_bytes;
         let channel = self.channel_of(die);
         let d = &mut self.dies[die as usize];
-        let register_free = if self.timing.cache_program { d.cache_register_free } else { d.array_free };
+        let register_free = if self.timing.cache_program {
+            d.cache_register_free
+        } else {
+            d.array_free
+        };
         let earliest = data_ready.max(now).max(register_free);
         let transfer = self.timing.bus_ns(bytes);
         let data_in_start = self.buses[channel].reserve(now, earliest, transfer);
         let array_start = (data_in_start + transfer).max(d.array_free);
-        let array_end = array_start + SimDuration(self.timing.array_ns(self.timing.program_ns, planes));
+        let array_end =
+            array_start + SimDuration(self.timing.array_ns(self.timing.program_ns, planes));
         d.array_free = array_end;
-        d.cache_register_free = if self.timing.cache_program { array_start } else { array_end };
+        d.cache_register_free = if self.timing.cache_program {
+            array_start
+        } else {
+            array_end
+        };
         self.counters.page_programs += planes as u64;
         self.counters.bus_bytes += bytes;
         array_end
@@ -124,7 +133,8 @@ impl Nand {
         let channel = self.channel_of(die);
         let d = &mut self.dies[die as usize];
         let array_start = now.max(d.array_free);
-        let array_end = array_start + SimDuration(self.timing.array_ns(self.timing.read_ns, planes));
+        let array_end =
+            array_start + SimDuration(self.timing.array_ns(self.timing.read_ns, planes));
         let transfer = self.timing.bus_ns(bytes_out);
         let out_start = self.buses[channel].reserve(now, array_end, transfer);
         let out_end = out_start + transfer;
@@ -193,7 +203,10 @@ mod tests {
         let bytes = programs_per_die * 8 * 2 * 16384;
         let mb_per_s = bytes as f64 / end.seconds_f64() / 1e6;
         let ceiling = 8.0 * 2.0 * 16384.0 / (1600e-6 * 1.02) / 1e6;
-        assert!((mb_per_s - ceiling).abs() / ceiling < 0.01, "{mb_per_s} vs {ceiling}");
+        assert!(
+            (mb_per_s - ceiling).abs() / ceiling < 0.01,
+            "{mb_per_s} vs {ceiling}"
+        );
     }
 
     #[test]

@@ -22,7 +22,14 @@ pub struct Histogram {
 
 impl Default for Histogram {
     fn default() -> Self {
-        Histogram { counts: vec![0; BUCKETS], count: 0, sum: 0, sum_squares: 0.0, min: u64::MAX, max: 0 }
+        Histogram {
+            counts: vec![0; BUCKETS],
+            count: 0,
+            sum: 0,
+            sum_squares: 0.0,
+            min: u64::MAX,
+            max: 0,
+        }
     }
 }
 
@@ -72,7 +79,9 @@ impl Histogram {
             return 0.0;
         }
         let m = self.mean();
-        (self.sum_squares / self.count as f64 - m * m).max(0.0).sqrt()
+        (self.sum_squares / self.count as f64 - m * m)
+            .max(0.0)
+            .sqrt()
     }
 
     /// The value below which `q` (0..=1) of the recorded values fall (bucket midpoint, clamped
@@ -181,7 +190,10 @@ pub struct IntervalSeries {
 
 impl IntervalSeries {
     pub fn new(interval_ns: u64) -> Self {
-        IntervalSeries { interval_ns, ..Default::default() }
+        IntervalSeries {
+            interval_ns,
+            ..Default::default()
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -190,6 +202,24 @@ impl IntervalSeries {
 
     pub fn is_empty(&self) -> bool {
         self.read_ios.is_empty()
+    }
+
+    /// Keep the first `n` intervals.
+    pub fn truncate(&mut self, n: usize) {
+        for v in [
+            &mut self.read_ios,
+            &mut self.write_ios,
+            &mut self.trim_ios,
+            &mut self.read_bytes,
+            &mut self.write_bytes,
+            &mut self.read_latency_ns_sum,
+            &mut self.write_latency_ns_sum,
+            &mut self.nand_page_programs,
+            &mut self.gc_units_copied,
+            &mut self.free_blocks,
+        ] {
+            v.truncate(n);
+        }
     }
 
     /// Make sure interval `i` exists.
@@ -216,7 +246,19 @@ mod tests {
 
     #[test]
     fn bucket_ranges_cover_values() {
-        for v in [0u64, 1, 127, 128, 129, 255, 256, 1000, 123_456, 10_000_000_000, u64::MAX / 3] {
+        for v in [
+            0u64,
+            1,
+            127,
+            128,
+            129,
+            255,
+            256,
+            1000,
+            123_456,
+            10_000_000_000,
+            u64::MAX / 3,
+        ] {
             let (lo, w) = bucket_range(bucket_of(v));
             assert!(lo <= v && v < lo + w, "{v} in [{lo}, {})", lo + w);
             assert!(w as f64 / lo.max(1) as f64 <= 1.0 / 64.0 || v < 128);
@@ -231,7 +273,10 @@ mod tests {
         }
         for (q, exact) in [(0.5, 500_000.0), (0.99, 990_000.0), (0.9999, 999_990.0)] {
             let got = h.quantile(q) as f64;
-            assert!((got - exact).abs() / exact < 0.016, "q{q}: {got} vs {exact}");
+            assert!(
+                (got - exact).abs() / exact < 0.016,
+                "q{q}: {got} vs {exact}"
+            );
         }
         assert_eq!(h.quantile(1.0), 1_000_000);
         assert_eq!(h.max, 1_000_000);

@@ -65,7 +65,9 @@ impl Default for Job {
 /// kb_base=1000, which is not supported).
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (num, suffix) = t.split_at(split);
     if num.is_empty() {
         return Err(format!("'{text}' is not a size; accepted: a number with an optional k/m/g/t suffix, e.g. 4k, 128KiB, 8g"));
@@ -141,16 +143,24 @@ impl Job {
             }
         };
         if self.rwmixread > 100 {
-            return Err(format!("rwmixread: {} is not a percentage (0..100)", self.rwmixread));
+            return Err(format!(
+                "rwmixread: {} is not a percentage (0..100)",
+                self.rwmixread
+            ));
         }
         let mut sizes = Vec::new();
         match &self.bssplit {
             Some(split) => {
                 let mut total = 0;
                 for part in split.split(':').filter(|p| !p.is_empty()) {
-                    let (size, pct) = part.split_once('/').ok_or_else(|| format!("bssplit: '{part}' is not size/percent"))?;
+                    let (size, pct) = part
+                        .split_once('/')
+                        .ok_or_else(|| format!("bssplit: '{part}' is not size/percent"))?;
                     let bytes = parse_size(size).map_err(|e| format!("bssplit: {e}"))?;
-                    let pct: u32 = pct.trim().parse().map_err(|_| format!("bssplit: '{pct}' is not a whole percentage"))?;
+                    let pct: u32 = pct
+                        .trim()
+                        .parse()
+                        .map_err(|_| format!("bssplit: '{pct}' is not a whole percentage"))?;
                     total += pct;
                     sizes.push((bytes, total));
                 }
@@ -166,10 +176,16 @@ impl Job {
         let bs_max = sizes.iter().map(|&(b, _)| b).max().unwrap();
         let align_bytes = sizes.iter().map(|&(b, _)| b).min().unwrap();
         if self.iodepth == 0 || self.iodepth > 65_536 {
-            return Err(format!("iodepth: {} is out of range; accepted: 1 to 65536", self.iodepth));
+            return Err(format!(
+                "iodepth: {} is out of range; accepted: 1 to 65536",
+                self.iodepth
+            ));
         }
         let span_start = if let Some(pct) = self.offset.trim().strip_suffix('%') {
-            let p: f64 = pct.trim().parse().map_err(|_| format!("offset: '{}' is not a percentage", self.offset))?;
+            let p: f64 = pct
+                .trim()
+                .parse()
+                .map_err(|_| format!("offset: '{}' is not a percentage", self.offset))?;
             if !(0.0..100.0).contains(&p) {
                 return Err(format!("offset: {p}% is outside 0..100%"));
             }
@@ -178,12 +194,17 @@ impl Job {
             parse_size(&self.offset).map_err(|e| format!("offset: {e}"))?
         };
         if span_start >= user_bytes {
-            return Err(format!("offset: {span_start} bytes is beyond the drive's {user_bytes} bytes"));
+            return Err(format!(
+                "offset: {span_start} bytes is beyond the drive's {user_bytes} bytes"
+            ));
         }
         let span_bytes = match &self.size {
             Some(s) => {
                 let v = if let Some(pct) = s.trim().strip_suffix('%') {
-                    let p: f64 = pct.trim().parse().map_err(|_| format!("size: '{s}' is not a percentage"))?;
+                    let p: f64 = pct
+                        .trim()
+                        .parse()
+                        .map_err(|_| format!("size: '{s}' is not a percentage"))?;
                     (user_bytes as f64 * p / 100.0) as u64
                 } else {
                     parse_size(s).map_err(|e| format!("size: {e}"))?
@@ -197,13 +218,15 @@ impl Job {
         };
         let span_bytes = span_bytes / align_bytes * align_bytes;
         if span_bytes < bs_max {
-            return Err(format!("size: the span ({span_bytes} bytes) is smaller than the block size ({bs_max})"));
+            return Err(format!(
+                "size: the span ({span_bytes} bytes) is smaller than the block size ({bs_max})"
+            ));
         }
         let distribution = match self.random_distribution.split_once(':') {
             None if self.random_distribution == "random" => Distribution::Uniform,
             Some(("zipf", v)) => {
                 let theta: f64 = v.parse().map_err(|_| format!("random_distribution: '{v}' is not a number"))?;
-                if !(theta > 0.0) || theta == 1.0 {
+                if theta.is_nan() || theta <= 0.0 || theta == 1.0 {
                     return Err("random_distribution: zipf theta must be > 0 and not 1".into());
                 }
                 Distribution::Zipf(theta)
@@ -223,7 +246,9 @@ impl Job {
             }
         };
         let runtime_ns = match self.runtime_s {
-            Some(r) if !(r > 0.0 && r.is_finite()) => return Err(format!("runtime: {r} must be a positive number of seconds")),
+            Some(r) if !(r > 0.0 && r.is_finite()) => {
+                return Err(format!("runtime: {r} must be a positive number of seconds"))
+            }
             Some(r) => Some((r * NS_PER_S as f64) as u64),
             None => None,
         };
@@ -235,7 +260,7 @@ impl Job {
             None if self.time_based || self.number_ios.is_some() => None,
             None => Some(span_bytes),
         };
-        if !(self.log_interval_s > 0.0) {
+        if self.log_interval_s.is_nan() || self.log_interval_s <= 0.0 {
             return Err("log_interval: must be a positive number of seconds".into());
         }
         Ok(CompiledJob {
@@ -269,11 +294,16 @@ struct Generator {
 impl Generator {
     fn new(job: &CompiledJob, seed: u64) -> Self {
         let slots = job.span_bytes / job.align_bytes;
-        let mut scatter = 0x9E37_79B9_7F4A_7C15u64 % slots.max(1) | 1;
+        let mut scatter = (0x9E37_79B9_7F4A_7C15u64 % slots.max(1)) | 1;
         while gcd(scatter, slots) != 1 {
             scatter += 2;
         }
-        Generator { rng: Rng::derive(seed ^ job.job.randseed, "workload"), cursor: 0, slots, scatter }
+        Generator {
+            rng: Rng::derive(seed, &format!("workload/{}", job.job.randseed)),
+            cursor: 0,
+            slots,
+            scatter,
+        }
     }
 
     fn next(&mut self, job: &CompiledJob) -> (IoKind, u64, u64) {
@@ -285,7 +315,9 @@ impl Generator {
         };
         let kind = if job.trim {
             IoKind::Trim
-        } else if job.read_pct == 100 || (job.read_pct > 0 && (self.rng.below(100) as u32) < job.read_pct) {
+        } else if job.read_pct == 100
+            || (job.read_pct > 0 && (self.rng.below(100) as u32) < job.read_pct)
+        {
             IoKind::Read
         } else {
             IoKind::Write
@@ -311,11 +343,13 @@ impl Generator {
                     }
                     Distribution::Pareto(h) => {
                         let power = h.ln() / (1.0 - h).ln();
-                        let rank = ((self.slots - 1) as f64 * self.rng.unit_f64().powf(power)) as u64;
+                        let rank =
+                            ((self.slots - 1) as f64 * self.rng.unit_f64().powf(power)) as u64;
                         self.scattered(rank)
                     }
                 };
-                (slot * job.align_bytes).min(job.span_bytes - size) / job.align_bytes * job.align_bytes
+                (slot * job.align_bytes).min(job.span_bytes - size) / job.align_bytes
+                    * job.align_bytes
             }
         };
         (kind, job.span_start + offset, size)
@@ -429,7 +463,11 @@ impl JobRun {
         if self.job.number_ios.is_some_and(|n| self.issued_ios >= n) {
             return false;
         }
-        if self.job.io_bytes_max.is_some_and(|b| self.issued_bytes >= b) {
+        if self
+            .job
+            .io_bytes_max
+            .is_some_and(|b| self.issued_bytes >= b)
+        {
             return false;
         }
         true
@@ -441,7 +479,16 @@ impl JobRun {
             return false;
         }
         let (kind, offset, length) = self.generator.next(&self.job);
-        dev.submit(HostIo { kind, offset_bytes: offset, length_bytes: length, fua: false, tag: self.issued_ios }, now);
+        dev.submit(
+            HostIo {
+                kind,
+                offset_bytes: offset,
+                length_bytes: length,
+                fua: false,
+                tag: self.issued_ios,
+            },
+            now,
+        );
         self.issued_ios += 1;
         self.issued_bytes += length;
         self.outstanding += 1;
@@ -459,7 +506,10 @@ impl JobRun {
             i += 1;
         }
         let last = upto.saturating_sub(1);
-        if upto > 0 && self.series.nand_page_programs[last] == 0 && self.series.free_blocks[last] == 0 {
+        if upto > 0
+            && self.series.nand_page_programs[last] == 0
+            && self.series.free_blocks[last] == 0
+        {
             self.series.nand_page_programs[last] = s.page_programs - self.at_interval.page_programs;
             self.series.gc_units_copied[last] = s.gc_units - self.at_interval.gc_units;
             self.series.free_blocks[last] = free;
@@ -544,6 +594,11 @@ impl JobRun {
         let n = (elapsed_ns.div_ceil(self.job.interval_ns)).max(1) as usize;
         self.close_intervals(dev, n);
         self.series.ensure(n - 1);
+        // A time-based job's series covers its runtime; commands in flight at the end still
+        // complete (and count in the summary) but do not open a last, partial interval.
+        if let Some(runtime) = self.job.runtime_ns.filter(|_| self.job.job.time_based) {
+            self.series.truncate((runtime.div_ceil(self.job.interval_ns) as usize).min(n));
+        }
         let s = sample(dev);
         let elapsed_s = elapsed_ns as f64 / NS_PER_S as f64;
         let host_units = s.host_units_written - self.at_start.host_units_written;
@@ -557,7 +612,11 @@ impl JobRun {
                 read: self.read.summary(elapsed_s),
                 write: self.write.summary(elapsed_s),
                 trim: self.trim.summary(elapsed_s),
-                write_amplification: if host_units == 0 { 0.0 } else { pages as f64 * page_bytes / (host_units as f64 * unit_bytes) },
+                write_amplification: if host_units == 0 {
+                    0.0
+                } else {
+                    pages as f64 * page_bytes / (host_units as f64 * unit_bytes)
+                },
                 gc_units_copied: s.gc_units - self.at_start.gc_units,
                 blocks_erased: s.erases - self.at_start.erases,
                 nand_page_programs: pages,
@@ -569,7 +628,11 @@ impl JobRun {
 }
 
 /// Run a whole job to its end.
-pub fn run_job(dev: &mut Device, job: &CompiledJob, progress: &mut dyn FnMut(&JobRun)) -> JobResult {
+pub fn run_job(
+    dev: &mut Device,
+    job: &CompiledJob,
+    progress: &mut dyn FnMut(&JobRun),
+) -> JobResult {
     let mut run = JobRun::new(dev, job, 0);
     let step = SimTime(NS_PER_S);
     let mut until = dev.now();
@@ -593,7 +656,9 @@ mod tests {
         assert_eq!(parse_size("128KiB"), Ok(131072));
         assert_eq!(parse_size("8g"), Ok(8 << 30));
         assert_eq!(parse_size("512"), Ok(512));
-        assert!(parse_size("4q").unwrap_err().contains("unknown size suffix"));
+        assert!(parse_size("4q")
+            .unwrap_err()
+            .contains("unknown size suffix"));
         assert!(parse_size("k").is_err());
     }
 
@@ -614,7 +679,12 @@ mod tests {
 
     #[test]
     fn zipf_is_skewed_and_in_range() {
-        let job = Job { rw: "randread".into(), random_distribution: "zipf:1.2".into(), number_ios: Some(1), ..Job::default() };
+        let job = Job {
+            rw: "randread".into(),
+            random_distribution: "zipf:1.2".into(),
+            number_ios: Some(1),
+            ..Job::default()
+        };
         let c = job.compile(1 << 30).unwrap();
         let mut g = Generator::new(&c, 1);
         let mut counts = std::collections::BTreeMap::new();
@@ -626,6 +696,9 @@ mod tests {
         let mut v: Vec<u32> = counts.into_values().collect();
         v.sort_unstable_by(|a, b| b.cmp(a));
         let top: u32 = v.iter().take(100).sum();
-        assert!(top > 30_000, "top 100 of 262144 blocks took {top} of 100000 IOs");
+        assert!(
+            top > 30_000,
+            "top 100 of 262144 blocks took {top} of 100000 IOs"
+        );
     }
 }

@@ -12,7 +12,9 @@ use ssdlab_core::workload::{Job, JobRun};
 #[pyfunction]
 fn validate_config(toml_text: &str) -> PyResult<String> {
     let cfg = DriveConfig::from_toml_str(toml_text).map_err(PyValueError::new_err)?;
-    let g = cfg.validate().map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let g = cfg
+        .validate()
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok(serde_json::to_string(&g).expect("geometry serialises"))
 }
 
@@ -30,7 +32,11 @@ impl Simulation {
     fn new(toml_text: &str, seed: u64) -> PyResult<Self> {
         let cfg = DriveConfig::from_toml_str(toml_text).map_err(PyValueError::new_err)?;
         let dev = Device::new(&cfg, seed).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        Ok(Simulation { dev, run: None, seed })
+        Ok(Simulation {
+            dev,
+            run: None,
+            seed,
+        })
     }
 
     fn geometry_json(&self) -> String {
@@ -56,7 +62,10 @@ impl Simulation {
         self.idle_check()?;
         let end = first_unit as u64 + count as u64;
         if end > self.dev.geometry.logical_units {
-            return Err(PyValueError::new_err(format!("fill: units {first_unit}..{end} beyond the drive's {}", self.dev.geometry.logical_units)));
+            return Err(PyValueError::new_err(format!(
+                "fill: units {first_unit}..{end} beyond the drive's {}",
+                self.dev.geometry.logical_units
+            )));
         }
         let dev = &mut self.dev;
         py.allow_threads(|| dev.fill_untimed(first_unit, count));
@@ -73,22 +82,30 @@ impl Simulation {
 
     /// Check a job (JSON of the Job fields) against this drive; raise ValueError naming the option.
     fn check_job(&self, job_json: &str) -> PyResult<()> {
-        let job: Job = serde_json::from_str(job_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        job.compile(self.dev.user_bytes()).map_err(PyValueError::new_err)?;
+        let job: Job =
+            serde_json::from_str(job_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        job.compile(self.dev.user_bytes())
+            .map_err(PyValueError::new_err)?;
         Ok(())
     }
 
     fn start_job(&mut self, job_json: &str) -> PyResult<()> {
         self.idle_check()?;
-        let job: Job = serde_json::from_str(job_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let compiled = job.compile(self.dev.user_bytes()).map_err(PyValueError::new_err)?;
+        let job: Job =
+            serde_json::from_str(job_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let compiled = job
+            .compile(self.dev.user_bytes())
+            .map_err(PyValueError::new_err)?;
         self.run = Some(JobRun::new(&mut self.dev, &compiled, self.seed));
         Ok(())
     }
 
     /// Run the current job for up to `seconds` more simulated time. True when it is done.
     fn advance(&mut self, py: Python<'_>, seconds: f64) -> PyResult<bool> {
-        let run = self.run.as_mut().ok_or_else(|| PyRuntimeError::new_err("no job running"))?;
+        let run = self
+            .run
+            .as_mut()
+            .ok_or_else(|| PyRuntimeError::new_err("no job running"))?;
         let dev = &mut self.dev;
         let until = SimTime(dev.now().ns() + (seconds * NS_PER_S as f64) as u64);
         Ok(py.allow_threads(|| run.advance(dev, until)))
@@ -96,15 +113,24 @@ impl Simulation {
 
     /// (simulated seconds elapsed, IOs completed, fraction done) of the current job.
     fn progress(&self) -> PyResult<(f64, u64, f64)> {
-        let run = self.run.as_ref().ok_or_else(|| PyRuntimeError::new_err("no job running"))?;
+        let run = self
+            .run
+            .as_ref()
+            .ok_or_else(|| PyRuntimeError::new_err("no job running"))?;
         Ok(run.progress(&self.dev))
     }
 
     /// End the current job: (summary JSON, interval series JSON).
     fn finish_job(&mut self) -> PyResult<(String, String)> {
-        let run = self.run.take().ok_or_else(|| PyRuntimeError::new_err("no job running"))?;
+        let run = self
+            .run
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("no job running"))?;
         let r = run.finish(&self.dev);
-        Ok((serde_json::to_string(&r.summary).expect("summary serialises"), serde_json::to_string(&r.series).expect("series serialises")))
+        Ok((
+            serde_json::to_string(&r.summary).expect("summary serialises"),
+            serde_json::to_string(&r.series).expect("series serialises"),
+        ))
     }
 
     /// Lifetime counters of the FTL and the NAND, as JSON.

@@ -107,7 +107,9 @@ impl NandSink for Backend {
 
     #[inline]
     fn gc_read(&mut self, die: u32, planes: u32, units: u32) {
-        let end = self.nand.read(self.now, die, planes, units as u64 * self.unit_bytes);
+        let end = self
+            .nand
+            .read(self.now, die, planes, units as u64 * self.unit_bytes);
         let r = &mut self.gc_ready[die as usize];
         *r = (*r).max(end);
     }
@@ -221,9 +223,19 @@ impl Device {
         let (first, end) = if io.length_bytes == 0 {
             (0, 0)
         } else {
-            ((io.offset_bytes / unit) as u32, (io.offset_bytes + io.length_bytes).div_ceil(unit) as u32)
+            (
+                (io.offset_bytes / unit) as u32,
+                (io.offset_bytes + io.length_bytes).div_ceil(unit) as u32,
+            )
         };
-        let slot = Slot { io, submitted: at, next_unit: first, end_unit: end, data_done: at, rmw_ready: at };
+        let slot = Slot {
+            io,
+            submitted: at,
+            next_unit: first,
+            end_unit: end,
+            data_done: at,
+            rmw_ready: at,
+        };
         let index = match self.free_slots.pop() {
             Some(i) => {
                 self.slots[i as usize] = slot;
@@ -287,8 +299,8 @@ impl Device {
                 let unit = self.geometry.mapping_unit_bytes as u64;
                 let mut rmw_ready = now;
                 // A partial first or last unit is read, merged and written whole.
-                let head_partial = s.io.offset_bytes % unit != 0;
-                let tail_partial = (s.io.offset_bytes + s.io.length_bytes) % unit != 0;
+                let head_partial = !s.io.offset_bytes.is_multiple_of(unit);
+                let tail_partial = !(s.io.offset_bytes + s.io.length_bytes).is_multiple_of(unit);
                 if head_partial {
                     rmw_ready = rmw_ready.max(self.read_units(s.next_unit, s.next_unit + 1));
                 }
@@ -308,7 +320,10 @@ impl Device {
             }
             IoKind::Flush => {
                 self.ftl.flush(&mut self.back);
-                let end = self.back.host_programs_end.max(self.host.to_device(now, now, 0, true));
+                let end = self
+                    .back
+                    .host_programs_end
+                    .max(self.host.to_device(now, now, 0, true));
                 self.back.push(end, Event::Complete(slot));
             }
         }
@@ -335,8 +350,15 @@ impl Device {
             if ppn == UNMAPPED {
                 continue;
             }
-            debug_assert_eq!(self.ftl.reverse(ppn), lba, "OOB LBA disagrees with the map on read");
-            if run_first != UNMAPPED && ppn == run_last + 1 && self.ftl.pu_of(ppn) == self.ftl.pu_of(run_first) {
+            debug_assert_eq!(
+                self.ftl.reverse(ppn),
+                lba,
+                "OOB LBA disagrees with the map on read"
+            );
+            if run_first != UNMAPPED
+                && ppn == run_last + 1
+                && self.ftl.pu_of(ppn) == self.ftl.pu_of(run_first)
+            {
                 run_last = ppn;
                 continue;
             }
@@ -361,7 +383,9 @@ impl Device {
             let count = ((s.end_unit - s.next_unit) as u64).min(self.buffer_free_units) as u32;
             self.buffer_free_units -= count as u64;
             let bytes = (count as u64 * unit).min(s.io.length_bytes);
-            let arrived = self.host.to_device(now, s.rmw_ready.max(now), bytes, first_chunk);
+            let arrived = self
+                .host
+                .to_device(now, s.rmw_ready.max(now), bytes, first_chunk);
             self.back.host_data_ready = arrived;
             for lba in s.next_unit..s.next_unit + count {
                 self.ftl.write_unit(lba, &mut self.back);
@@ -383,7 +407,11 @@ impl Device {
 
     fn complete(&mut self, slot: u32) {
         let s = self.slots[slot as usize];
-        self.completions.push(Completion { io: s.io, submitted: s.submitted, completed: self.back.now });
+        self.completions.push(Completion {
+            io: s.io,
+            submitted: s.submitted,
+            completed: self.back.now,
+        });
         self.free_slots.push(slot);
         self.in_device -= 1;
         if let Some(next) = self.host_queue.pop_front() {
@@ -434,7 +462,11 @@ impl Device {
 
     /// Secure erase: every block erased, the map empty (untimed).
     pub fn secure_erase(&mut self) {
-        assert_eq!(self.outstanding(), 0, "secure erase with commands outstanding");
+        assert_eq!(
+            self.outstanding(),
+            0,
+            "secure erase with commands outstanding"
+        );
         self.run_until(SimTime(u64::MAX));
         self.ftl.secure_erase();
         self.buffer_free_units = self.buffer_units;

@@ -12,7 +12,13 @@ fn run(dev: &mut Device, job: Job) -> JobResult {
 }
 
 fn seq_fill_job() -> Job {
-    Job { name: "fill".into(), rw: "write".into(), bs: "128k".into(), iodepth: 32, ..Job::default() }
+    Job {
+        name: "fill".into(),
+        rw: "write".into(),
+        bs: "128k".into(),
+        iodepth: 32,
+        ..Job::default()
+    }
 }
 
 #[test]
@@ -36,9 +42,19 @@ fn same_seed_same_results() {
         let mut dev = Device::new(&example(), seed).unwrap();
         let n = dev.geometry.logical_units as u32;
         dev.fill_untimed(0, n);
-        let job = Job { rw: "randrw".into(), iodepth: 8, number_ios: Some(60_000), randseed: seed, ..Job::default() };
+        let job = Job {
+            rw: "randrw".into(),
+            iodepth: 8,
+            number_ios: Some(60_000),
+            randseed: seed,
+            ..Job::default()
+        };
         let r = run(&mut dev, job);
-        (serde_json::to_string(&r.summary).unwrap(), serde_json::to_string(&r.series).unwrap(), dev.ftl.state_digest())
+        (
+            serde_json::to_string(&r.summary).unwrap(),
+            serde_json::to_string(&r.series).unwrap(),
+            dev.ftl.state_digest(),
+        )
     };
     assert_eq!(once(3), once(3));
     assert_ne!(once(3).2, once(4).2);
@@ -50,13 +66,30 @@ fn sustained_random_writes_fall_from_peak_to_steady_state() {
     let mut dev = Device::new(&example(), 1).unwrap();
     let n = dev.geometry.logical_units as u32;
     dev.fill_untimed(0, n);
-    let job = Job { rw: "randwrite".into(), iodepth: 32, runtime_s: Some(20.0), time_based: true, ..Job::default() };
+    let job = Job {
+        rw: "randwrite".into(),
+        iodepth: 32,
+        runtime_s: Some(20.0),
+        time_based: true,
+        ..Job::default()
+    };
     let r = run(&mut dev, job);
     let w = &r.series.write_ios;
     let first = w[0] as f64;
-    let last: f64 = w[w.len() - 6..w.len() - 1].iter().map(|&x| x as f64).sum::<f64>() / 5.0;
-    assert!(first > 2.0 * last, "first second {first} IOPS, steady state {last}");
-    assert!(r.summary.write_amplification > 2.0, "WAF {}", r.summary.write_amplification);
+    let last: f64 = w[w.len() - 6..w.len() - 1]
+        .iter()
+        .map(|&x| x as f64)
+        .sum::<f64>()
+        / 5.0;
+    assert!(
+        first > 2.0 * last,
+        "first second {first} IOPS, steady state {last}"
+    );
+    assert!(
+        r.summary.write_amplification > 2.0,
+        "WAF {}",
+        r.summary.write_amplification
+    );
     dev.ftl.verify().unwrap();
 }
 
@@ -66,14 +99,36 @@ fn random_read_iops_capped_by_controller() {
     let mut dev = Device::new(&example(), 1).unwrap();
     let n = dev.geometry.logical_units as u32;
     dev.fill_untimed(0, n);
-    let r = run(&mut dev, Job { rw: "randread".into(), iodepth: 32, number_ios: Some(50_000), ..Job::default() });
+    let r = run(
+        &mut dev,
+        Job {
+            rw: "randread".into(),
+            iodepth: 32,
+            number_ios: Some(50_000),
+            ..Job::default()
+        },
+    );
     let iops = r.summary.read.iops;
     let die_ceiling = 4.0 / 115e-6;
-    assert!(iops <= die_ceiling * 1.001 && iops > 0.8 * die_ceiling, "{iops} vs ceiling {die_ceiling}");
+    assert!(
+        iops <= die_ceiling * 1.001 && iops > 0.8 * die_ceiling,
+        "{iops} vs ceiling {die_ceiling}"
+    );
     // At QD1 latency is tR + bus + link + command: far below the ceiling.
-    let r1 = run(&mut dev, Job { rw: "randread".into(), iodepth: 1, number_ios: Some(2_000), ..Job::default() });
+    let r1 = run(
+        &mut dev,
+        Job {
+            rw: "randread".into(),
+            iodepth: 1,
+            number_ios: Some(2_000),
+            ..Job::default()
+        },
+    );
     let lat = r1.summary.read.latency_us_p50;
-    assert!(lat > 115.0 + 10.0 && lat < 200.0, "QD1 read latency {lat} us");
+    assert!(
+        lat > 115.0 + 10.0 && lat < 200.0,
+        "QD1 read latency {lat} us"
+    );
 }
 
 #[test]
@@ -83,8 +138,24 @@ fn host_queue_beyond_ncq_waits() {
     let mut dev = Device::new(&cfg, 1).unwrap();
     let n = dev.geometry.logical_units as u32;
     dev.fill_untimed(0, n);
-    let r4 = run(&mut dev, Job { rw: "randread".into(), iodepth: 4, number_ios: Some(20_000), ..Job::default() });
-    let r32 = run(&mut dev, Job { rw: "randread".into(), iodepth: 32, number_ios: Some(20_000), ..Job::default() });
+    let r4 = run(
+        &mut dev,
+        Job {
+            rw: "randread".into(),
+            iodepth: 4,
+            number_ios: Some(20_000),
+            ..Job::default()
+        },
+    );
+    let r32 = run(
+        &mut dev,
+        Job {
+            rw: "randread".into(),
+            iodepth: 32,
+            number_ios: Some(20_000),
+            ..Job::default()
+        },
+    );
     let ratio = r32.summary.read.iops / r4.summary.read.iops;
     assert!((ratio - 1.0).abs() < 0.05, "NCQ 4: QD32 gives {ratio}x QD4");
     assert!(r32.summary.read.latency_us_mean > 6.0 * r4.summary.read.latency_us_mean);
@@ -95,11 +166,27 @@ fn trimmed_data_reads_as_nothing_and_frees_space() {
     let mut dev = Device::new(&example(), 1).unwrap();
     let n = dev.geometry.logical_units as u32;
     dev.fill_untimed(0, n);
-    run(&mut dev, Job { rw: "trim".into(), bs: "4k".into(), iodepth: 4, ..Job::default() });
+    run(
+        &mut dev,
+        Job {
+            rw: "trim".into(),
+            bs: "4k".into(),
+            iodepth: 4,
+            ..Job::default()
+        },
+    );
     assert_eq!(dev.ftl.mapped_units(), 0);
     // Reads of trimmed LBAs touch no NAND.
     let before = dev.nand().counters.page_reads;
-    run(&mut dev, Job { rw: "randread".into(), iodepth: 4, number_ios: Some(1000), ..Job::default() });
+    run(
+        &mut dev,
+        Job {
+            rw: "randread".into(),
+            iodepth: 4,
+            number_ios: Some(1000),
+            ..Job::default()
+        },
+    );
     assert_eq!(dev.nand().counters.page_reads, before);
     dev.ftl.verify().unwrap();
 }
@@ -107,12 +194,30 @@ fn trimmed_data_reads_as_nothing_and_frees_space() {
 #[test]
 fn flush_and_fua_put_buffered_data_on_nand() {
     let mut dev = Device::new(&example(), 1).unwrap();
-    dev.submit(HostIo { kind: IoKind::Write, offset_bytes: 0, length_bytes: 4096, fua: false, tag: 1 }, SimTime::ZERO);
+    dev.submit(
+        HostIo {
+            kind: IoKind::Write,
+            offset_bytes: 0,
+            length_bytes: 4096,
+            fua: false,
+            tag: 1,
+        },
+        SimTime::ZERO,
+    );
     while dev.step() {}
     assert!(dev.ftl.is_buffered(dev.ftl.lookup(0)));
     let programs = dev.nand().counters.page_programs;
     let t = dev.now();
-    dev.submit(HostIo { kind: IoKind::Flush, offset_bytes: 0, length_bytes: 0, fua: false, tag: 2 }, t);
+    dev.submit(
+        HostIo {
+            kind: IoKind::Flush,
+            offset_bytes: 0,
+            length_bytes: 0,
+            fua: false,
+            tag: 2,
+        },
+        t,
+    );
     while dev.step() {}
     assert!(!dev.ftl.is_buffered(dev.ftl.lookup(0)));
     assert!(dev.nand().counters.page_programs > programs);
@@ -122,7 +227,16 @@ fn flush_and_fua_put_buffered_data_on_nand() {
     assert!((flush.completed - flush.submitted).ns() > 1_600_000);
     // FUA write: completes only after its program.
     let t = dev.now();
-    dev.submit(HostIo { kind: IoKind::Write, offset_bytes: 8192, length_bytes: 4096, fua: true, tag: 3 }, t);
+    dev.submit(
+        HostIo {
+            kind: IoKind::Write,
+            offset_bytes: 8192,
+            length_bytes: 4096,
+            fua: true,
+            tag: 3,
+        },
+        t,
+    );
     while dev.step() {}
     let c: Vec<_> = dev.drain_completions().collect();
     assert!((c[0].completed - c[0].submitted).ns() > 1_600_000);
@@ -134,13 +248,24 @@ fn background_collection_uses_idle_time() {
     let mut dev = Device::new(&example(), 1).unwrap();
     let n = dev.geometry.logical_units as u32;
     dev.fill_untimed(0, n);
-    run(&mut dev, Job { rw: "randwrite".into(), iodepth: 32, number_ios: Some(100_000), ..Job::default() });
+    run(
+        &mut dev,
+        Job {
+            rw: "randwrite".into(),
+            iodepth: 32,
+            number_ios: Some(100_000),
+            ..Job::default()
+        },
+    );
     let free_before = dev.ftl.free_blocks_total();
     let until = dev.now() + SimDuration::from_secs_f64(30.0);
     dev.idle_until(until);
     let free_after = dev.ftl.free_blocks_total();
     let target = dev.config.ftl.gc_background_free_blocks_target as u64 * dev.geometry.dies as u64;
-    assert!(free_after > free_before && free_after >= target, "{free_before} -> {free_after}, target {target}");
+    assert!(
+        free_after > free_before && free_after >= target,
+        "{free_before} -> {free_after}, target {target}"
+    );
     assert!(dev.now() < until);
     dev.ftl.verify().unwrap();
 }

@@ -76,7 +76,12 @@ struct OpenBlock {
     host_fill: u32,
 }
 
-const NO_OPEN_BLOCK: OpenBlock = OpenBlock { block: NONE, next_pu: 0, fill: 0, host_fill: 0 };
+const NO_OPEN_BLOCK: OpenBlock = OpenBlock {
+    block: NONE,
+    next_pu: 0,
+    fill: 0,
+    host_fill: 0,
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stream {
@@ -184,7 +189,11 @@ impl Ftl {
             sealed_at: vec![0; blocks],
             sealed_pos: vec![NONE; blocks],
             buckets: Buckets::new(
-                if cfg.gc_policy == GcPolicy::Greedy { g.dies } else { 0 },
+                if cfg.gc_policy == GcPolicy::Greedy {
+                    g.dies
+                } else {
+                    0
+                },
                 g.data_units_per_block,
                 blocks,
             ),
@@ -276,7 +285,8 @@ impl Ftl {
         let die = &self.dies[self.die_of(ppn) as usize];
         let block = self.block_of(ppn);
         let pu = (ppn % self.geometry.units_per_block) / self.geometry.units_per_pu;
-        (block == die.host.block && pu == die.host.next_pu) || (block == die.gc.block && pu == die.gc.next_pu)
+        (block == die.host.block && pu == die.host.next_pu)
+            || (block == die.gc.block && pu == die.gc.next_pu)
     }
 
     /// Write sequence number stored with the PU holding `ppn`.
@@ -286,7 +296,17 @@ impl Ftl {
 
     /// Host units waiting in partially filled PUs (they hold write-buffer space).
     pub fn buffered_host_units(&self) -> u64 {
-        self.dies.iter().map(|d| d.host.host_fill as u64 + if self.separate_gc_stream { 0 } else { d.gc.host_fill as u64 }).sum()
+        self.dies
+            .iter()
+            .map(|d| {
+                d.host.host_fill as u64
+                    + if self.separate_gc_stream {
+                        0
+                    } else {
+                        d.gc.host_fill as u64
+                    }
+            })
+            .sum()
     }
 
     pub fn mapped_units(&self) -> u64 {
@@ -340,7 +360,11 @@ impl Ftl {
     /// Every block erased, the map empty. Erase counts go up for blocks that held data.
     pub fn secure_erase(&mut self) {
         let g = self.geometry.clone();
-        let dynamic = self.dies.first().map(|d| d.free.is_least_worn()).unwrap_or(true);
+        let dynamic = self
+            .dies
+            .first()
+            .map(|d| d.free.is_least_worn())
+            .unwrap_or(true);
         self.l2p.fill(UNMAPPED);
         self.p2l.fill(UNMAPPED);
         self.valid.fill(0);
@@ -371,7 +395,6 @@ impl Ftl {
         }
     }
 
-
     // ----- placement -----------------------------------------------------------------------
 
     fn invalidate(&mut self, lba: u32) {
@@ -379,7 +402,10 @@ impl Ftl {
         if ppn == UNMAPPED {
             return;
         }
-        debug_assert_eq!(self.p2l[ppn as usize], lba, "forward and reverse maps disagree");
+        debug_assert_eq!(
+            self.p2l[ppn as usize], lba,
+            "forward and reverse maps disagree"
+        );
         self.p2l[ppn as usize] = UNMAPPED;
         self.l2p[lba as usize] = UNMAPPED;
         self.mapped_units -= 1;
@@ -403,7 +429,14 @@ impl Ftl {
     }
 
     /// Place `lba` in the open PU of `die`'s stream; program the PU when it is full.
-    fn append<S: NandSink>(&mut self, die: u32, stream: Stream, lba: u32, from_host: bool, sink: &mut S) {
+    fn append<S: NandSink>(
+        &mut self,
+        die: u32,
+        stream: Stream,
+        lba: u32,
+        from_host: bool,
+        sink: &mut S,
+    ) {
         if self.open_block(die, stream).block == NONE {
             self.allocate_block(die, stream, sink);
         }
@@ -430,7 +463,11 @@ impl Ftl {
     fn program_pu<S: NandSink>(&mut self, die: u32, stream: Stream, sink: &mut S) {
         let shared_stream = !self.separate_gc_stream;
         let ob = *self.open_block(die, stream);
-        let kind = if stream == Stream::Host || (shared_stream && ob.host_fill > 0) { ProgramKind::Host } else { ProgramKind::Gc };
+        let kind = if stream == Stream::Host || (shared_stream && ob.host_fill > 0) {
+            ProgramKind::Host
+        } else {
+            ProgramKind::Gc
+        };
         sink.program(die, kind, ob.host_fill);
         let pus_per_block = self.geometry.pus_per_block;
         let base = ob.block * pus_per_block;
@@ -476,11 +513,19 @@ impl Ftl {
                 }
             }
         }
-        let block = self.dies[die as usize].free.pop().unwrap_or_else(|| panic!("die {die}: free pool empty"));
+        let block = self.dies[die as usize]
+            .free
+            .pop()
+            .unwrap_or_else(|| panic!("die {die}: free pool empty"));
         debug_assert_eq!(self.state[block as usize], BlockState::Free);
         debug_assert_eq!(self.valid[block as usize], 0);
         self.state[block as usize] = BlockState::Open;
-        *self.open_block(die, stream) = OpenBlock { block, next_pu: 0, fill: 0, host_fill: 0 };
+        *self.open_block(die, stream) = OpenBlock {
+            block,
+            next_pu: 0,
+            fill: 0,
+            host_fill: 0,
+        };
     }
 
     fn seal(&mut self, block: u32) {
@@ -528,10 +573,10 @@ impl Ftl {
     /// so a victim is freed by the time the host has filled the space it gives back.
     fn collect_paced<S: NandSink>(&mut self, die: u32, sink: &mut S) {
         let dix = die as usize;
-        if self.dies[dix].victim == NONE {
-            if self.dies[dix].free.len() >= self.fg_free_min || !self.select_victim(die) {
-                return;
-            }
+        if self.dies[dix].victim == NONE
+            && (self.dies[dix].free.len() >= self.fg_free_min || !self.select_victim(die))
+        {
+            return;
         }
         self.dies[dix].gc_credit += self.geometry.units_per_pu as f64 * self.dies[dix].gc_ratio;
         if self.fg_mode == GcForegroundMode::Burst {
@@ -554,11 +599,11 @@ impl Ftl {
         while self.dies[dix].victim != NONE && self.dies[dix].gc_credit > 0.0 {
             let copied = self.collect_step(die, sink);
             self.dies[dix].gc_credit -= copied as f64;
-            if self.dies[dix].victim == NONE {
-                if self.dies[dix].free.len() >= self.fg_free_min || !self.select_victim(die) {
-                    self.dies[dix].gc_credit = 0.0;
-                    break;
-                }
+            if self.dies[dix].victim == NONE
+                && (self.dies[dix].free.len() >= self.fg_free_min || !self.select_victim(die))
+            {
+                self.dies[dix].gc_credit = 0.0;
+                break;
             }
         }
     }
@@ -601,7 +646,10 @@ impl Ftl {
             }
             None => match self.policy {
                 GcPolicy::Greedy => self.buckets.min(die).expect("sealed blocks are in buckets"),
-                GcPolicy::Fifo => *self.dies[dix].sealed_fifo.front().expect("sealed blocks are queued"),
+                GcPolicy::Fifo => *self.dies[dix]
+                    .sealed_fifo
+                    .front()
+                    .expect("sealed blocks are queued"),
                 GcPolicy::DChoices => {
                     let list = &self.dies[dix].sealed_list;
                     let mut best = list[self.rng.below(list.len() as u64) as usize];
@@ -624,7 +672,11 @@ impl Ftl {
         d.victim = block;
         d.victim_cursor = 0;
         d.victim_for_wear_leveling = wear_leveling;
-        d.gc_ratio = if v >= capacity { capacity as f64 } else { v as f64 / (capacity - v) as f64 };
+        d.gc_ratio = if v >= capacity {
+            capacity as f64
+        } else {
+            v as f64 / (capacity - v) as f64
+        };
         self.counters.gc_victims += 1;
         self.counters.gc_victim_valid_units += v as u64;
         if wear_leveling {
@@ -640,7 +692,11 @@ impl Ftl {
         for &b in &self.dies[die as usize].sealed_list {
             let u = self.valid[b as usize] as f64 / capacity;
             let age = self.sequence.wrapping_sub(self.sealed_at[b as usize]) as f64 + 1.0;
-            let score = if u == 0.0 { f64::INFINITY } else { (1.0 - u) / (2.0 * u) * age };
+            let score = if u == 0.0 {
+                f64::INFINITY
+            } else {
+                (1.0 - u) / (2.0 * u) * age
+            };
             if score > best_score || (score == best_score && b < best) {
                 best = b;
                 best_score = score;
@@ -653,12 +709,17 @@ impl Ftl {
     /// threshold, the least-worn sealed block (cold data) is collected instead.
     fn coldest_if_spread_exceeded(&self, die: u32) -> Option<u32> {
         let d = &self.dies[die as usize];
-        if self.static_spread_max == 0 || d.victim_selections % 16 != 0 {
+        if self.static_spread_max == 0 || !d.victim_selections.is_multiple_of(16) {
             return None;
         }
         let first = die * self.geometry.blocks_per_die;
-        let max = (first..first + self.geometry.blocks_per_die).map(|b| self.erase_count[b as usize]).max()?;
-        let coldest = *d.sealed_list.iter().min_by_key(|&&b| (self.erase_count[b as usize], b))?;
+        let max = (first..first + self.geometry.blocks_per_die)
+            .map(|b| self.erase_count[b as usize])
+            .max()?;
+        let coldest = *d
+            .sealed_list
+            .iter()
+            .min_by_key(|&&b| (self.erase_count[b as usize], b))?;
         (max - self.erase_count[coldest as usize] > self.static_spread_max).then_some(coldest)
     }
 
@@ -694,7 +755,10 @@ impl Ftl {
                 for &ppn in &scratch {
                     let lba = self.p2l[ppn as usize];
                     // Out-of-band LBA checked against the map: the pair must agree.
-                    assert_eq!(self.l2p[lba as usize], ppn, "OOB LBA {lba} of ppn {ppn} disagrees with the map");
+                    assert_eq!(
+                        self.l2p[lba as usize], ppn,
+                        "OOB LBA {lba} of ppn {ppn} disagrees with the map"
+                    );
                     self.invalidate(lba);
                     self.append(die, Stream::Gc, lba, false, sink);
                 }
@@ -716,7 +780,10 @@ impl Ftl {
     fn erase_victim<S: NandSink>(&mut self, die: u32, sink: &mut S) {
         let dix = die as usize;
         let block = self.dies[dix].victim;
-        assert_eq!(self.valid[block as usize], 0, "victim {block} erased with valid data");
+        assert_eq!(
+            self.valid[block as usize], 0,
+            "victim {block} erased with valid data"
+        );
         sink.erase(die);
         self.erase_count[block as usize] += 1;
         self.counters.blocks_erased += 1;
@@ -760,12 +827,18 @@ impl Ftl {
             if ppn != UNMAPPED {
                 mapped += 1;
                 if self.p2l[ppn as usize] != lba as u32 {
-                    return Err(format!("l2p[{lba}] = {ppn} but p2l[{ppn}] = {}", self.p2l[ppn as usize]));
+                    return Err(format!(
+                        "l2p[{lba}] = {ppn} but p2l[{ppn}] = {}",
+                        self.p2l[ppn as usize]
+                    ));
                 }
             }
         }
         if mapped != self.mapped_units {
-            return Err(format!("{mapped} mapped units counted, {} recorded", self.mapped_units));
+            return Err(format!(
+                "{mapped} mapped units counted, {} recorded",
+                self.mapped_units
+            ));
         }
         let upb = g.units_per_block as usize;
         for (block, chunk) in self.p2l.chunks(upb).enumerate() {
@@ -775,7 +848,10 @@ impl Ftl {
                     valid += 1;
                     let ppn = (block * upb + i) as u32;
                     if self.l2p[lba as usize] != ppn {
-                        return Err(format!("p2l[{ppn}] = {lba} but l2p[{lba}] = {}", self.l2p[lba as usize]));
+                        return Err(format!(
+                            "p2l[{ppn}] = {lba} but l2p[{lba}] = {}",
+                            self.l2p[lba as usize]
+                        ));
                     }
                     let pu = (i as u32) / g.units_per_pu;
                     if g.is_parity_pu(pu) {
@@ -784,7 +860,10 @@ impl Ftl {
                 }
             }
             if valid != self.valid[block] {
-                return Err(format!("block {block}: {valid} valid units, count says {}", self.valid[block]));
+                return Err(format!(
+                    "block {block}: {valid} valid units, count says {}",
+                    self.valid[block]
+                ));
             }
             if self.state[block] == BlockState::Free && valid != 0 {
                 return Err(format!("free block {block} holds {valid} valid units"));
@@ -792,14 +871,22 @@ impl Ftl {
         }
         for (die, d) in self.dies.iter().enumerate() {
             let states_free = (0..g.blocks_per_die)
-                .filter(|&b| self.state[(die as u32 * g.blocks_per_die + b) as usize] == BlockState::Free)
+                .filter(|&b| {
+                    self.state[(die as u32 * g.blocks_per_die + b) as usize] == BlockState::Free
+                })
                 .count() as u32;
             if states_free != d.free.len() {
-                return Err(format!("die {die}: {states_free} free blocks, pool holds {}", d.free.len()));
+                return Err(format!(
+                    "die {die}: {states_free} free blocks, pool holds {}",
+                    d.free.len()
+                ));
             }
             for &b in &d.sealed_list {
                 if self.state[b as usize] != BlockState::Sealed {
-                    return Err(format!("block {b} listed as sealed in state {:?}", self.state[b as usize]));
+                    return Err(format!(
+                        "block {b} listed as sealed in state {:?}",
+                        self.state[b as usize]
+                    ));
                 }
             }
         }

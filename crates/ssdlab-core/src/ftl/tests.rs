@@ -1,8 +1,8 @@
 use super::*;
 use crate::config::tests::small;
 use crate::config::DriveConfig;
-use proptest::prelude::*;
 use crate::rng::Rng;
+use proptest::prelude::*;
 use std::collections::BTreeSet;
 
 fn ftl_of(cfg: &DriveConfig, seed: u64) -> Ftl {
@@ -11,7 +11,12 @@ fn ftl_of(cfg: &DriveConfig, seed: u64) -> Ftl {
 }
 
 /// One die, one plane, one mapping unit per page: the setting of the analytic WAF models.
-pub fn theory_config(pages_per_block: u32, blocks: u32, alpha: f64, policy: GcPolicy) -> DriveConfig {
+pub fn theory_config(
+    pages_per_block: u32,
+    blocks: u32,
+    alpha: f64,
+    policy: GcPolicy,
+) -> DriveConfig {
     let mut c = small();
     c.nand.channels = 1;
     c.nand.dies = 1;
@@ -50,7 +55,10 @@ fn measured_waf(cfg: &DriveConfig, seed: u64) -> f64 {
     for _ in 0..5 * n as u64 {
         ftl.write_unit(rng.below(n as u64) as u32, &mut NullSink);
     }
-    let (h0, g0) = (ftl.counters.host_units_written, ftl.counters.gc_units_copied);
+    let (h0, g0) = (
+        ftl.counters.host_units_written,
+        ftl.counters.gc_units_copied,
+    );
     for _ in 0..5 * n as u64 {
         ftl.write_unit(rng.below(n as u64) as u32, &mut NullSink);
     }
@@ -66,7 +74,11 @@ fn greedy_waf_matches_mean_field() {
         let expected = greedy_mean_field_waf(alpha, b);
         let got = measured_waf(&cfg, 11);
         let err = (got - expected).abs() / expected;
-        assert!(err < 0.02, "b {b} alpha {alpha}: simulated {got:.4}, mean-field {expected:.4}, error {:.2}%", err * 100.0);
+        assert!(
+            err < 0.02,
+            "b {b} alpha {alpha}: simulated {got:.4}, mean-field {expected:.4}, error {:.2}%",
+            err * 100.0
+        );
     }
 }
 
@@ -77,12 +89,20 @@ fn d1_choice_is_random_victim() {
     cfg.ftl.gc_d_choices = 1;
     let got = measured_waf(&cfg, 5);
     let expected = 1.5 / 0.5;
-    assert!((got - expected).abs() / expected < 0.03, "{got} vs {expected}");
+    assert!(
+        (got - expected).abs() / expected < 0.03,
+        "{got} vs {expected}"
+    );
 }
 
 #[test]
 fn every_policy_keeps_invariants() {
-    for policy in [GcPolicy::Greedy, GcPolicy::Fifo, GcPolicy::CostBenefit, GcPolicy::DChoices] {
+    for policy in [
+        GcPolicy::Greedy,
+        GcPolicy::Fifo,
+        GcPolicy::CostBenefit,
+        GcPolicy::DChoices,
+    ] {
         let mut cfg = small();
         cfg.ftl.gc_policy = policy;
         cfg.ftl.wear_leveling_static_spread_max = 4;
@@ -96,7 +116,10 @@ fn every_policy_keeps_invariants() {
             }
         }
         ftl.verify().unwrap();
-        assert!(ftl.counters.gc_units_copied > 0, "{policy:?} never collected");
+        assert!(
+            ftl.counters.gc_units_copied > 0,
+            "{policy:?} never collected"
+        );
     }
 }
 
@@ -115,13 +138,19 @@ fn static_wear_leveling_bounds_spread() {
         }
         ftl.verify().unwrap();
         let ec = ftl.erase_counts();
-        (ec.iter().max().unwrap() - ec.iter().min().unwrap(), ftl.counters.wear_leveling_victims)
+        (
+            ec.iter().max().unwrap() - ec.iter().min().unwrap(),
+            ftl.counters.wear_leveling_victims,
+        )
     };
     let (spread_off, moves_off) = run(0);
     let (spread_on, moves_on) = run(8);
     assert_eq!(moves_off, 0);
     assert!(moves_on > 0);
-    assert!(spread_on < spread_off, "spread with static WL {spread_on}, without {spread_off}");
+    assert!(
+        spread_on < spread_off,
+        "spread with static WL {spread_on}, without {spread_off}"
+    );
 }
 
 #[test]
@@ -134,7 +163,10 @@ fn secure_erase_empties_the_map_and_counts_erases() {
     ftl.secure_erase();
     ftl.verify().unwrap();
     assert_eq!(ftl.mapped_units(), 0);
-    assert_eq!(ftl.erase_counts().iter().map(|&e| e as u64).sum::<u64>(), written_blocks);
+    assert_eq!(
+        ftl.erase_counts().iter().map(|&e| e as u64).sum::<u64>(),
+        written_blocks
+    );
     assert!((0..n).all(|l| ftl.lookup(l) == UNMAPPED));
 }
 
@@ -150,7 +182,11 @@ fn rain_parity_costs_program_bandwidth() {
     let c = &ftl.counters;
     let data = c.pu_programs_host as f64;
     let parity = c.pu_programs_parity as f64;
-    assert!((parity / data - 1.0 / 7.0).abs() < 0.01, "parity/data = {}", parity / data);
+    assert!(
+        (parity / data - 1.0 / 7.0).abs() < 0.01,
+        "parity/data = {}",
+        parity / data
+    );
 }
 
 #[derive(Clone, Debug)]

@@ -147,7 +147,10 @@ impl Buckets {
                 while b != NONE {
                     seen += 1;
                     if valid[b as usize] != v {
-                        return Err(format!("block {b} in bucket {v} has {} valid units", valid[b as usize]));
+                        return Err(format!(
+                            "block {b} in bucket {v} has {} valid units",
+                            valid[b as usize]
+                        ));
                     }
                     if v < self.min_hint[die as usize] {
                         return Err(format!("die {die}: bucket {v} below the hint is not empty"));

@@ -1,0 +1,27 @@
+# One place for the commands CI runs: `make test` here is what .ci/run does there.
+PYTHON ?= python3
+
+.PHONY: test rust-test py-test lint install bench presets
+
+test: lint rust-test py-test
+
+lint:
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+rust-test:
+	cargo test --release -p ssdlab-core
+
+py-test:
+	$(PYTHON) -m pip install -q "pytest>=7" "hypothesis>=6"
+	$(PYTHON) -m pytest -q python/tests
+
+install:
+	$(PYTHON) -m pip install .
+
+# Benchmarks: printed figures, never pass/fail.
+bench:
+	$(PYTHON) benches/bench_sim.py
+
+presets:
+	$(PYTHON) tools/gen_presets.py

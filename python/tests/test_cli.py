@@ -1,0 +1,56 @@
+import subprocess
+import sys
+
+import pandas as pd
+
+from ssdlab.cli import main
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "ssdlab.cli", *args], capture_output=True, text=True)
+
+
+def test_drives_lists_every_preset():
+    p = run_cli("drives")
+    assert p.returncode == 0
+    assert "crucial-m500-960" in p.stdout and "micron-p420m-1400" in p.stdout
+    line = next(l for l in p.stdout.splitlines() if l.startswith("crucial-m500-120 "))
+    assert " 8 " in line and "15:1" in line
+
+
+def test_run_with_flags_prints_summary_and_writes_outputs(tmp_path, small_toml):
+    out = tmp_path / "out"
+    p = run_cli("run", "--drive", str(small_toml), "--precondition", "fast-fill", "--rw", "randwrite",
+                "--bs", "4k", "--iodepth", "32", "--runtime", "20", "--out", str(out), "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert "write amplification" in p.stdout
+    assert "write iops per 1 s" in p.stdout
+    df = pd.read_parquet(out / "timeseries.parquet")
+    assert len(df) == 20 and (df.write_iops > 0).all()
+    assert (out / "summary.json").exists() and (out / "erase_counts.parquet").exists()
+
+
+def test_run_job_file(tmp_path, small_toml):
+    job = tmp_path / "j.fio"
+    job.write_text("[global]\nbs=4k\niodepth=8\n[r]\nrw=randread\nnumber_ios=2000\n")
+    p = run_cli("run", "--drive", str(small_toml), str(job), "--precondition", "fast-fill", "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert "job r:" in p.stdout and "read" in p.stdout
+
+
+def test_bad_input_is_one_clear_line(tmp_path, small_toml):
+    job = tmp_path / "bad.fio"
+    job.write_text("[r]\nrw=randread\nzonemode=zbd\n")
+    p = run_cli("run", "--drive", str(small_toml), str(job))
+    assert p.returncode == 2
+    assert p.stderr.strip().startswith(f"ssdlab: error: {job}:3: option 'zonemode' is not supported")
+    assert "Traceback" not in p.stderr
+    p = run_cli("run", "--drive", "crucial-m900-1", "--rw", "read")
+    assert p.returncode == 2 and "unknown drive 'crucial-m900-1'" in p.stderr
+    p = run_cli("run", "--drive", str(small_toml), "--rw", "randwrite", "--bs", "4q")
+    assert p.returncode == 2 and "bs: '4q': unknown size suffix" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_main_returns_exit_code(small_toml, capsys):
+    assert main(["run", "--drive", str(small_toml), "--rw", "read", "--iodepth", "0"]) == 2
+    assert "iodepth: 0 is out of range" in capsys.readouterr().err

@@ -1,0 +1,141 @@
+import json
+
+import numpy as np
+import pytest
+
+import ssdlab
+from ssdlab import Drive, Job, SsdlabError
+
+
+def test_every_preset_builds_and_matches_reference_geometry():
+    names = ssdlab.preset_names()
+    # Every drive of drives.toml at every capacity.
+    for family, caps in {
+        "crucial-m4": [128, 256], "crucial-m500": [120, 240, 480, 960],
+        "crucial-m550": [128, 256, 512, 1024], "micron-m500dc": [120, 240, 480, 800],
+        "micron-p400m": [100, 200, 400], "micron-p400e": [50, 100, 200, 400],
+        "micron-p320h": [175, 350, 700], "micron-p420m": [350, 700, 1400],
+    }.items():
+        for c in caps:
+            assert f"{family}-{c}" in names
+    # Geometry facts straight from drives.toml.
+    from ssdlab.drive import describe_preset
+    assert describe_preset("crucial-m500-960") == Drive.preset("crucial-m500-960").describe()
+    m500 = describe_preset("crucial-m500-120")
+    assert m500["dies"] == 8 and m500["raw_gib"] == 128
+    dc = describe_preset("micron-m500dc-120")
+    assert dc["dies"] == 12
+    # drives.toml worked example: M500DC 120GB effective over-provisioning 33.5% of raw.
+    assert dc["op_of_raw_pct"] == pytest.approx(33.5, abs=0.2)
+    m550 = describe_preset("crucial-m550-128")
+    assert m550["op_of_raw_pct"] == pytest.approx(6.1, abs=0.1)  # drives.toml over_provisioning_pct
+
+
+def test_from_toml_errors_name_file_and_field(tmp_path, small_toml):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(small_toml.read_text().replace("planes_per_die = 2", "planes_per_die = 2\nplane_count = 2"))
+    with pytest.raises(SsdlabError) as e:
+        Drive.from_toml(bad)
+    msg = str(e.value)
+    assert str(bad) in msg and "unknown field `plane_count`" in msg and "line" in msg
+    big = tmp_path / "big.toml"
+    big.write_text(small_toml.read_text().replace("user_capacity_bytes = 460000000", "user_capacity_bytes = 900000000"))
+    with pytest.raises(SsdlabError, match=r"big.toml: field `ftl.user_capacity_bytes`.*accepted: at most"):
+        Drive.from_toml(big)
+    geom = tmp_path / "geom.toml"
+    geom.write_text(small_toml.read_text().replace("page_size_bytes = 16384", "page_size_bytes = 10000"))
+    with pytest.raises(SsdlabError, match="nand.page_size_bytes"):
+        Drive.from_toml(geom)
+    with pytest.raises(SsdlabError, match="unknown drive 'nope'.*crucial-m500-960"):
+        Drive.preset("nope")
+    with pytest.raises(SsdlabError, match="cannot read"):
+        Drive.from_toml(tmp_path / "missing.toml")
+
+
+def test_bad_job_is_a_clear_error(small_toml):
+    d = Drive.from_toml(small_toml)
+    with pytest.raises(SsdlabError, match="rw: 'randomwrite' is not supported; accepted"):
+        d.run(Job(rw="randomwrite"))
+    with pytest.raises(SsdlabError, match="size: offset 0 \\+ size"):
+        d.run(Job(rw="read", size="2g"))
+    with pytest.raises(SsdlabError, match="precondition 'full' is not known"):
+        d.precondition("full")
+
+
+def test_consistency_shape_peak_cliff_steady_state(small_toml):
+    d = Drive.from_toml(small_toml)
+    pre = d.precondition("fill")
+    assert pre.summary["write"]["bytes"] >= d.user_bytes - 128 * 1024
+    free_after_fill = d.counters()["free_blocks"]
+    r = d.run(Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=60, time_based=True))
+    iops = r.series.write_iops.to_numpy()
+    # This drive's spare area (about 75 MB) lasts under a second at its peak.
+    peak = iops[0]
+    steady = iops[-20:]
+    assert peak > 3 * steady.mean(), (peak, steady.mean())
+    # Noisy: the per-second values vary in the steady state.
+    assert steady.std() > 0.02 * steady.mean()
+    assert r.summary["write_amplification"] > 2
+    assert (r.series.free_blocks.iloc[-10:] < free_after_fill).all()
+    d.verify()
+
+
+def test_timed_and_fast_fill_reach_the_same_ftl_state(small_toml):
+    timed = Drive.from_toml(small_toml)
+    timed.precondition("fill")
+    fast = Drive.from_toml(small_toml)
+    fast.precondition("fast-fill")
+    assert timed._sim.state_digest() == fast._sim.state_digest()
+    assert timed.counters()["ftl"] == fast.counters()["ftl"]
+    # And they behave the same afterwards (same seed, same job).
+    job = Job(rw="randwrite", iodepth=8, number_ios=20000)
+    a, b = timed.run(job), fast.run(job)
+    assert a.summary["write_amplification"] == b.summary["write_amplification"]
+
+
+def test_same_seed_bit_identical(small_toml):
+    def once(seed):
+        d = Drive.from_toml(small_toml, seed=seed)
+        d.precondition("fast-fill")
+        r = d.run(Job(rw="randrw", bssplit="4k/60:64k/40", iodepth=16, number_ios=30000, randseed=seed))
+        return json.dumps(r.summary, sort_keys=True), r.series.to_json(), d._sim.state_digest()
+    assert once(5) == once(5)
+    assert once(5)[2] != once(6)[2]
+
+
+def test_results_and_outputs(tmp_path, small_toml):
+    d = Drive.from_toml(small_toml)
+    d.precondition("fast-fill")
+    r = d.run(Job(rw="randread", iodepth=4, runtime_s=3, time_based=True))
+    s = r.summary["read"]
+    assert s["latency_us_p50"] <= s["latency_us_p90"] <= s["latency_us_p99"] <= s["latency_us_p99_9"] <= s["latency_us_max"]
+    assert len(r.series) == 3
+    paths = r.write(tmp_path / "out")
+    import pandas as pd
+    back = pd.read_parquet(paths[1])
+    assert list(back.columns) == list(r.series.columns)
+    assert json.loads(paths[0].read_text())["read"]["ios"] == s["ios"]
+    hist = d.erase_count_histogram()
+    assert hist.blocks.sum() == len(d.erase_counts())
+
+
+def test_trim_then_reads_touch_no_nand(small_toml):
+    d = Drive.from_toml(small_toml)
+    d.precondition("fast-fill")
+    d.run(Job(rw="trim", bs="1m", iodepth=8, size="100m"))
+    reads_before = d.counters()["nand"]["page_reads"]
+    d.run(Job(rw="randread", size="100m", iodepth=4, number_ios=500))
+    assert d.counters()["nand"]["page_reads"] == reads_before
+    d.verify()
+
+
+def test_nand_write_ceiling_m500_120():
+    # A 120GB M500 has 8 dies: 8 x 2 planes x 16 KiB per tPROG (1600 us, +2% two-plane),
+    # times 15/16 for RAIN parity: the sequential-write NAND ceiling before host limits.
+    d = Drive.preset("crucial-m500-120")
+    d.secure_erase()
+    r = d.run(Job(rw="write", bs="128k", iodepth=32, size="2g"))
+    ceiling = 8 * 2 * 16384 / (1600e-6 * 1.02) * 15 / 16 / 1e6
+    mbps = r.summary["write"]["mb_per_s"]
+    assert mbps <= ceiling * 1.01
+    assert mbps > 0.9 * ceiling, (mbps, ceiling)

@@ -1,0 +1,61 @@
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ssdlab import Job, SsdlabError, parse_fio
+
+JOB = """\
+; consistency test
+[global]
+ioengine=libaio
+direct=1
+bs=4k
+iodepth=32
+
+[fill]
+rw=write
+bs=128k
+
+[randwrite]
+rw=randwrite
+runtime=2000
+time_based
+random_distribution=zipf:1.1
+"""
+
+
+def test_parse_standard_job_file():
+    jobs = parse_fio(JOB, "c.fio")
+    assert [j.name for j in jobs] == ["fill", "randwrite"]
+    assert jobs[0].bs == "128k" and jobs[0].iodepth == 32 and jobs[0].rw == "write"
+    assert jobs[1].bs == "4k" and jobs[1].runtime_s == 2000 and jobs[1].time_based
+    assert jobs[1].random_distribution == "zipf:1.1"
+
+
+def test_units_of_time():
+    assert parse_fio("[a]\nruntime=2m\n")[0].runtime_s == 120
+    assert parse_fio("[a]\nruntime=1500ms\n")[0].runtime_s == 1.5
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("[a]\nrw=read\nverify=crc32c\n", r"c.fio:3: option 'verify' is not supported; accepted:"),
+    ("rw=read\n", r"c.fio:1: option 'rw=read' before any \[section\]"),
+    ("[a\n", r"c.fio:1: '\[a' is not a section header"),
+    ("[global]\nbs=4k\n", r"c.fio: no job section"),
+    ("[a]\nruntime=fast\n", r"c.fio:2: runtime=fast: 'fast' is not a time"),
+    ("[a]\nnumjobs=4\n", r"c.fio:2: numjobs=4 is not supported"),
+    ("[a]\niodepth\n", r"c.fio:2: option 'iodepth' needs a value"),
+])
+def test_errors_name_file_line_and_option(text, expected):
+    with pytest.raises(SsdlabError, match=expected):
+        parse_fio(text, "c.fio")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=300))
+def test_parser_never_fails_with_anything_but_a_clear_error(text):
+    try:
+        jobs = parse_fio(text, "fuzz.fio")
+    except SsdlabError as e:
+        assert str(e).startswith("fuzz.fio")
+    else:
+        assert all(isinstance(j, Job) for j in jobs)
