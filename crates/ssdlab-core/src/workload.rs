@@ -597,7 +597,8 @@ impl JobRun {
         // A time-based job's series covers its runtime; commands in flight at the end still
         // complete (and count in the summary) but do not open a last, partial interval.
         if let Some(runtime) = self.job.runtime_ns.filter(|_| self.job.job.time_based) {
-            self.series.truncate((runtime.div_ceil(self.job.interval_ns) as usize).min(n));
+            self.series
+                .truncate((runtime.div_ceil(self.job.interval_ns) as usize).min(n));
         }
         let s = sample(dev);
         let elapsed_s = elapsed_ns as f64 / NS_PER_S as f64;

@@ -1,0 +1,58 @@
+//! The whole performance-consistency run, timed: secure erase, timed 128 KiB QD32 sequential
+//! fill, then 4 KiB random writes at QD32 for N simulated seconds. Prints wall times and
+//! simulated host IOs per wall second for each phase. Used by benches/bench_sim.py.
+//! cargo run --release -p ssdlab-core --example consistency -- PRESET.toml [seconds] [fast]
+use ssdlab_core::config::DriveConfig;
+use ssdlab_core::device::Device;
+use ssdlab_core::workload::{run_job, Job};
+
+#[allow(clippy::disallowed_methods)]
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let text = std::fs::read_to_string(&args[1]).expect("preset file");
+    let cfg = DriveConfig::from_toml_str(&text).expect("valid preset");
+    let seconds: f64 = args
+        .get(2)
+        .map(|s| s.parse().expect("seconds"))
+        .unwrap_or(2000.0);
+    let fast_fill = args.get(3).is_some_and(|a| a == "fast");
+    let t0 = std::time::Instant::now();
+    let mut dev = Device::new(&cfg, 1).expect("device");
+    dev.secure_erase();
+    let fill_ios = if fast_fill {
+        let n = dev.geometry.logical_units as u32;
+        dev.fill_untimed(0, n);
+        0
+    } else {
+        let job = Job {
+            rw: "write".into(),
+            bs: "128k".into(),
+            iodepth: 32,
+            ..Job::default()
+        };
+        let compiled = job.compile(dev.user_bytes()).unwrap();
+        let r = run_job(&mut dev, &compiled, &mut |_| {});
+        r.summary.write.ios
+    };
+    let fill_wall = t0.elapsed().as_secs_f64();
+    let t1 = std::time::Instant::now();
+    let job = Job {
+        rw: "randwrite".into(),
+        iodepth: 32,
+        runtime_s: Some(seconds),
+        time_based: true,
+        ..Job::default()
+    };
+    let compiled = job.compile(dev.user_bytes()).unwrap();
+    let r = run_job(&mut dev, &compiled, &mut |_| {});
+    let rw_wall = t1.elapsed().as_secs_f64();
+    let steady: Vec<u64> = r.series.write_ios.iter().rev().take(100).copied().collect();
+    let steady_iops = steady.iter().sum::<u64>() as f64 / steady.len().max(1) as f64;
+    println!(
+        "{{\"fill_wall_s\": {fill_wall:.3}, \"fill_ios\": {fill_ios}, \"randwrite_wall_s\": {rw_wall:.3}, \"randwrite_ios\": {}, \"randwrite_ios_per_wall_s\": {:.0}, \"steady_state_iops\": {steady_iops:.0}, \"waf\": {:.3}, \"total_wall_s\": {:.3}}}",
+        r.summary.write.ios,
+        r.summary.write.ios as f64 / rw_wall,
+        r.summary.write_amplification,
+        fill_wall + rw_wall
+    );
+}
