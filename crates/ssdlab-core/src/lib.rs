@@ -20,6 +20,7 @@ pub mod config;
 pub mod device;
 pub mod ftl;
 pub mod host;
+mod mem;
 pub mod nand;
 pub mod rng;
 pub mod stats;

@@ -228,6 +228,9 @@ impl Device {
                 (io.offset_bytes + io.length_bytes).div_ceil(unit) as u32,
             )
         };
+        if end > first {
+            self.ftl.prefetch_lookup(first);
+        }
         let slot = Slot {
             io,
             submitted: at,
@@ -308,6 +311,7 @@ impl Device {
                     rmw_ready = rmw_ready.max(self.read_units(s.end_unit - 1, s.end_unit));
                 }
                 self.slots[slot as usize].rmw_ready = rmw_ready;
+                self.ftl.prefetch_overwrite(s.next_unit);
                 self.write_wait.push_back(slot);
                 self.admit_writes();
             }

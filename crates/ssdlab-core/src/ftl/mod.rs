@@ -180,9 +180,9 @@ impl Ftl {
             separate_gc_stream: cfg.gc_separate_stream,
             static_spread_max: cfg.wear_leveling_static_spread_max,
             reserved_blocks_per_die: cfg.reserved_blocks_per_die,
-            l2p: vec![UNMAPPED; g.logical_units as usize],
-            p2l: vec![UNMAPPED; g.physical_units as usize],
-            pu_sequence: vec![0; blocks * g.pus_per_block as usize],
+            l2p: crate::mem::table(g.logical_units as usize, UNMAPPED),
+            p2l: crate::mem::table(g.physical_units as usize, UNMAPPED),
+            pu_sequence: crate::mem::table(blocks * g.pus_per_block as usize, 0),
             valid: vec![0; blocks],
             erase_count: vec![0; blocks],
             state: vec![BlockState::Free; blocks],
@@ -247,6 +247,22 @@ impl Ftl {
     #[inline]
     pub fn lookup(&self, lba: u32) -> u32 {
         self.l2p[lba as usize]
+    }
+
+    /// Start loading the map entry of `lba` (a write or read of it is coming).
+    #[inline]
+    pub fn prefetch_lookup(&self, lba: u32) {
+        crate::mem::prefetch(&self.l2p, lba as usize);
+    }
+
+    /// Start loading what overwriting `lba` will touch: its current reverse-map entry. Call
+    /// after `prefetch_lookup` has had time to land.
+    #[inline]
+    pub fn prefetch_overwrite(&self, lba: u32) {
+        let ppn = self.l2p[lba as usize];
+        if ppn != UNMAPPED {
+            crate::mem::prefetch(&self.p2l, ppn as usize);
+        }
     }
 
     /// The logical unit a physical unit holds (its out-of-band LBA), or UNMAPPED.
@@ -329,6 +345,7 @@ impl Ftl {
 
     /// Write one logical unit: the old copy becomes stale, the new one goes to the host
     /// stream's open PU on the current die. Full PUs are programmed, striped across dies.
+    #[inline]
     pub fn write_unit<S: NandSink>(&mut self, lba: u32, sink: &mut S) {
         debug_assert!((lba as u64) < self.geometry.logical_units);
         self.invalidate(lba);
@@ -397,6 +414,7 @@ impl Ftl {
 
     // ----- placement -----------------------------------------------------------------------
 
+    #[inline]
     fn invalidate(&mut self, lba: u32) {
         let ppn = self.l2p[lba as usize];
         if ppn == UNMAPPED {
@@ -429,6 +447,8 @@ impl Ftl {
     }
 
     /// Place `lba` in the open PU of `die`'s stream; program the PU when it is full.
+    /// The hot path of every write and every GC copy: a few stores, no calls.
+    #[inline]
     fn append<S: NandSink>(
         &mut self,
         die: u32,
@@ -437,18 +457,22 @@ impl Ftl {
         from_host: bool,
         sink: &mut S,
     ) {
+        let (units_per_block, units_per_pu) =
+            (self.geometry.units_per_block, self.geometry.units_per_pu);
+        let separate = self.separate_gc_stream;
         if self.open_block(die, stream).block == NONE {
             self.allocate_block(die, stream, sink);
         }
-        let g = &self.geometry;
-        let (units_per_block, units_per_pu) = (g.units_per_block, g.units_per_pu);
-        let ob = self.open_block(die, stream);
+        let d = &mut self.dies[die as usize];
+        let ob = if stream == Stream::Host || !separate {
+            &mut d.host
+        } else {
+            &mut d.gc
+        };
         let ppn = ob.block * units_per_block + ob.next_pu * units_per_pu + ob.fill;
         let block = ob.block;
         ob.fill += 1;
-        if from_host {
-            ob.host_fill += 1;
-        }
+        ob.host_fill += from_host as u32;
         let full = ob.fill == units_per_pu;
         debug_assert_eq!(self.p2l[ppn as usize], UNMAPPED);
         self.l2p[lba as usize] = ppn;
@@ -460,6 +484,7 @@ impl Ftl {
         }
     }
 
+    #[inline(never)]
     fn program_pu<S: NandSink>(&mut self, die: u32, stream: Stream, sink: &mut S) {
         let shared_stream = !self.separate_gc_stream;
         let ob = *self.open_block(die, stream);
@@ -504,6 +529,7 @@ impl Ftl {
         }
     }
 
+    #[inline(never)]
     fn allocate_block<S: NandSink>(&mut self, die: u32, stream: Stream, sink: &mut S) {
         if stream == Stream::Host {
             // Keep one block for the collector: the host may not take the last one.
@@ -751,6 +777,10 @@ impl Ftl {
             }
             self.dies[dix].victim_cursor = c;
             if !scratch.is_empty() {
+                // Independent map loads first, so their cache misses overlap.
+                for &ppn in &scratch {
+                    crate::mem::prefetch(&self.l2p, self.p2l[ppn as usize] as usize);
+                }
                 sink.gc_read(die, self.planes_spanned(first, last), scratch.len() as u32);
                 for &ppn in &scratch {
                     let lba = self.p2l[ppn as usize];
