@@ -370,7 +370,12 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
 /// Device counters sampled at the start of a job and at interval boundaries.
 #[derive(Clone, Copy, Debug, Default)]
 struct Sample {
+    /// NAND pages programmed (started) so far: the timing view.
     page_programs: u64,
+    /// NAND pages the FTL has decided to program so far: host, GC, parity, padding. Timing
+    /// independent, so the write amplification of a job does not depend on what is still
+    /// queued on the dies when it ends.
+    pages_committed: u64,
     gc_units: u64,
     host_units_written: u64,
     erases: u64,
@@ -379,6 +384,11 @@ struct Sample {
 fn sample(dev: &Device) -> Sample {
     Sample {
         page_programs: dev.nand().counters.page_programs,
+        pages_committed: {
+            let c = &dev.ftl.counters;
+            (c.pu_programs_host + c.pu_programs_gc + c.pu_programs_parity)
+                * dev.geometry.planes_per_die as u64
+        },
         gc_units: dev.ftl.counters.gc_units_copied + dev.ftl.counters.wear_leveling_units_copied,
         host_units_written: dev.ftl.counters.host_units_written,
         erases: dev.ftl.counters.blocks_erased,
@@ -393,7 +403,8 @@ pub struct JobSummary {
     pub read: OpSummary,
     pub write: OpSummary,
     pub trim: OpSummary,
-    /// NAND bytes programmed (data, GC, parity, padding) / host bytes written, during the job.
+    /// NAND bytes the FTL programmed (data, GC, parity, padding) / host bytes written, during
+    /// the job.
     pub write_amplification: f64,
     pub gc_units_copied: u64,
     pub blocks_erased: u64,
@@ -605,7 +616,7 @@ impl JobRun {
         let host_units = s.host_units_written - self.at_start.host_units_written;
         let page_bytes = dev.config.nand.page_size_bytes as f64;
         let unit_bytes = dev.geometry.mapping_unit_bytes as f64;
-        let pages = s.page_programs - self.at_start.page_programs;
+        let pages = s.pages_committed - self.at_start.pages_committed;
         JobResult {
             summary: JobSummary {
                 name: self.job.job.name.clone(),

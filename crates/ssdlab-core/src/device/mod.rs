@@ -7,13 +7,16 @@
 //! firmware processing (`Dispatch`), a command completing (`Complete`), and a host program
 //! finishing, which frees write-buffer space (`ProgramDone`).
 
+mod backend;
+
 use crate::config::{DriveConfig, Geometry};
-use crate::ftl::{Ftl, NandSink, ProgramKind, UNMAPPED};
+use crate::ftl::{Ftl, UNMAPPED};
 use crate::host::HostInterface;
 use crate::nand::Nand;
 use crate::time::{SimDuration, SimTime};
+use backend::{Backend, NandOp};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 /// Host command kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,73 +54,22 @@ struct Slot {
     /// Writes: next logical unit to admit into the buffer, and one past the last.
     next_unit: u32,
     end_unit: u32,
-    /// Writes: when the data admitted so far has crossed the link.
-    data_done: SimTime,
     /// Writes: when read-modify-write reads of partial units are done.
     rmw_ready: SimTime,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Event {
+pub(crate) enum Event {
+    /// The controller has processed the command.
     Dispatch(u32),
+    /// The command completes.
     Complete(u32),
-    ProgramDone(u32),
-}
-
-/// The NAND side of the device: what the FTL's decisions cost in time.
-struct Backend {
-    nand: Nand,
-    now: SimTime,
-    planes: u32,
-    unit_bytes: u64,
-    events: BinaryHeap<Reverse<(SimTime, u64, Event)>>,
-    sequence: u64,
-    /// Per die: when data read by garbage collection is in the controller.
-    gc_ready: Vec<SimTime>,
-    /// When the host data being placed now has arrived in DRAM.
-    host_data_ready: SimTime,
-    /// Latest end of any host program decided so far (FLUSH completes then).
-    host_programs_end: SimTime,
-}
-
-impl Backend {
-    fn push(&mut self, at: SimTime, event: Event) {
-        debug_assert!(at >= self.now);
-        self.sequence += 1;
-        self.events.push(Reverse((at, self.sequence, event)));
-    }
-}
-
-impl NandSink for Backend {
-    #[inline]
-    fn program(&mut self, die: u32, kind: ProgramKind, host_units: u32) {
-        let ready = match kind {
-            ProgramKind::Host => self.host_data_ready,
-            ProgramKind::Gc => std::mem::take(&mut self.gc_ready[die as usize]),
-            ProgramKind::Parity => self.now,
-        };
-        let end = self.nand.program(self.now, ready, die, self.planes);
-        if kind == ProgramKind::Host {
-            self.host_programs_end = self.host_programs_end.max(end);
-            if host_units > 0 {
-                self.push(end, Event::ProgramDone(host_units));
-            }
-        }
-    }
-
-    #[inline]
-    fn gc_read(&mut self, die: u32, planes: u32, units: u32) {
-        let end = self
-            .nand
-            .read(self.now, die, planes, units as u64 * self.unit_bytes);
-        let r = &mut self.gc_ready[die as usize];
-        *r = (*r).max(end);
-    }
-
-    #[inline]
-    fn erase(&mut self, die: u32) {
-        self.nand.erase(self.now, die);
-    }
+    /// A host program on a die finished: its buffered units are free.
+    ProgramDone(u32, u32),
+    /// A die can start its next queued operation.
+    DieReady(u32),
+    /// All NAND reads of a command's data are done.
+    ReadReady(u32),
 }
 
 /// A whole simulated drive.
@@ -137,6 +89,8 @@ pub struct Device {
     buffer_free_units: u64,
     pub buffer_units: u64,
     completions: Vec<Completion>,
+    /// FLUSH and FUA commands waiting for the host programs queued before them, per die.
+    flush_waits: Vec<(u32, Vec<u64>)>,
     /// When the device last became idle (no command in it).
     idle_since: SimTime,
     gc_idle: SimDuration,
@@ -150,17 +104,12 @@ impl Device {
         let buffer_units = config.ftl.write_buffer_bytes / unit_bytes;
         Ok(Device {
             ftl: Ftl::new(&config.ftl, &geometry, seed),
-            back: Backend {
-                nand: Nand::new(&config.nand, &geometry),
-                now: SimTime::ZERO,
-                planes: geometry.planes_per_die,
+            back: Backend::new(
+                Nand::new(&config.nand, &geometry),
+                geometry.dies,
+                geometry.planes_per_die,
                 unit_bytes,
-                events: BinaryHeap::new(),
-                sequence: 0,
-                gc_ready: vec![SimTime::ZERO; geometry.dies as usize],
-                host_data_ready: SimTime::ZERO,
-                host_programs_end: SimTime::ZERO,
-            },
+            ),
             host: HostInterface::new(&config.host, &config.controller),
             slots: Vec::new(),
             free_slots: Vec::new(),
@@ -170,6 +119,7 @@ impl Device {
             buffer_free_units: buffer_units,
             buffer_units,
             completions: Vec::new(),
+            flush_waits: Vec::new(),
             idle_since: SimTime::ZERO,
             gc_idle: SimDuration::from_us(config.ftl.gc_background_idle_us),
             geometry,
@@ -236,7 +186,6 @@ impl Device {
             submitted: at,
             next_unit: first,
             end_unit: end,
-            data_done: at,
             rmw_ready: at,
         };
         let index = match self.free_slots.pop() {
@@ -272,11 +221,15 @@ impl Device {
         match event {
             Event::Dispatch(slot) => self.dispatch(slot),
             Event::Complete(slot) => self.complete(slot),
-            Event::ProgramDone(units) => {
+            Event::DieReady(die) => self.back.die_ready(die),
+            Event::ProgramDone(die, units) => {
+                self.back.host_program_done(die);
                 self.buffer_free_units += units as u64;
                 debug_assert!(self.buffer_free_units <= self.buffer_units);
+                self.release_flushes();
                 self.admit_writes();
             }
+            Event::ReadReady(slot) => self.read_ready(slot),
         }
         true
     }
@@ -293,25 +246,28 @@ impl Device {
         let s = self.slots[slot as usize];
         match s.io.kind {
             IoKind::Read => {
-                let ready = self.read_units(s.next_unit, s.end_unit);
-                let end = self.host.to_host(now, ready, s.io.length_bytes, true);
                 self.ftl.counters.host_units_read += (s.end_unit - s.next_unit) as u64;
-                self.back.push(end, Event::Complete(slot));
+                self.read_units(slot, s.next_unit, s.end_unit);
             }
             IoKind::Write => {
+                self.ftl.prefetch_overwrite(s.next_unit);
                 let unit = self.geometry.mapping_unit_bytes as u64;
-                let mut rmw_ready = now;
                 // A partial first or last unit is read, merged and written whole.
                 let head_partial = !s.io.offset_bytes.is_multiple_of(unit);
                 let tail_partial = !(s.io.offset_bytes + s.io.length_bytes).is_multiple_of(unit);
-                if head_partial {
-                    rmw_ready = rmw_ready.max(self.read_units(s.next_unit, s.next_unit + 1));
+                if head_partial || tail_partial {
+                    self.back.begin_wait(slot);
+                    if head_partial {
+                        self.enqueue_reads(slot, s.next_unit, s.next_unit + 1);
+                    }
+                    if tail_partial && (s.end_unit - 1 != s.next_unit || !head_partial) {
+                        self.enqueue_reads(slot, s.end_unit - 1, s.end_unit);
+                    }
+                    if !self.back.end_wait(slot) {
+                        return; // continues in read_ready
+                    }
+                    self.slots[slot as usize].rmw_ready = self.back.read_waits[slot as usize].ready;
                 }
-                if tail_partial && (s.end_unit - 1 != s.next_unit || !head_partial) {
-                    rmw_ready = rmw_ready.max(self.read_units(s.end_unit - 1, s.end_unit));
-                }
-                self.slots[slot as usize].rmw_ready = rmw_ready;
-                self.ftl.prefetch_overwrite(s.next_unit);
                 self.write_wait.push_back(slot);
                 self.admit_writes();
             }
@@ -324,31 +280,31 @@ impl Device {
             }
             IoKind::Flush => {
                 self.ftl.flush(&mut self.back);
-                let end = self
-                    .back
-                    .host_programs_end
-                    .max(self.host.to_device(now, now, 0, true));
-                self.back.push(end, Event::Complete(slot));
+                self.wait_for_programs(slot);
             }
         }
     }
 
-    /// Read logical units `first..end`: one NAND read per run of units in the same PU, nothing
-    /// for units in the buffer or never written. Returns when all data is in the controller.
-    fn read_units(&mut self, first: u32, end: u32) -> SimTime {
-        let now = self.back.now;
-        let mut ready = now;
+    /// Read logical units `first..end` of a host read; the data goes to the host when the
+    /// last NAND read is done (`read_ready`).
+    fn read_units(&mut self, slot: u32, first: u32, end: u32) {
+        self.back.begin_wait(slot);
+        self.enqueue_reads(slot, first, end);
+        if self.back.end_wait(slot) {
+            let ready = self.back.read_waits[slot as usize].ready;
+            if ready <= self.back.now {
+                self.read_ready(slot);
+            } else {
+                self.back.push(ready, Event::ReadReady(slot));
+            }
+        }
+    }
+
+    /// Queue one NAND read per run of units in the same PU; nothing for units in the buffer
+    /// or never written.
+    fn enqueue_reads(&mut self, slot: u32, first: u32, end: u32) {
         let mut run_first = UNMAPPED;
         let mut run_last = UNMAPPED;
-        let mut flush_run = |dev: &mut Device, a: u32, b: u32| {
-            if a == UNMAPPED || dev.ftl.is_buffered(a) {
-                return;
-            }
-            let die = dev.ftl.die_of(a);
-            let planes = dev.ftl.planes_spanned(a, b);
-            let bytes = (b - a + 1) as u64 * dev.back.unit_bytes;
-            ready = ready.max(dev.back.nand.read(now, die, planes, bytes));
-        };
         for lba in first..end {
             let ppn = self.ftl.lookup(lba);
             if ppn == UNMAPPED {
@@ -366,12 +322,47 @@ impl Device {
                 run_last = ppn;
                 continue;
             }
-            flush_run(self, run_first, run_last);
+            self.enqueue_read_run(slot, run_first, run_last);
             run_first = ppn;
             run_last = ppn;
         }
-        flush_run(self, run_first, run_last);
-        ready
+        self.enqueue_read_run(slot, run_first, run_last);
+    }
+
+    fn enqueue_read_run(&mut self, slot: u32, first_ppn: u32, last_ppn: u32) {
+        if first_ppn == UNMAPPED || self.ftl.is_buffered(first_ppn) {
+            return;
+        }
+        let die = self.ftl.die_of(first_ppn);
+        let planes = self.ftl.planes_spanned(first_ppn, last_ppn);
+        let bytes = (last_ppn - first_ppn + 1) as u64 * self.back.unit_bytes;
+        self.back.read_waits[slot as usize].pending += 1;
+        self.back.enqueue(
+            die,
+            NandOp::HostRead {
+                planes,
+                bytes,
+                slot,
+            },
+        );
+    }
+
+    /// All NAND data of a command is in the controller.
+    fn read_ready(&mut self, slot: u32) {
+        let now = self.back.now;
+        let s = self.slots[slot as usize];
+        match s.io.kind {
+            IoKind::Read => {
+                let end = self.host.to_host(now, now, s.io.length_bytes, true);
+                self.back.push(end, Event::Complete(slot));
+            }
+            _ => {
+                // Read-modify-write data is in: the write can take buffer space.
+                self.slots[slot as usize].rmw_ready = now;
+                self.write_wait.push_back(slot);
+                self.admit_writes();
+            }
+        }
     }
 
     /// Move waiting writes into the buffer, in arrival order, as far as space allows.
@@ -396,15 +387,49 @@ impl Device {
             }
             let s = &mut self.slots[slot as usize];
             s.next_unit += count;
-            s.data_done = arrived;
             if s.next_unit == s.end_unit {
                 self.write_wait.pop_front();
-                let mut done = arrived;
                 if s.io.fua {
                     self.ftl.flush(&mut self.back);
-                    done = done.max(self.back.host_programs_end);
+                    self.slots[slot as usize].rmw_ready = arrived;
+                    self.wait_for_programs(slot);
+                } else {
+                    self.back.push(arrived, Event::Complete(slot));
                 }
-                self.back.push(done, Event::Complete(slot));
+            }
+        }
+    }
+
+    /// Complete `slot` once every host program queued so far has finished.
+    fn wait_for_programs(&mut self, slot: u32) {
+        let targets = self.back.host_programs_queued();
+        self.flush_waits.push((slot, targets));
+        self.release_flushes();
+    }
+
+    fn release_flushes(&mut self) {
+        if self.flush_waits.is_empty() {
+            return;
+        }
+        let now = self.back.now;
+        let mut i = 0;
+        while i < self.flush_waits.len() {
+            if self.back.host_programs_done_reach(&self.flush_waits[i].1) {
+                let (slot, _) = self.flush_waits.swap_remove(i);
+                let s = self.slots[slot as usize];
+                let at = if s.io.kind == IoKind::Write {
+                    s.rmw_ready.max(now)
+                } else {
+                    now
+                };
+                let end = if s.io.kind == IoKind::Flush {
+                    self.host.to_device(now, at, 0, true)
+                } else {
+                    at
+                };
+                self.back.push(end, Event::Complete(slot));
+            } else {
+                i += 1;
             }
         }
     }
@@ -427,30 +452,38 @@ impl Device {
     }
 
     /// The host will send nothing before `until`: let background garbage collection use the
-    /// idle time. Call only with no command outstanding and all events processed.
+    /// idle time. Call only with no command outstanding.
     pub fn idle_until(&mut self, until: SimTime) {
-        self.run_until(until);
-        if self.outstanding() > 0 || self.next_event_time().is_some() {
+        if self.outstanding() > 0 {
+            self.run_until(until);
             return;
         }
-        let from = (self.idle_since.max(self.back.now)) + self.gc_idle;
+        let from = self.idle_since.max(self.back.now) + self.gc_idle;
         loop {
-            // Work on the die that can start soonest, so decisions stay in time order.
+            // Next background decision: the die that can start soonest, with work to do.
             let mut best: Option<(SimTime, u32)> = None;
             for die in 0..self.geometry.dies {
-                if self.ftl.background_work_pending(die) {
-                    let at = from.max(self.back.nand.die_free_at(die)).max(self.back.now);
+                if !self.ftl.background_work_pending(die) {
+                    continue;
+                }
+                if let Some(at) = self.back.die_idle_from(die) {
+                    let at = at.max(from).max(self.back.now);
                     if best.is_none_or(|(t, _)| at < t) {
                         best = Some((at, die));
                     }
                 }
             }
-            let Some((at, die)) = best else { break };
-            if at >= until {
-                break;
+            let next_event = self.next_event_time();
+            match (best, next_event) {
+                (_, Some(t)) if t < until && best.is_none_or(|(b, _)| t <= b) => {
+                    self.step();
+                }
+                (Some((at, die)), _) if at < until => {
+                    self.back.now = at;
+                    self.ftl.collect_background_step(die, &mut self.back);
+                }
+                _ => break,
             }
-            self.back.now = at;
-            self.ftl.collect_background_step(die, &mut self.back);
         }
     }
 
