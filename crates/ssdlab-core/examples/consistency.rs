@@ -1,7 +1,8 @@
 //! The whole performance-consistency run, timed: secure erase, timed 128 KiB QD32 sequential
 //! fill, then 4 KiB random writes at QD32 for N simulated seconds. Prints wall times and
 //! simulated host IOs per wall second for each phase. Used by benches/bench_sim.py.
-//! cargo run --release -p ssdlab-core --example consistency -- PRESET.toml [seconds] [fast]
+//! Then a further stretch of steady state (default 200 s), timed on its own.
+//! cargo run --release -p ssdlab-core --example consistency -- PRESET.toml [seconds] [timed|fast] [steady seconds]
 use ssdlab_core::config::DriveConfig;
 use ssdlab_core::device::Device;
 use ssdlab_core::workload::{run_job, Job};
@@ -46,13 +47,32 @@ fn main() {
     let compiled = job.compile(dev.user_bytes()).unwrap();
     let r = run_job(&mut dev, &compiled, &mut |_| {});
     let rw_wall = t1.elapsed().as_secs_f64();
+    // Steady state reached: time a further stretch on its own.
+    let steady_s: f64 = args
+        .get(4)
+        .map(|s| s.parse().expect("seconds"))
+        .unwrap_or(200.0);
+    let t2 = std::time::Instant::now();
+    let job = Job {
+        rw: "randwrite".into(),
+        iodepth: 32,
+        runtime_s: Some(steady_s),
+        time_based: true,
+        ..Job::default()
+    };
+    let compiled = job.compile(dev.user_bytes()).unwrap();
+    let r2 = run_job(&mut dev, &compiled, &mut |_| {});
+    let steady_wall = t2.elapsed().as_secs_f64();
     let steady: Vec<u64> = r.series.write_ios.iter().rev().take(100).copied().collect();
     let steady_iops = steady.iter().sum::<u64>() as f64 / steady.len().max(1) as f64;
     println!(
-        "{{\"fill_wall_s\": {fill_wall:.3}, \"fill_ios\": {fill_ios}, \"randwrite_wall_s\": {rw_wall:.3}, \"randwrite_ios\": {}, \"randwrite_ios_per_wall_s\": {:.0}, \"steady_state_iops\": {steady_iops:.0}, \"waf\": {:.3}, \"total_wall_s\": {:.3}}}",
+        "{{\"fill_wall_s\": {fill_wall:.3}, \"fill_ios\": {fill_ios}, \"randwrite_wall_s\": {rw_wall:.3}, \"randwrite_ios\": {}, \"randwrite_ios_per_wall_s\": {:.0}, \"steady_state_iops\": {steady_iops:.0}, \"waf\": {:.3}, \"total_wall_s\": {:.3}, \"steady_ios\": {}, \"steady_wall_s\": {steady_wall:.3}, \"steady_ios_per_wall_s\": {:.0}, \"steady_waf\": {:.3}}}",
         r.summary.write.ios,
         r.summary.write.ios as f64 / rw_wall,
         r.summary.write_amplification,
-        fill_wall + rw_wall
+        fill_wall + rw_wall,
+        r2.summary.write.ios,
+        r2.summary.write.ios as f64 / steady_wall,
+        r2.summary.write_amplification
     );
 }

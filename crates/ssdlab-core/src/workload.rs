@@ -292,14 +292,17 @@ struct Generator {
 }
 
 impl Generator {
-    fn new(job: &CompiledJob, seed: u64) -> Self {
+    /// `ordinal` counts the jobs run on the drive before this one: back-to-back jobs with the
+    /// same randseed get fresh streams (a repeated stream would rewrite LBAs in the order they
+    /// were last written, an unrealistically kind pattern for the FTL).
+    fn new(job: &CompiledJob, seed: u64, ordinal: u64) -> Self {
         let slots = job.span_bytes / job.align_bytes;
         let mut scatter = (0x9E37_79B9_7F4A_7C15u64 % slots.max(1)) | 1;
         while gcd(scatter, slots) != 1 {
             scatter += 2;
         }
         Generator {
-            rng: Rng::derive(seed, &format!("workload/{}", job.job.randseed)),
+            rng: Rng::derive(seed, &format!("workload/{}/{ordinal}", job.job.randseed)),
             cursor: 0,
             slots,
             scatter,
@@ -442,7 +445,7 @@ impl JobRun {
         let start = dev.now();
         let s = sample(dev);
         let mut run = JobRun {
-            generator: Generator::new(job, seed),
+            generator: Generator::new(job, seed, dev.next_job_ordinal()),
             job: job.clone(),
             start,
             stop_issuing_at: job.runtime_ns.map(|r| start + crate::time::SimDuration(r)),
@@ -698,7 +701,7 @@ mod tests {
             ..Job::default()
         };
         let c = job.compile(1 << 30).unwrap();
-        let mut g = Generator::new(&c, 1);
+        let mut g = Generator::new(&c, 1, 0);
         let mut counts = std::collections::BTreeMap::new();
         for _ in 0..100_000 {
             let (_, off, len) = g.next(&c);

@@ -60,7 +60,8 @@ pub(super) struct Backend {
     pub now: SimTime,
     pub planes: u32,
     pub unit_bytes: u64,
-    pub events: BinaryHeap<Reverse<(SimTime, u64, Event)>>,
+    events: BinaryHeap<Reverse<(SimTime, u64, Event)>>,
+    monotone: VecDeque<(SimTime, u64, Event)>,
     sequence: u64,
     dies: Vec<DieQueue>,
     /// Per slot: host data reads outstanding on the NAND.
@@ -77,6 +78,7 @@ impl Backend {
             planes,
             unit_bytes,
             events: BinaryHeap::new(),
+            monotone: VecDeque::new(),
             sequence: 0,
             dies: vec![DieQueue::default(); dies as usize],
             read_waits: Vec::new(),
@@ -88,6 +90,42 @@ impl Backend {
         debug_assert!(at >= self.now);
         self.sequence += 1;
         self.events.push(Reverse((at, self.sequence, event)));
+    }
+
+    /// Queue an event whose time is not earlier than that of any event queued this way before
+    /// (the controller's FIFO dispatches): a plain FIFO, merged with the heap by (time, seq),
+    /// so the order is exactly what the heap alone would give.
+    pub fn push_monotone(&mut self, at: SimTime, event: Event) {
+        debug_assert!(at >= self.now);
+        debug_assert!(self.monotone.back().is_none_or(|&(t, _, _)| t <= at));
+        self.sequence += 1;
+        self.monotone.push_back((at, self.sequence, event));
+    }
+
+    /// Time of the next event, if any.
+    #[inline]
+    pub fn peek_time(&self) -> Option<SimTime> {
+        let heap = self.events.peek().map(|Reverse((t, _, _))| *t);
+        let fifo = self.monotone.front().map(|&(t, _, _)| t);
+        match (heap, fifo) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Remove and return the next event.
+    #[inline]
+    pub fn pop(&mut self) -> Option<(SimTime, Event)> {
+        let take_fifo = match (self.events.peek(), self.monotone.front()) {
+            (Some(Reverse((t, seq, _))), Some(&(ft, fseq, _))) => (ft, fseq) < (*t, *seq),
+            (None, Some(_)) => true,
+            _ => false,
+        };
+        if take_fifo {
+            self.monotone.pop_front().map(|(t, _, e)| (t, e))
+        } else {
+            self.events.pop().map(|Reverse((t, _, e))| (t, e))
+        }
     }
 
     pub fn enqueue(&mut self, die: u32, op: NandOp) {

@@ -15,7 +15,6 @@ use crate::host::HostInterface;
 use crate::nand::Nand;
 use crate::time::{SimDuration, SimTime};
 use backend::{Backend, NandOp};
-use std::cmp::Reverse;
 use std::collections::VecDeque;
 
 /// Host command kinds.
@@ -94,6 +93,8 @@ pub struct Device {
     /// When the device last became idle (no command in it).
     idle_since: SimTime,
     gc_idle: SimDuration,
+    /// Jobs started on this drive so far (each gets its own random stream).
+    jobs_started: u64,
 }
 
 impl Device {
@@ -122,9 +123,16 @@ impl Device {
             flush_waits: Vec::new(),
             idle_since: SimTime::ZERO,
             gc_idle: SimDuration::from_us(config.ftl.gc_background_idle_us),
+            jobs_started: 0,
             geometry,
             config: config.clone(),
         })
+    }
+
+    /// The ordinal of the job about to start (0 for the first), counting it.
+    pub fn next_job_ordinal(&mut self) -> u64 {
+        self.jobs_started += 1;
+        self.jobs_started - 1
     }
 
     pub fn now(&self) -> SimTime {
@@ -150,7 +158,7 @@ impl Device {
 
     /// Time of the next internal event, if any.
     pub fn next_event_time(&self) -> Option<SimTime> {
-        self.back.events.peek().map(|Reverse((t, _, _))| *t)
+        self.back.peek_time()
     }
 
     /// Completed commands since the last call.
@@ -208,12 +216,12 @@ impl Device {
     fn start(&mut self, slot: u32) {
         self.in_device += 1;
         let done = self.host.process_command(self.back.now);
-        self.back.push(done, Event::Dispatch(slot));
+        self.back.push_monotone(done, Event::Dispatch(slot));
     }
 
     /// Process the next internal event. Returns false if there was none.
     pub fn step(&mut self) -> bool {
-        let Some(Reverse((t, _, event))) = self.back.events.pop() else {
+        let Some((t, event)) = self.back.pop() else {
             return false;
         };
         debug_assert!(t >= self.back.now);
