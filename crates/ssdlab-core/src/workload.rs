@@ -438,6 +438,8 @@ pub struct JobRun {
     at_interval: Sample,
     last_completion: SimTime,
     done: bool,
+    /// Reused buffer for completions drained from the device.
+    completions: Vec<crate::device::Completion>,
 }
 
 impl JobRun {
@@ -461,6 +463,7 @@ impl JobRun {
             at_interval: s,
             last_completion: start,
             done: false,
+            completions: Vec::new(),
         };
         for _ in 0..job.job.iodepth {
             if !run.issue(dev) {
@@ -550,8 +553,9 @@ impl JobRun {
             dev.step();
             let now = dev.now();
             let mut finished = 0u64;
-            let completions: Vec<_> = dev.drain_completions().collect();
-            for c in completions {
+            let mut completions = std::mem::take(&mut self.completions);
+            completions.extend(dev.drain_completions());
+            for &c in &completions {
                 let latency = c.completed.ns() - c.submitted.ns();
                 let i = ((c.completed.ns() - self.start.ns()) / interval) as usize;
                 self.series.ensure(i);
@@ -576,6 +580,8 @@ impl JobRun {
                 self.last_completion = now;
                 finished += 1;
             }
+            completions.clear();
+            self.completions = completions;
             self.completed_ios += finished;
             self.outstanding -= finished;
             for _ in 0..finished {
