@@ -124,6 +124,17 @@ pub struct CompiledJob {
     interval_ns: u64,
 }
 
+impl CompiledJob {
+    /// Does the job draw random numbers (offsets, sizes or read/write mix)? Only such jobs
+    /// take a job ordinal, so a sequential fill, timed or not, leaves the streams of later
+    /// jobs as they would be after the untimed fill.
+    pub fn uses_random_stream(&self) -> bool {
+        self.pattern == Pattern::Random
+            || self.sizes.len() > 1
+            || (self.read_pct > 0 && self.read_pct < 100)
+    }
+}
+
 impl Job {
     /// Check the job against a drive of `user_bytes`; errors name the option.
     pub fn compile(&self, user_bytes: u64) -> Result<CompiledJob, String> {
@@ -292,7 +303,7 @@ struct Generator {
 }
 
 impl Generator {
-    /// `ordinal` counts the jobs run on the drive before this one: back-to-back jobs with the
+    /// `ordinal` counts the random jobs run on the drive before this one: back-to-back jobs with the
     /// same randseed get fresh streams (a repeated stream would rewrite LBAs in the order they
     /// were last written, an unrealistically kind pattern for the FTL).
     fn new(job: &CompiledJob, seed: u64, ordinal: u64) -> Self {
@@ -447,7 +458,15 @@ impl JobRun {
         let start = dev.now();
         let s = sample(dev);
         let mut run = JobRun {
-            generator: Generator::new(job, seed, dev.next_job_ordinal()),
+            generator: Generator::new(
+                job,
+                seed,
+                if job.uses_random_stream() {
+                    dev.next_job_ordinal()
+                } else {
+                    0
+                },
+            ),
             job: job.clone(),
             start,
             stop_issuing_at: job.runtime_ns.map(|r| start + crate::time::SimDuration(r)),

@@ -93,7 +93,7 @@ pub struct Device {
     /// When the device last became idle (no command in it).
     idle_since: SimTime,
     gc_idle: SimDuration,
-    /// Jobs started on this drive so far (each gets its own random stream).
+    /// Jobs with random streams started on this drive so far (each gets its own stream).
     jobs_started: u64,
 }
 
