@@ -11,9 +11,9 @@ to run review tests in seconds.
 >>> result.series.write_iops                         # doctest: +SKIP
 """
 
-from .drive import Drive, Result, preset_names
+from .drive import Drive, ReplayResult, Result, preset_names
 from .errors import SsdlabError
 from .job import Job, parse_fio
 
-__all__ = ["Drive", "Job", "Result", "SsdlabError", "parse_fio", "preset_names"]
+__all__ = ["Drive", "Job", "ReplayResult", "Result", "SsdlabError", "parse_fio", "preset_names"]
 __version__ = "0.1.0"

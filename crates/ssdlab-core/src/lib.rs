@@ -22,6 +22,7 @@ pub mod ftl;
 pub mod host;
 mod mem;
 pub mod nand;
+pub mod replay;
 pub mod rng;
 pub mod stats;
 pub mod time;

@@ -1,12 +1,16 @@
 //! PyO3 bindings for ssdlab-core: translation between Python and the core, nothing else.
 //! Structured results cross as JSON strings; Python turns them into dicts and DataFrames.
 
+mod trace;
+
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use ssdlab_core::config::DriveConfig;
 use ssdlab_core::device::Device;
+use ssdlab_core::replay::{ReplayMode, ReplayRun};
 use ssdlab_core::time::{SimDuration, SimTime, NS_PER_S};
 use ssdlab_core::workload::{Job, JobRun};
+use std::sync::{Arc, Mutex};
 
 /// Parse and validate a drive configuration (TOML text). Returns the derived geometry as JSON.
 #[pyfunction]
@@ -23,6 +27,7 @@ fn validate_config(toml_text: &str) -> PyResult<String> {
 struct Simulation {
     dev: Device,
     run: Option<JobRun>,
+    replay: Option<(ReplayRun<trace::TraceRequests>, Arc<Mutex<trace::Outcome>>)>,
     seed: u64,
 }
 
@@ -35,6 +40,7 @@ impl Simulation {
         Ok(Simulation {
             dev,
             run: None,
+            replay: None,
             seed,
         })
     }
@@ -133,6 +139,102 @@ impl Simulation {
         ))
     }
 
+    /// Start replaying a trace file. Returns the format used.
+    #[pyo3(signature = (path, mode, scale, depth, format=None, device=None, wrap=false, skip_bad_lines=false, disksim_time_unit_ns=1.0, blkparse_queue_arrivals=false, interval_s=1.0))]
+    fn start_replay(
+        &mut self,
+        path: &str,
+        mode: &str,
+        scale: f64,
+        depth: u32,
+        format: Option<String>,
+        device: Option<u32>,
+        wrap: bool,
+        skip_bad_lines: bool,
+        disksim_time_unit_ns: f64,
+        blkparse_queue_arrivals: bool,
+        interval_s: f64,
+    ) -> PyResult<String> {
+        self.idle_check()?;
+        let mode = match mode {
+            "afap" => ReplayMode::Afap,
+            "timed" if scale > 0.0 && scale.is_finite() => ReplayMode::Timed { scale },
+            "timed" => {
+                return Err(PyValueError::new_err(format!(
+                    "--scale {scale}: must be a positive number"
+                )))
+            }
+            "qd" if depth > 0 => ReplayMode::QueueDepth { depth },
+            "qd" => return Err(PyValueError::new_err("--qd must be at least 1")),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "--mode '{other}' is not known; accepted: afap, timed, qd"
+                )))
+            }
+        };
+        if !(disksim_time_unit_ns > 0.0) {
+            return Err(PyValueError::new_err("--time-unit must be positive"));
+        }
+        let options = trace::TraceOptions {
+            format,
+            device,
+            wrap,
+            skip_bad_lines,
+            disksim_time_unit_ns,
+            blkparse_queue_arrivals,
+        };
+        let (requests, format) = trace::TraceRequests::open(path, options, self.dev.user_bytes())
+            .map_err(PyValueError::new_err)?;
+        let outcome = requests.outcome.clone();
+        let interval_ns = (interval_s * NS_PER_S as f64) as u64;
+        self.replay = Some((
+            ReplayRun::new(&self.dev, requests, mode, interval_ns.max(1)),
+            outcome,
+        ));
+        Ok(format.name().to_string())
+    }
+
+    /// Replay for up to `seconds` more simulated time. True when done.
+    fn advance_replay(&mut self, py: Python<'_>, seconds: f64) -> PyResult<bool> {
+        let (run, _) = self
+            .replay
+            .as_mut()
+            .ok_or_else(|| PyRuntimeError::new_err("no replay running"))?;
+        let dev = &mut self.dev;
+        let until = SimTime(dev.now().ns() + (seconds * NS_PER_S as f64) as u64);
+        Ok(py.allow_threads(|| run.advance(dev, until)))
+    }
+
+    /// (simulated seconds elapsed, requests submitted) of the current replay.
+    fn replay_progress(&self) -> PyResult<(f64, u64)> {
+        let (run, _) = self
+            .replay
+            .as_ref()
+            .ok_or_else(|| PyRuntimeError::new_err("no replay running"))?;
+        Ok(run.progress(&self.dev))
+    }
+
+    /// End the replay: (summary JSON, series JSON, bad lines, requests of other devices
+    /// skipped, requests wrapped). Raises ValueError if the trace had an error.
+    fn finish_replay(&mut self) -> PyResult<(String, String, u64, u64, u64)> {
+        let (run, outcome) = self
+            .replay
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("no replay running"))?;
+        let (summary, series) = run.finish(&self.dev);
+        let o = outcome.lock().expect("not poisoned");
+        if let Some(e) = &o.error {
+            return Err(PyValueError::new_err(e.clone()));
+        }
+        Ok((
+            serde_json::to_string(&summary).expect("summary serialises"),
+            serde_json::to_string(&series).expect("series serialises"),
+            o.bad_lines,
+            o.skipped_other_devices,
+            o.wrapped,
+        ))
+    }
+
     /// Lifetime counters of the FTL and the NAND, as JSON.
     fn counters_json(&self) -> String {
         format!(
@@ -160,7 +262,7 @@ impl Simulation {
 
 impl Simulation {
     fn idle_check(&self) -> PyResult<()> {
-        if self.run.is_some() {
+        if self.run.is_some() || self.replay.is_some() {
             return Err(PyRuntimeError::new_err("a job is running; finish it first"));
         }
         Ok(())
