@@ -306,7 +306,7 @@ mod tests {
                     10 * NS_PER_S + i * gap_ns
                 },
                 kind: IoKind::Read,
-                offset_bytes: i * 1 << 20,
+                offset_bytes: i << 20,
                 length_bytes: 4096,
             })
             .collect()

@@ -172,7 +172,7 @@ impl Simulation {
                 )))
             }
         };
-        if !(disksim_time_unit_ns > 0.0) {
+        if disksim_time_unit_ns.is_nan() || disksim_time_unit_ns <= 0.0 {
             return Err(PyValueError::new_err("--time-unit must be positive"));
         }
         let options = trace::TraceOptions {

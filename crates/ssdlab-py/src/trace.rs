@@ -117,14 +117,15 @@ impl Iterator for TraceRequests {
 
     fn next(&mut self) -> Option<ReplayRequest> {
         loop {
-            let record = match self.reader.next()? {
+            let next = self.reader.next();
+            self.outcome.lock().expect("not poisoned").bad_lines = self.reader.bad_lines;
+            let record = match next? {
                 Ok(r) => r,
                 Err(e) => {
                     let path = self.path.clone();
                     return self.fail(format!("{path}: {e}"));
                 }
             };
-            self.outcome.lock().expect("not poisoned").bad_lines = self.reader.bad_lines;
             if self.options.device.is_some_and(|d| d != record.device) {
                 self.outcome
                     .lock()
