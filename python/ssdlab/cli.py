@@ -150,6 +150,15 @@ def _replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _synth(args: argparse.Namespace) -> int:
+    from .job import _parse_size_arg
+    from .synth import write_fio_iolog
+
+    n = write_fio_iolog(args.out, args.name, fraction=args.fraction, span_bytes=_parse_size_arg(args.span, "--span"), seed=args.seed)
+    print(f"wrote {n:,} requests of a {args.name} look-alike to {args.out} (fio iolog v3)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ssdlab", description="A software SSD: model NAND-flash drives and run workloads on them.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -195,6 +204,14 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", help="directory for replay-summary.json and replay-timeseries.parquet")
     t.add_argument("--quiet", action="store_true")
     t.set_defaults(func=_replay)
+    y = sub.add_parser("synth-trace", help="write a look-alike of a review trace (heavy-2011, light-2011, destroyer-2013) as a fio iolog",
+                       description="Synthesise a trace from the published statistics of a review's client trace (see ssdlab/synth.py for how each is met).")
+    y.add_argument("name", help="heavy-2011, light-2011 or destroyer-2013")
+    y.add_argument("--out", required=True, help="output file (fio iolog v3)")
+    y.add_argument("--fraction", type=float, default=0.01, help="share of the original length (default 0.01)")
+    y.add_argument("--span", default="128g", help="LBA span the trace touches (default 128g)")
+    y.add_argument("--seed", type=int, default=0)
+    y.set_defaults(func=_synth)
     return p
 
 

@@ -165,3 +165,13 @@ def _apply(job: Job, key: str, value: str | None, where: str) -> None:
         setattr(job, field_name, convert(value))
     except ValueError as e:
         raise SsdlabError(f"{where}: {key}={value}: {e}") from None
+
+
+def _parse_size_arg(text: str, what: str) -> int:
+    """A fio-style size (4k, 128g) for a command-line option."""
+    import re
+
+    m = re.fullmatch(r"\s*([0-9]+)\s*([kmgtp]?)(i?b)?\s*", text.lower())
+    if not m:
+        raise SsdlabError(f"{what} '{text}' is not a size; accepted: a number with an optional k/m/g/t suffix")
+    return int(m.group(1)) * 1024 ** " kmgtp".index(m.group(2) or " ")
