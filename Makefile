@@ -22,6 +22,8 @@ install:
 # Benchmarks: printed figures, never pass/fail.
 bench:
 	$(PYTHON) benches/bench_sim.py
+	cargo run --release -q -p ssdlab-trace --example parse_rate
+	$(PYTHON) benches/bench_trace.py
 
 presets:
 	$(PYTHON) tools/gen_presets.py
