@@ -193,7 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--format", help="msr, spc, blkparse, fio-iolog, disksim (default: detected)")
     t.add_argument("--mode", default="afap", help="afap (idle removed, default), timed (recorded arrivals), qd (closed loop)")
     t.add_argument("--scale", type=float, default=1.0, help="timed mode: multiply recorded gaps by this")
-    t.add_argument("--qd", type=int, default=1, help="qd mode: requests kept outstanding")
+    t.add_argument("--qd", type=int, default=0, help="qd mode: requests kept outstanding (default: the depth the trace recorded; needs service times, as in MSR and blkparse traces)")
     t.add_argument("--device", type=int, help="replay only this disk/device/ASU number (default: all merged)")
     t.add_argument("--wrap", action="store_true", help="fold requests past the end of the drive onto it (default: stop with an error)")
     t.add_argument("--skip-bad-lines", action="store_true", help="count and skip malformed lines instead of stopping")

@@ -237,7 +237,7 @@ class Drive:
         *,
         format: str | None = None,
         scale: float = 1.0,
-        qd: int = 1,
+        qd: int = 0,
         device: int | None = None,
         wrap: bool = False,
         skip_bad_lines: bool = False,
@@ -249,7 +249,8 @@ class Drive:
         """Replay a block trace (plain or gzip; format detected unless given).
 
         mode : "afap" (idle gaps removed, the storage benches' way), "timed" (recorded
-            arrival times, gaps x `scale`) or "qd" (closed loop at `qd` outstanding).
+            arrival times, gaps x `scale`) or "qd" (closed loop at `qd` outstanding; with qd=0,
+            at the queue depth the trace recorded, from its service times).
         format : msr, spc, blkparse, fio-iolog, disksim.
         device : replay only this disk/device/ASU number (default: all, merged).
         wrap : fold requests past the end of the drive onto it (default: stop with an error).

@@ -82,3 +82,20 @@ def test_cli_replays_mqsim_trace_on_two_presets():
         assert "6,999 requests" in p.stdout and "data rate MB/s" in p.stdout and "service us mean" in p.stdout
     p = run_cli("replay", "--drive", "crucial-m500-120", str(TRACE), "--quiet")
     assert p.returncode == 2 and "use --wrap" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_qd_mode_keeps_recorded_depth(tmp_path, small_toml):
+    # MSR: 400 reads, each recorded with 4 outstanding (arrivals 1 us apart, service 4 us).
+    lines = ["Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime"]
+    lines += [f"{128166372000000000 + i * 10},hm,0,Read,{(i * 7919 % 50000) * 4096},4096,40" for i in range(400)]
+    msr = tmp_path / "t.csv"
+    msr.write_text("\n".join(lines) + "\n")
+    d = Drive.from_toml(small_toml)
+    d.precondition("fast-fill")
+    recorded = d.replay(msr, "qd")
+    fixed4 = d.replay(msr, "qd", qd=4)
+    fixed1 = d.replay(msr, "qd", qd=1)
+    assert recorded.summary["all"]["iops"] == pytest.approx(fixed4.summary["all"]["iops"], rel=0.02)
+    assert recorded.summary["all"]["iops"] > 2 * fixed1.summary["all"]["iops"]
+    with pytest.raises(SsdlabError, match="needs recorded service times.*give --qd N"):
+        d.replay(TRACE if TRACE.exists() else msr.with_suffix(".x"), "qd", wrap=True)

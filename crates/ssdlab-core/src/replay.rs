@@ -15,6 +15,9 @@ pub struct ReplayRequest {
     pub kind: IoKind,
     pub offset_bytes: u64,
     pub length_bytes: u64,
+    /// Requests outstanding in the recorded run when this one arrived, itself included (from
+    /// recorded service times; 0 if unknown). Used by `ReplayMode::RecordedDepth`.
+    pub recorded_depth: u32,
 }
 
 /// How arrivals are turned into submissions.
@@ -28,6 +31,9 @@ pub enum ReplayMode {
     Afap,
     /// Closed loop: keep `depth` requests outstanding.
     QueueDepth { depth: u32 },
+    /// Closed loop at the queue depth the trace recorded: a request is sent once fewer than its
+    /// recorded depth are outstanding (needs service times: MSR, blkparse).
+    RecordedDepth,
 }
 
 /// Busy-time accounting for one class of requests.
@@ -139,6 +145,9 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
         let since_origin = r.arrival_ns.saturating_sub(origin);
         match self.mode {
             ReplayMode::QueueDepth { depth } => (self.outstanding < depth as u64).then_some(now),
+            ReplayMode::RecordedDepth => {
+                (self.outstanding < r.recorded_depth.max(1) as u64).then_some(now)
+            }
             ReplayMode::Timed { scale } => {
                 Some(SimTime(self.start.ns() + (since_origin as f64 * scale) as u64).max(now))
             }
@@ -238,6 +247,10 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
         }
     }
 
+    pub fn mode(&self) -> ReplayMode {
+        self.mode
+    }
+
     pub fn progress(&self, dev: &Device) -> (f64, u64) {
         (
             (dev.now().ns() - self.start.ns()) as f64 / NS_PER_S as f64,
@@ -308,6 +321,7 @@ mod tests {
                 kind: IoKind::Read,
                 offset_bytes: i << 20,
                 length_bytes: 4096,
+                recorded_depth: 0,
             })
             .collect()
     }
@@ -340,10 +354,13 @@ mod tests {
                 kind: IoKind::Read,
                 offset_bytes: (i * 7919 % 100_000) * 4096,
                 length_bytes: 4096,
+                recorded_depth: 8,
             })
             .collect();
         let qd1 = replay(ReplayMode::QueueDepth { depth: 1 }, reqs.clone());
-        let qd8 = replay(ReplayMode::QueueDepth { depth: 8 }, reqs);
+        let qd8 = replay(ReplayMode::QueueDepth { depth: 8 }, reqs.clone());
+        let recorded = replay(ReplayMode::RecordedDepth, reqs);
+        assert_eq!(recorded.all.ops.iops, qd8.all.ops.iops);
         assert!(
             qd8.all.ops.iops > 3.0 * qd1.all.ops.iops,
             "{} vs {}",

@@ -165,7 +165,7 @@ impl Simulation {
                 )))
             }
             "qd" if depth > 0 => ReplayMode::QueueDepth { depth },
-            "qd" => return Err(PyValueError::new_err("--qd must be at least 1")),
+            "qd" => ReplayMode::RecordedDepth,
             other => {
                 return Err(PyValueError::new_err(format!(
                     "--mode '{other}' is not known; accepted: afap, timed, qd"
@@ -221,10 +221,17 @@ impl Simulation {
             .replay
             .take()
             .ok_or_else(|| PyRuntimeError::new_err("no replay running"))?;
+        let mode = run.mode();
         let (summary, series) = run.finish(&self.dev);
         let o = outcome.lock().expect("not poisoned");
         if let Some(e) = &o.error {
             return Err(PyValueError::new_err(e.clone()));
+        }
+        if matches!(mode, ReplayMode::RecordedDepth) && o.without_service_time > 0 {
+            return Err(PyValueError::new_err(format!(
+                "--mode qd without --qd keeps the recorded queue depth, which needs recorded service times; {} requests have none (formats with them: msr, blkparse); give --qd N",
+                o.without_service_time
+            )));
         }
         Ok((
             serde_json::to_string(&summary).expect("summary serialises"),

@@ -25,6 +25,8 @@ pub struct Outcome {
     pub bad_lines: u64,
     pub skipped_other_devices: u64,
     pub wrapped: u64,
+    /// Requests whose recorded queue depth was unknown (no service time).
+    pub without_service_time: u64,
 }
 
 /// Trace records as replay requests; stops at the first error (kept in `outcome`).
@@ -34,6 +36,8 @@ pub struct TraceRequests {
     user_bytes: u64,
     path: String,
     pub outcome: Arc<Mutex<Outcome>>,
+    /// Recorded completion times of earlier requests still outstanding at the last arrival.
+    recorded_completions: std::collections::BinaryHeap<std::cmp::Reverse<u64>>,
 }
 
 fn open(path: &str) -> Result<Box<dyn BufRead + Send + Sync>, String> {
@@ -101,6 +105,7 @@ impl TraceRequests {
                 user_bytes,
                 path: path.to_string(),
                 outcome: Arc::default(),
+                recorded_completions: Default::default(),
             },
             format,
         ))
@@ -149,6 +154,28 @@ impl Iterator for TraceRequests {
                 offset = (offset % (self.user_bytes - length + 1)) / 512 * 512;
                 self.outcome.lock().expect("not poisoned").wrapped += 1;
             }
+            // Depth of the recorded run at this arrival: earlier requests not yet completed.
+            while self
+                .recorded_completions
+                .peek()
+                .is_some_and(|c| c.0 <= record.arrival_ns)
+            {
+                self.recorded_completions.pop();
+            }
+            let recorded_depth = match record.service_ns {
+                Some(s) => {
+                    self.recorded_completions
+                        .push(std::cmp::Reverse(record.arrival_ns + s));
+                    self.recorded_completions.len() as u32
+                }
+                None => {
+                    self.outcome
+                        .lock()
+                        .expect("not poisoned")
+                        .without_service_time += 1;
+                    0
+                }
+            };
             let kind = match record.kind {
                 OpKind::Read => IoKind::Read,
                 OpKind::Write => IoKind::Write,
@@ -159,6 +186,7 @@ impl Iterator for TraceRequests {
                 kind,
                 offset_bytes: offset,
                 length_bytes: length,
+                recorded_depth,
             });
         }
     }
