@@ -58,8 +58,7 @@ impl HostInterface {
         bytes: u64,
         with_command_frames: bool,
     ) -> SimTime {
-        let d = self.link_duration(bytes, with_command_frames);
-        self.to_device.reserve(now, earliest, d) + d
+        self.transfer(false, now, earliest, bytes, with_command_frames)
     }
 
     /// Move `bytes` from drive to host, no earlier than `earliest`; returns the end.
@@ -70,10 +69,22 @@ impl HostInterface {
         bytes: u64,
         with_command_frames: bool,
     ) -> SimTime {
+        self.transfer(true, now, earliest, bytes, with_command_frames)
+    }
+
+    fn transfer(
+        &mut self,
+        to_host: bool,
+        now: SimTime,
+        earliest: SimTime,
+        bytes: u64,
+        with_command_frames: bool,
+    ) -> SimTime {
         let d = self.link_duration(bytes, with_command_frames);
-        let link = match self.kind {
-            HostInterfaceKind::Sata => &mut self.to_device,
-            HostInterfaceKind::Nvme => &mut self.to_host,
+        // SATA is half duplex: both directions share one wire.
+        let link = match (to_host, self.kind) {
+            (true, HostInterfaceKind::Nvme) => &mut self.to_host,
+            _ => &mut self.to_device,
         };
         link.reserve(now, earliest, d) + d
     }

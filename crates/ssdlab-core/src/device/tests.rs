@@ -6,6 +6,14 @@ fn example() -> DriveConfig {
     DriveConfig::from_toml_str(crate::EXAMPLE_DRIVE_TOML).unwrap()
 }
 
+/// A drive with every LBA written (untimed fill).
+fn filled(cfg: &DriveConfig, seed: u64) -> Device {
+    let mut dev = Device::new(cfg, seed).unwrap();
+    let n = dev.geometry.logical_units as u32;
+    dev.fill_untimed(0, n);
+    dev
+}
+
 fn run(dev: &mut Device, job: Job) -> JobResult {
     let c = job.compile(dev.user_bytes()).unwrap();
     run_job(dev, &c, &mut |_| {})
@@ -39,9 +47,7 @@ fn timed_fill_and_untimed_fill_reach_the_same_state() {
 #[test]
 fn same_seed_same_results() {
     let once = |seed: u64| {
-        let mut dev = Device::new(&example(), seed).unwrap();
-        let n = dev.geometry.logical_units as u32;
-        dev.fill_untimed(0, n);
+        let mut dev = filled(&example(), seed);
         let job = Job {
             rw: "randrw".into(),
             iodepth: 8,
@@ -63,9 +69,7 @@ fn same_seed_same_results() {
 #[test]
 fn sustained_random_writes_fall_from_peak_to_steady_state() {
     // Fresh drive, filled, then random writes: peak while free blocks last, then collection.
-    let mut dev = Device::new(&example(), 1).unwrap();
-    let n = dev.geometry.logical_units as u32;
-    dev.fill_untimed(0, n);
+    let mut dev = filled(&example(), 1);
     let job = Job {
         rw: "randwrite".into(),
         iodepth: 32,
@@ -96,9 +100,7 @@ fn sustained_random_writes_fall_from_peak_to_steady_state() {
 #[test]
 fn random_read_iops_capped_by_controller() {
     // 4 dies x 1 / 115 us = 34.8K IOPS of tR; controller 10 us -> 100K. With QD32 the dies cap it.
-    let mut dev = Device::new(&example(), 1).unwrap();
-    let n = dev.geometry.logical_units as u32;
-    dev.fill_untimed(0, n);
+    let mut dev = filled(&example(), 1);
     let r = run(
         &mut dev,
         Job {
@@ -135,9 +137,7 @@ fn random_read_iops_capped_by_controller() {
 fn host_queue_beyond_ncq_waits() {
     let mut cfg = example();
     cfg.host.queue_depth_max = 4;
-    let mut dev = Device::new(&cfg, 1).unwrap();
-    let n = dev.geometry.logical_units as u32;
-    dev.fill_untimed(0, n);
+    let mut dev = filled(&cfg, 1);
     let r4 = run(
         &mut dev,
         Job {
@@ -163,9 +163,7 @@ fn host_queue_beyond_ncq_waits() {
 
 #[test]
 fn trimmed_data_reads_as_nothing_and_frees_space() {
-    let mut dev = Device::new(&example(), 1).unwrap();
-    let n = dev.geometry.logical_units as u32;
-    dev.fill_untimed(0, n);
+    let mut dev = filled(&example(), 1);
     run(
         &mut dev,
         Job {
@@ -245,9 +243,7 @@ fn flush_and_fua_put_buffered_data_on_nand() {
 
 #[test]
 fn background_collection_uses_idle_time() {
-    let mut dev = Device::new(&example(), 1).unwrap();
-    let n = dev.geometry.logical_units as u32;
-    dev.fill_untimed(0, n);
+    let mut dev = filled(&example(), 1);
     run(
         &mut dev,
         Job {
