@@ -229,6 +229,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("ssdlab: interrupted", file=sys.stderr)
         return 130
+    except BaseException as e:  # a Rust panic arrives as pyo3's PanicException
+        if type(e).__name__ != "PanicException":
+            raise
+        seed = getattr(args, "seed", None)
+        print(f"ssdlab: internal error: {e}. This is a bug in ssdlab, not in your input; please report it "
+              f"with the command line (seed {seed or 0}) and the drive file.", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":
