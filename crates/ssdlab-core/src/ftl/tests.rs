@@ -74,6 +74,7 @@ fn greedy_waf_matches_mean_field() {
         let expected = greedy_mean_field_waf(alpha, b);
         let got = measured_waf(&cfg, 11);
         let err = (got - expected).abs() / expected;
+        eprintln!("greedy b {b} alpha {alpha}: simulated {got:.4}, mean-field {expected:.4}, error {:.2}%", err * 100.0);
         assert!(
             err < 0.02,
             "b {b} alpha {alpha}: simulated {got:.4}, mean-field {expected:.4}, error {:.2}%",
@@ -89,6 +90,7 @@ fn d1_choice_is_random_victim() {
     cfg.ftl.gc_d_choices = 1;
     let got = measured_waf(&cfg, 5);
     let expected = 1.5 / 0.5;
+    eprintln!("d-choices d=1 alpha 1.5: simulated {got:.4}, alpha/(alpha-1) {expected:.4}");
     assert!(
         (got - expected).abs() / expected < 0.03,
         "{got} vs {expected}"
