@@ -91,10 +91,6 @@ impl GapTimeline {
         );
         SimTime(start)
     }
-
-    pub fn future_intervals(&self) -> usize {
-        self.busy.len()
-    }
 }
 
 #[cfg(test)]
