@@ -226,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     except SsdlabError as e:
         print(f"ssdlab: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # an output file or directory that cannot be written
+        print(f"ssdlab: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("ssdlab: interrupted", file=sys.stderr)
         return 130

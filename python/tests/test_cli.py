@@ -54,3 +54,12 @@ def test_bad_input_is_one_clear_line(tmp_path, small_toml):
 def test_main_returns_exit_code(small_toml, capsys):
     assert main(["run", "--drive", str(small_toml), "--rw", "read", "--iodepth", "0"]) == 2
     assert "iodepth: 0 is out of range" in capsys.readouterr().err
+
+
+def test_unwritable_output_is_one_clear_line(tmp_path, small_toml):
+    p = run_cli("synth-trace", "heavy-2011", "--out", str(tmp_path / "no" / "such" / "x.iolog"), "--fraction", "0.0001")
+    assert p.returncode == 2 and "No such file or directory" in p.stderr and "Traceback" not in p.stderr
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    p = run_cli("run", "--drive", str(small_toml), "--rw", "read", "--number-ios", "10", "--out", str(blocker / "out"), "--quiet")
+    assert p.returncode == 2 and "Traceback" not in p.stderr and str(blocker) in p.stderr
