@@ -166,9 +166,14 @@ impl Device {
         self.completions.drain(..)
     }
 
-    /// Submit a host command at time `at` (not before the current time).
+    /// Submit a host command at time `at`: not before the current time, and not after the next
+    /// pending event (process events up to `at` first), so decisions stay in time order.
     pub fn submit(&mut self, io: HostIo, at: SimTime) {
         assert!(at >= self.back.now, "submission in the past");
+        debug_assert!(
+            self.next_event_time().is_none_or(|t| t >= at),
+            "submission at {at:?} skips events pending before it"
+        );
         assert!(
             io.offset_bytes + io.length_bytes <= self.user_bytes(),
             "IO beyond the end of the drive (offset {} + length {} > {})",
