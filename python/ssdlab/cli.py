@@ -27,9 +27,9 @@ def _job_from_args(args: argparse.Namespace) -> list[Job]:
     if args.jobfile:
         jobs = Job.from_fio(args.jobfile)
     else:
-        jobs = [Job(name=args.rw)]
+        jobs = [Job(name=args.rw or "randread", rw="randread")]
     overrides = {
-        "rw": args.rw if args.jobfile is None or args.rw_given else None,
+        "rw": args.rw,
         "bs": args.bs,
         "bssplit": args.bssplit,
         "iodepth": args.iodepth,
@@ -168,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run fio-style jobs on a simulated drive. Times are simulated seconds.")
     r.add_argument("jobfile", nargs="?", help="fio job file (subset: rw, bs, bssplit, iodepth, offset, size, io_size, runtime, time_based, number_ios, rwmixread, random_distribution, randseed)")
     r.add_argument("--drive", required=True, help="preset name (see `ssdlab drives`) or path to a drive .toml")
-    r.add_argument("--rw", default="randread", help="read, write, randread, randwrite, randrw, rw, trim, randtrim (default randread)")
+    r.add_argument("--rw", help="read, write, randread, randwrite, randrw, rw, trim, randtrim (default randread)")
     r.add_argument("--bs", help="block size, e.g. 4k, 128k")
     r.add_argument("--bssplit", help="block size mix, e.g. 4k/50:64k/50")
     r.add_argument("--iodepth", type=int, help="commands in flight")
@@ -218,9 +218,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "run":
-        argv_list = sys.argv[1:] if argv is None else argv
-        args.rw_given = any(a == "--rw" or a.startswith("--rw=") for a in argv_list)
     try:
         return args.func(args)
     except SsdlabError as e:

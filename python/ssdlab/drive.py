@@ -33,6 +33,32 @@ def preset_path(name: str) -> Path:
     return Path(str(p))
 
 
+def series_frame(series_json: str) -> pd.DataFrame:
+    """The core's interval series (JSON) as a DataFrame, one row per interval."""
+    s = json.loads(series_json)
+    interval_s = s["interval_ns"] / 1e9
+    n = len(s["read_ios"])
+    read_ios = np.asarray(s["read_ios"], dtype=np.float64)
+    write_ios = np.asarray(s["write_ios"], dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        df = pd.DataFrame(
+            {
+                "time_s": (np.arange(n) + 1) * interval_s,
+                "read_iops": read_ios / interval_s,
+                "write_iops": write_ios / interval_s,
+                "read_mb_per_s": np.asarray(s["read_bytes"], dtype=np.float64) / interval_s / 1e6,
+                "write_mb_per_s": np.asarray(s["write_bytes"], dtype=np.float64) / interval_s / 1e6,
+                "read_latency_us_mean": np.where(read_ios > 0, np.asarray(s["read_latency_ns_sum"]) / 1e3 / np.maximum(read_ios, 1), np.nan),
+                "write_latency_us_mean": np.where(write_ios > 0, np.asarray(s["write_latency_ns_sum"]) / 1e3 / np.maximum(write_ios, 1), np.nan),
+                "trim_iops": np.asarray(s["trim_ios"], dtype=np.float64) / interval_s,
+                "nand_page_programs": np.asarray(s["nand_page_programs"], dtype=np.int64),
+                "gc_units_copied": np.asarray(s["gc_units_copied"], dtype=np.int64),
+                "free_blocks": np.asarray(s["free_blocks"], dtype=np.int64),
+            }
+        )
+    return df
+
+
 @dataclass
 class Result:
     """What one job measured.
@@ -53,29 +79,7 @@ class Result:
 
     @staticmethod
     def _from_json(summary_json: str, series_json: str) -> "Result":
-        summary = json.loads(summary_json)
-        s = json.loads(series_json)
-        interval_s = s["interval_ns"] / 1e9
-        n = len(s["read_ios"])
-        read_ios = np.asarray(s["read_ios"], dtype=np.float64)
-        write_ios = np.asarray(s["write_ios"], dtype=np.float64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            df = pd.DataFrame(
-                {
-                    "time_s": (np.arange(n) + 1) * interval_s,
-                    "read_iops": read_ios / interval_s,
-                    "write_iops": write_ios / interval_s,
-                    "read_mb_per_s": np.asarray(s["read_bytes"], dtype=np.float64) / interval_s / 1e6,
-                    "write_mb_per_s": np.asarray(s["write_bytes"], dtype=np.float64) / interval_s / 1e6,
-                    "read_latency_us_mean": np.where(read_ios > 0, np.asarray(s["read_latency_ns_sum"]) / 1e3 / np.maximum(read_ios, 1), np.nan),
-                    "write_latency_us_mean": np.where(write_ios > 0, np.asarray(s["write_latency_ns_sum"]) / 1e3 / np.maximum(write_ios, 1), np.nan),
-                    "trim_iops": np.asarray(s["trim_ios"], dtype=np.float64) / interval_s,
-                    "nand_page_programs": np.asarray(s["nand_page_programs"], dtype=np.int64),
-                    "gc_units_copied": np.asarray(s["gc_units_copied"], dtype=np.int64),
-                    "free_blocks": np.asarray(s["free_blocks"], dtype=np.int64),
-                }
-            )
-        return Result(summary, df)
+        return Result(json.loads(summary_json), series_frame(series_json))
 
     def write(self, out_dir: str | Path, prefix: str = "") -> list[Path]:
         """Write summary JSON and the time series as Parquet (and CSV) into out_dir."""
@@ -278,11 +282,10 @@ class Drive:
             summary_json, series_json, bad, other, wrapped = self._sim.finish_replay()
         except ValueError as e:
             raise SsdlabError(str(e)) from None
-        r = Result._from_json(summary_json.replace('"all"', '"all_"'), series_json)
         summary = json.loads(summary_json)
         summary.update({"format": fmt, "mode": mode, "bad_lines_skipped": bad,
                         "other_devices_skipped": other, "requests_wrapped": wrapped})
-        return ReplayResult(summary, r.series)
+        return ReplayResult(summary, series_frame(series_json))
 
     def idle(self, seconds: float) -> None:
         """Leave the drive idle; background garbage collection may use the time."""

@@ -5,7 +5,23 @@
 //! cargo run --release -p ssdlab-core --example consistency -- PRESET.toml [seconds] [timed|fast] [steady seconds]
 use ssdlab_core::config::DriveConfig;
 use ssdlab_core::device::Device;
-use ssdlab_core::workload::{run_job, Job};
+use ssdlab_core::workload::{run_job, Job, JobResult};
+
+/// 4 KiB random writes at QD32 for `seconds` simulated: the result and the wall seconds taken.
+#[allow(clippy::disallowed_methods)]
+fn timed_random_writes(dev: &mut Device, seconds: f64) -> (JobResult, f64) {
+    let t = std::time::Instant::now();
+    let job = Job {
+        rw: "randwrite".into(),
+        iodepth: 32,
+        runtime_s: Some(seconds),
+        time_based: true,
+        ..Job::default()
+    };
+    let compiled = job.compile(dev.user_bytes()).unwrap();
+    let r = run_job(dev, &compiled, &mut |_| {});
+    (r, t.elapsed().as_secs_f64())
+}
 
 #[allow(clippy::disallowed_methods)]
 fn main() {
@@ -36,33 +52,13 @@ fn main() {
         r.summary.write.ios
     };
     let fill_wall = t0.elapsed().as_secs_f64();
-    let t1 = std::time::Instant::now();
-    let job = Job {
-        rw: "randwrite".into(),
-        iodepth: 32,
-        runtime_s: Some(seconds),
-        time_based: true,
-        ..Job::default()
-    };
-    let compiled = job.compile(dev.user_bytes()).unwrap();
-    let r = run_job(&mut dev, &compiled, &mut |_| {});
-    let rw_wall = t1.elapsed().as_secs_f64();
+    let (r, rw_wall) = timed_random_writes(&mut dev, seconds);
     // Steady state reached: time a further stretch on its own.
     let steady_s: f64 = args
         .get(4)
         .map(|s| s.parse().expect("seconds"))
         .unwrap_or(200.0);
-    let t2 = std::time::Instant::now();
-    let job = Job {
-        rw: "randwrite".into(),
-        iodepth: 32,
-        runtime_s: Some(steady_s),
-        time_based: true,
-        ..Job::default()
-    };
-    let compiled = job.compile(dev.user_bytes()).unwrap();
-    let r2 = run_job(&mut dev, &compiled, &mut |_| {});
-    let steady_wall = t2.elapsed().as_secs_f64();
+    let (r2, steady_wall) = timed_random_writes(&mut dev, steady_s);
     let steady: Vec<u64> = r.series.write_ios.iter().rev().take(100).copied().collect();
     let steady_iops = steady.iter().sum::<u64>() as f64 / steady.len().max(1) as f64;
     println!(

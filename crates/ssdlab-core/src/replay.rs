@@ -107,12 +107,6 @@ pub struct ReplayRun<I: Iterator<Item = ReplayRequest>> {
     done: bool,
 }
 
-fn pages_committed(dev: &Device) -> u64 {
-    let c = &dev.ftl.counters;
-    (c.pu_programs_host + c.pu_programs_gc + c.pu_programs_parity)
-        * dev.geometry.planes_per_die as u64
-}
-
 impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
     pub fn new(dev: &Device, requests: I, mode: ReplayMode, interval_ns: u64) -> Self {
         ReplayRun {
@@ -132,7 +126,7 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
             busy_write: Busy::default(),
             series: IntervalSeries::new(interval_ns),
             last_completion: dev.now(),
-            pages_at_start: pages_committed(dev),
+            pages_at_start: dev.pages_committed(),
             host_units_at_start: dev.ftl.counters.host_units_written,
             done: false,
         }
@@ -215,32 +209,21 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
 
     fn collect(&mut self, dev: &mut Device) {
         let now = dev.now();
-        let interval = self.series.interval_ns;
         for c in dev.drain_completions() {
-            let latency = c.completed.ns() - c.submitted.ns();
-            let i = ((c.completed.ns() - self.start.ns()) / interval) as usize;
-            self.series.ensure(i);
+            c.record_into(&mut self.series, self.start);
+            let latency = c.latency_ns();
             self.busy_all.end(now);
             self.all.record(c.io.length_bytes, latency);
             match c.io.kind {
                 IoKind::Read => {
                     self.busy_read.end(now);
                     self.read.record(c.io.length_bytes, latency);
-                    self.series.read_ios[i] += 1;
-                    self.series.read_bytes[i] += c.io.length_bytes;
-                    self.series.read_latency_ns_sum[i] += latency;
                 }
                 IoKind::Write => {
                     self.busy_write.end(now);
                     self.write.record(c.io.length_bytes, latency);
-                    self.series.write_ios[i] += 1;
-                    self.series.write_bytes[i] += c.io.length_bytes;
-                    self.series.write_latency_ns_sum[i] += latency;
                 }
-                _ => {
-                    self.trims += 1;
-                    self.series.trim_ios[i] += 1;
-                }
+                _ => self.trims += 1,
             }
             self.outstanding -= 1;
             self.last_completion = now;
@@ -272,14 +255,10 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
                 },
             }
         };
-        let host_units = dev.ftl.counters.host_units_written - self.host_units_at_start;
-        let pages = pages_committed(dev) - self.pages_at_start;
-        let waf = if host_units == 0 {
-            0.0
-        } else {
-            pages as f64 * dev.config.nand.page_size_bytes as f64
-                / (host_units as f64 * dev.geometry.mapping_unit_bytes as f64)
-        };
+        let waf = dev.write_amplification(
+            dev.pages_committed() - self.pages_at_start,
+            dev.ftl.counters.host_units_written - self.host_units_at_start,
+        );
         let summary = ReplaySummary {
             requests: self.submitted,
             elapsed_s,

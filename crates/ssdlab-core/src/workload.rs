@@ -398,11 +398,7 @@ struct Sample {
 fn sample(dev: &Device) -> Sample {
     Sample {
         page_programs: dev.nand().counters.page_programs,
-        pages_committed: {
-            let c = &dev.ftl.counters;
-            (c.pu_programs_host + c.pu_programs_gc + c.pu_programs_parity)
-                * dev.geometry.planes_per_die as u64
-        },
+        pages_committed: dev.pages_committed(),
         gc_units: dev.ftl.counters.gc_units_copied + dev.ftl.counters.wear_leveling_units_copied,
         host_units_written: dev.ftl.counters.host_units_written,
         erases: dev.ftl.counters.blocks_erased,
@@ -447,6 +443,8 @@ pub struct JobRun {
     series: IntervalSeries,
     at_start: Sample,
     at_interval: Sample,
+    /// Intervals whose device samples are written.
+    intervals_closed: usize,
     last_completion: SimTime,
     done: bool,
     /// Reused buffer for completions drained from the device.
@@ -480,6 +478,7 @@ impl JobRun {
             series: IntervalSeries::new(job.interval_ns),
             at_start: s,
             at_interval: s,
+            intervals_closed: 0,
             last_completion: start,
             done: false,
             completions: Vec::new(),
@@ -531,26 +530,20 @@ impl JobRun {
         true
     }
 
-    /// Close the interval series up to interval `index` (exclusive) with device samples.
+    /// Close the interval series up to interval `upto` (exclusive) with device samples.
     fn close_intervals(&mut self, dev: &Device, upto: usize) {
+        if upto <= self.intervals_closed {
+            return;
+        }
+        // Device counters are sampled when an interval ends; the deltas go to the last interval
+        // closed now (intervals in which no event happened keep zeros).
         let s = sample(dev);
-        let free = dev.ftl.free_blocks_total();
-        let mut i = self.series.len();
-        // Intervals that have not been opened yet get the deltas of the first one closed now.
-        while i < upto || (i == upto && self.series.len() < upto) {
-            self.series.ensure(i);
-            i += 1;
-        }
-        let last = upto.saturating_sub(1);
-        if upto > 0
-            && self.series.nand_page_programs[last] == 0
-            && self.series.free_blocks[last] == 0
-        {
-            self.series.nand_page_programs[last] = s.page_programs - self.at_interval.page_programs;
-            self.series.gc_units_copied[last] = s.gc_units - self.at_interval.gc_units;
-            self.series.free_blocks[last] = free;
-            self.at_interval = s;
-        }
+        self.series.ensure(upto - 1);
+        self.series.nand_page_programs[upto - 1] = s.page_programs - self.at_interval.page_programs;
+        self.series.gc_units_copied[upto - 1] = s.gc_units - self.at_interval.gc_units;
+        self.series.free_blocks[upto - 1] = dev.ftl.free_blocks_total();
+        self.at_interval = s;
+        self.intervals_closed = upto;
     }
 
     /// Process events until simulated time `until` or the end of the job. True when done.
@@ -566,36 +559,20 @@ impl JobRun {
             }
             // Crossing into a new interval: sample device counters for the finished ones.
             let index = ((t.ns() - self.start.ns()) / interval) as usize;
-            if index >= self.series.len() && index > 0 {
-                self.close_intervals(dev, index);
-            }
+            self.close_intervals(dev, index);
             dev.step();
             let now = dev.now();
             let mut finished = 0u64;
             let mut completions = std::mem::take(&mut self.completions);
             completions.extend(dev.drain_completions());
             for &c in &completions {
-                let latency = c.completed.ns() - c.submitted.ns();
-                let i = ((c.completed.ns() - self.start.ns()) / interval) as usize;
-                self.series.ensure(i);
-                match c.io.kind {
-                    IoKind::Read => {
-                        self.read.record(c.io.length_bytes, latency);
-                        self.series.read_ios[i] += 1;
-                        self.series.read_bytes[i] += c.io.length_bytes;
-                        self.series.read_latency_ns_sum[i] += latency;
-                    }
-                    IoKind::Write => {
-                        self.write.record(c.io.length_bytes, latency);
-                        self.series.write_ios[i] += 1;
-                        self.series.write_bytes[i] += c.io.length_bytes;
-                        self.series.write_latency_ns_sum[i] += latency;
-                    }
-                    IoKind::Trim | IoKind::Flush => {
-                        self.trim.record(c.io.length_bytes, latency);
-                        self.series.trim_ios[i] += 1;
-                    }
-                }
+                c.record_into(&mut self.series, self.start);
+                let stats = match c.io.kind {
+                    IoKind::Read => &mut self.read,
+                    IoKind::Write => &mut self.write,
+                    IoKind::Trim | IoKind::Flush => &mut self.trim,
+                };
+                stats.record(c.io.length_bytes, c.latency_ns());
                 self.last_completion = now;
                 finished += 1;
             }
@@ -632,7 +609,6 @@ impl JobRun {
         let elapsed_ns = self.last_completion.ns() - self.start.ns();
         let n = (elapsed_ns.div_ceil(self.job.interval_ns)).max(1) as usize;
         self.close_intervals(dev, n);
-        self.series.ensure(n - 1);
         // A time-based job's series covers its runtime; commands in flight at the end still
         // complete (and count in the summary) but do not open a last, partial interval.
         if let Some(runtime) = self.job.runtime_ns.filter(|_| self.job.job.time_based) {
@@ -642,8 +618,6 @@ impl JobRun {
         let s = sample(dev);
         let elapsed_s = elapsed_ns as f64 / NS_PER_S as f64;
         let host_units = s.host_units_written - self.at_start.host_units_written;
-        let page_bytes = dev.config.nand.page_size_bytes as f64;
-        let unit_bytes = dev.geometry.mapping_unit_bytes as f64;
         let pages = s.pages_committed - self.at_start.pages_committed;
         JobResult {
             summary: JobSummary {
@@ -652,11 +626,7 @@ impl JobRun {
                 read: self.read.summary(elapsed_s),
                 write: self.write.summary(elapsed_s),
                 trim: self.trim.summary(elapsed_s),
-                write_amplification: if host_units == 0 {
-                    0.0
-                } else {
-                    pages as f64 * page_bytes / (host_units as f64 * unit_bytes)
-                },
+                write_amplification: dev.write_amplification(pages, host_units),
                 gc_units_copied: s.gc_units - self.at_start.gc_units,
                 blocks_erased: s.erases - self.at_start.erases,
                 nand_page_programs: pages,

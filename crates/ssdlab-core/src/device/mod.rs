@@ -13,6 +13,7 @@ use crate::config::{DriveConfig, Geometry};
 use crate::ftl::{Ftl, UNMAPPED};
 use crate::host::HostInterface;
 use crate::nand::Nand;
+use crate::stats::IntervalSeries;
 use crate::time::{SimDuration, SimTime};
 use backend::{Backend, NandOp};
 use std::collections::VecDeque;
@@ -44,6 +45,34 @@ pub struct Completion {
     pub io: HostIo,
     pub submitted: SimTime,
     pub completed: SimTime,
+}
+
+impl Completion {
+    pub fn latency_ns(&self) -> u64 {
+        self.completed.ns() - self.submitted.ns()
+    }
+
+    /// Count this completion in the interval of `series` it falls in (intervals counted from
+    /// `start`). Returns that interval.
+    pub fn record_into(&self, series: &mut IntervalSeries, start: SimTime) -> usize {
+        let i = ((self.completed.ns() - start.ns()) / series.interval_ns) as usize;
+        series.ensure(i);
+        let (bytes, latency) = (self.io.length_bytes, self.latency_ns());
+        match self.io.kind {
+            IoKind::Read => {
+                series.read_ios[i] += 1;
+                series.read_bytes[i] += bytes;
+                series.read_latency_ns_sum[i] += latency;
+            }
+            IoKind::Write => {
+                series.write_ios[i] += 1;
+                series.write_bytes[i] += bytes;
+                series.write_latency_ns_sum[i] += latency;
+            }
+            IoKind::Trim | IoKind::Flush => series.trim_ios[i] += 1,
+        }
+        i
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -127,6 +156,24 @@ impl Device {
             geometry,
             config: config.clone(),
         })
+    }
+
+    /// NAND pages the FTL has decided to program so far (host, GC, parity, padding): timing
+    /// independent, unlike the NAND's count of programs started.
+    pub fn pages_committed(&self) -> u64 {
+        let c = &self.ftl.counters;
+        (c.pu_programs_host + c.pu_programs_gc + c.pu_programs_parity)
+            * self.geometry.planes_per_die as u64
+    }
+
+    /// NAND bytes programmed per host byte written, for deltas of `pages_committed` and
+    /// `ftl.counters.host_units_written` (0 when nothing was written).
+    pub fn write_amplification(&self, pages: u64, host_units: u64) -> f64 {
+        if host_units == 0 {
+            return 0.0;
+        }
+        pages as f64 * self.config.nand.page_size_bytes as f64
+            / (host_units as f64 * self.geometry.mapping_unit_bytes as f64)
     }
 
     /// The ordinal of the job about to start (0 for the first), counting it.
