@@ -97,5 +97,7 @@ def test_qd_mode_keeps_recorded_depth(tmp_path, small_toml):
     fixed1 = d.replay(msr, "qd", qd=1)
     assert recorded.summary["all"]["iops"] == pytest.approx(fixed4.summary["all"]["iops"], rel=0.02)
     assert recorded.summary["all"]["iops"] > 2 * fixed1.summary["all"]["iops"]
+    no_service_times = tmp_path / "t.trace"  # DiskSim/MQSim records no service times
+    no_service_times.write_text("0 0 100 8 1\n1000 0 200 8 0\n")
     with pytest.raises(SsdlabError, match="needs recorded service times.*give --qd N"):
-        d.replay(TRACE if TRACE.exists() else msr.with_suffix(".x"), "qd", wrap=True)
+        d.replay(no_service_times, "qd")
