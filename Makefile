@@ -10,7 +10,7 @@ lint:
 	cargo clippy --workspace --all-targets -- -D warnings
 
 rust-test:
-	cargo test -p ssdlab-core -p ssdlab-trace
+	cargo test -p ssdlab-core -p ssdlab-trace -p ssdlab-nbd
 
 py-test:
 	$(PYTHON) -m pip install -q "pytest>=7" "hypothesis>=6"

@@ -212,6 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
     y.add_argument("--span", default="128g", help="LBA span the trace touches (default 128g)")
     y.add_argument("--seed", type=int, default=0)
     y.set_defaults(func=_synth)
+    from .serve import add_parser as add_serve_parser
+
+    add_serve_parser(sub)
     return p
 
 

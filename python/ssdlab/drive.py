@@ -172,9 +172,8 @@ class Drive:
     @classmethod
     def open(cls, name_or_path: str, seed: int = 0) -> "Drive":
         """A preset by name, or a TOML file by path."""
-        if name_or_path.endswith(".toml") or "/" in name_or_path:
-            return cls.from_toml(name_or_path, seed)
-        return cls.preset(name_or_path, seed)
+        text, source = config_text(name_or_path)
+        return cls(text, source, seed)
 
     @property
     def user_bytes(self) -> int:
@@ -310,6 +309,26 @@ class Drive:
     def describe(self) -> dict:
         """Name, controller, dies, raw/usable/user capacity and over-provisioning."""
         return describe_config(self.config, self.geometry)
+
+
+def config_text(name_or_path: str) -> tuple[str, str]:
+    """The TOML text of a preset (by name) or of a drive file (by path), and its source name."""
+    if name_or_path.endswith(".toml") or "/" in name_or_path:
+        try:
+            return Path(name_or_path).read_text(), name_or_path
+        except OSError as e:
+            raise SsdlabError(f"{name_or_path}: cannot read: {e.strerror}") from None
+    return preset_path(name_or_path).read_text(), name_or_path
+
+
+def describe_text(text: str, source: str) -> dict:
+    """describe() of a drive configuration without building the drive (no tables allocated)."""
+    try:
+        config = tomllib.loads(text)
+        g = json.loads(_ssdlab.validate_config(text))
+    except (tomllib.TOMLDecodeError, ValueError) as e:
+        raise SsdlabError(f"{source}: {e}") from None
+    return describe_config(config, g) | {"user_bytes": g["logical_units"] * g["mapping_unit_bytes"]}
 
 
 def describe_preset(name: str) -> dict:

@@ -276,9 +276,114 @@ impl Simulation {
     }
 }
 
+/// A modelled drive served over NBD (see ssdlab-nbd). The server runs on its own threads;
+/// the methods only start, query and stop it.
+#[pyclass(module = "ssdlab._ssdlab")]
+struct NbdServer {
+    server: Option<ssdlab_nbd::Server>,
+}
+
+#[pymethods]
+impl NbdServer {
+    #[new]
+    #[pyo3(signature = (toml_text, seed, precondition, pace, export_name, description, socket=None, port=None, bind=None, log=true))]
+    fn new(
+        py: Python<'_>,
+        toml_text: &str,
+        seed: u64,
+        precondition: &str,
+        pace: &str,
+        export_name: String,
+        description: String,
+        socket: Option<String>,
+        port: Option<u16>,
+        bind: Option<String>,
+        log: bool,
+    ) -> PyResult<Self> {
+        let cfg = DriveConfig::from_toml_str(toml_text).map_err(PyValueError::new_err)?;
+        let mut dev = Device::new(&cfg, seed).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        match precondition {
+            "none" | "secure-erase" => {}
+            "fast-fill" => {
+                let units = dev.geometry.logical_units as u32;
+                py.allow_threads(|| dev.fill_untimed(0, units));
+            }
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "precondition '{other}': accepted: none, secure-erase, fast-fill"
+                )))
+            }
+        }
+        let pace = match pace {
+            "model" => ssdlab_nbd::Pace::Model,
+            "none" => ssdlab_nbd::Pace::None,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "pace '{other}': accepted: model, none"
+                )))
+            }
+        };
+        let listen = match (socket, port) {
+            (Some(path), None) => ssdlab_nbd::Listen::Unix(path.into()),
+            (None, Some(port)) => ssdlab_nbd::Listen::Tcp {
+                bind: bind.unwrap_or_else(|| "127.0.0.1".into()),
+                port,
+            },
+            _ => {
+                return Err(PyValueError::new_err(
+                    "give exactly one of a Unix socket path or a TCP port",
+                ))
+            }
+        };
+        let config = ssdlab_nbd::ServerConfig {
+            listen,
+            pace,
+            export_name,
+            description,
+            max_request: 32 * 1024 * 1024,
+            log,
+        };
+        let server = ssdlab_nbd::Server::start(dev, config)
+            .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?;
+        Ok(NbdServer {
+            server: Some(server),
+        })
+    }
+
+    fn uri(&self) -> PyResult<String> {
+        Ok(self.running()?.uri().to_string())
+    }
+
+    /// Statistics so far, as JSON.
+    fn stats_json(&self, py: Python<'_>) -> PyResult<String> {
+        let server = self.running()?;
+        let stats = py.allow_threads(|| server.stats());
+        Ok(serde_json::to_string(&stats).expect("stats serialise"))
+    }
+
+    /// Answer what is in flight, close every connection, stop; the final statistics as JSON.
+    fn shutdown(&mut self, py: Python<'_>) -> PyResult<String> {
+        let server = self
+            .server
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("the server is already stopped"))?;
+        let stats = py.allow_threads(|| server.shutdown());
+        Ok(serde_json::to_string(&stats).expect("stats serialise"))
+    }
+}
+
+impl NbdServer {
+    fn running(&self) -> PyResult<&ssdlab_nbd::Server> {
+        self.server
+            .as_ref()
+            .ok_or_else(|| PyRuntimeError::new_err("the server is stopped"))
+    }
+}
+
 #[pymodule]
 fn _ssdlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
+    m.add_class::<NbdServer>()?;
     m.add_function(wrap_pyfunction!(validate_config, m)?)?;
     Ok(())
 }

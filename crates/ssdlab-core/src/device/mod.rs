@@ -232,6 +232,11 @@ impl Device {
         let unit = self.geometry.mapping_unit_bytes as u64;
         let (first, end) = if io.length_bytes == 0 {
             (0, 0)
+        } else if io.kind == IoKind::Trim {
+            // Only whole mapping units are unmapped: the rest of a partly trimmed unit is data.
+            let first = io.offset_bytes.div_ceil(unit) as u32;
+            let end = ((io.offset_bytes + io.length_bytes) / unit) as u32;
+            (first, end.max(first))
         } else {
             (
                 (io.offset_bytes / unit) as u32,
@@ -332,6 +337,7 @@ impl Device {
                 self.admit_writes();
             }
             IoKind::Trim => {
+                self.ftl.journal_tag = s.io.tag;
                 for lba in s.next_unit..s.end_unit {
                     self.ftl.trim_unit(lba);
                 }
@@ -442,6 +448,7 @@ impl Device {
                 .host
                 .to_device(now, s.rmw_ready.max(now), bytes, first_chunk);
             self.back.host_data_ready = arrived;
+            self.ftl.journal_tag = s.io.tag;
             for lba in s.next_unit..s.next_unit + count {
                 self.ftl.write_unit(lba, &mut self.back);
             }

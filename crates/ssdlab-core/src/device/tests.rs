@@ -190,6 +190,33 @@ fn trimmed_data_reads_as_nothing_and_frees_space() {
 }
 
 #[test]
+fn trim_unmaps_only_whole_mapping_units() {
+    let mut dev = filled(&example(), 1);
+    let unit = dev.geometry.mapping_unit_bytes as u64;
+    let mapped = dev.ftl.mapped_units();
+    // 512 bytes into unit 10 up to 512 bytes into unit 13: units 11 and 12 are whole.
+    dev.submit(
+        HostIo {
+            kind: IoKind::Trim,
+            offset_bytes: 10 * unit + 512,
+            length_bytes: 3 * unit,
+            fua: false,
+            tag: 1,
+        },
+        dev.now(),
+    );
+    dev.run_until(SimTime(u64::MAX));
+    assert_eq!(dev.ftl.mapped_units(), mapped - 2);
+    for (lba, is_mapped) in [(10, true), (11, false), (12, false), (13, true)] {
+        assert_eq!(
+            dev.ftl.lookup(lba) != crate::ftl::UNMAPPED,
+            is_mapped,
+            "unit {lba}"
+        );
+    }
+}
+
+#[test]
 fn flush_and_fua_put_buffered_data_on_nand() {
     let mut dev = Device::new(&example(), 1).unwrap();
     dev.submit(

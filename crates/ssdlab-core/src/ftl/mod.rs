@@ -128,6 +128,21 @@ pub struct FtlCounters {
     pub wear_leveling_victims: u64,
 }
 
+/// One change of the logical-to-physical map, for a consumer that keeps data with the
+/// physical units (the NBD emulator): `lba` left `old_ppn` (UNMAPPED if it had none) for
+/// `new_ppn` (UNMAPPED on TRIM). `tag` is the host command's tag for host writes and TRIMs
+/// ([`Ftl::journal_tag`]), [`TAG_RELOCATION`] for garbage collection and wear levelling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MapChange {
+    pub lba: u32,
+    pub old_ppn: u32,
+    pub new_ppn: u32,
+    pub tag: u64,
+}
+
+/// The tag of map changes made by garbage collection or wear levelling (data moves).
+pub const TAG_RELOCATION: u64 = u64::MAX;
+
 /// The flash translation layer of one drive.
 pub struct Ftl {
     pub geometry: Geometry,
@@ -164,6 +179,10 @@ pub struct Ftl {
     scratch: Vec<u32>,
     mapped_units: u64,
     pub counters: FtlCounters,
+    /// Map changes since the consumer last drained them; `None` (the default) records nothing.
+    pub journal: Option<Vec<MapChange>>,
+    /// The tag recorded with the host writes and TRIMs that follow.
+    pub journal_tag: u64,
 }
 
 impl Ftl {
@@ -204,6 +223,8 @@ impl Ftl {
             scratch: Vec::with_capacity(g.units_per_pu as usize),
             mapped_units: 0,
             counters: FtlCounters::default(),
+            journal: None,
+            journal_tag: 0,
             geometry: g,
         };
         let reserved = cfg.reserved_blocks_per_die;
@@ -348,17 +369,34 @@ impl Ftl {
     #[inline]
     pub fn write_unit<S: NandSink>(&mut self, lba: u32, sink: &mut S) {
         debug_assert!((lba as u64) < self.geometry.logical_units);
+        let old = self.l2p[lba as usize];
         self.invalidate(lba);
         let die = self.host_die;
         self.append(die, Stream::Host, lba, true, sink);
         self.counters.host_units_written += 1;
+        self.record(lba, old, self.journal_tag);
+    }
+
+    /// Journal the move of `lba` from `old_ppn` to where it maps now.
+    #[inline]
+    fn record(&mut self, lba: u32, old_ppn: u32, tag: u64) {
+        if let Some(journal) = &mut self.journal {
+            journal.push(MapChange {
+                lba,
+                old_ppn,
+                new_ppn: self.l2p[lba as usize],
+                tag,
+            });
+        }
     }
 
     /// TRIM one logical unit: it maps to nothing and reads as zeros.
     pub fn trim_unit(&mut self, lba: u32) {
-        if self.l2p[lba as usize] != UNMAPPED {
+        let old = self.l2p[lba as usize];
+        if old != UNMAPPED {
             self.invalidate(lba);
             self.counters.host_units_trimmed += 1;
+            self.record(lba, old, self.journal_tag);
         }
     }
 
@@ -375,6 +413,7 @@ impl Ftl {
     }
 
     /// Every block erased, the map empty. Erase counts go up for blocks that held data.
+    /// Not journalled: a data consumer drops everything it holds.
     pub fn secure_erase(&mut self) {
         let g = self.geometry.clone();
         let dynamic = self
@@ -791,6 +830,7 @@ impl Ftl {
                     );
                     self.invalidate(lba);
                     self.append(die, Stream::Gc, lba, false, sink);
+                    self.record(lba, ppn, TAG_RELOCATION);
                 }
                 copied += scratch.len() as u32;
             }

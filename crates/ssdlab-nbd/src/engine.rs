@@ -1,0 +1,436 @@
+//! The simulation thread: owns the drive and its data, takes requests from every connection,
+//! submits them to the model, and hands each reply to its connection's writer when the model
+//! completes it (`Pace::Model`: when the wall clock reaches the completion time;
+//! `Pace::None`: as soon as the simulation gets there).
+
+use crate::store::{DataStore, WriteData};
+use ssdlab_core::device::{Completion, Device, HostIo, IoKind};
+use ssdlab_core::stats::Histogram;
+use ssdlab_core::time::SimTime;
+use std::collections::BTreeMap;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::time::{Duration, Instant};
+
+/// How replies are timed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pace {
+    /// Reply when the model says the command completes, mapped to wall-clock time.
+    Model,
+    /// Reply as soon as the simulation has completed the command.
+    None,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cmd {
+    Read,
+    Write,
+    WriteZeroes,
+    Trim,
+    Flush,
+}
+
+pub(crate) struct Request {
+    pub handle: u64,
+    pub cmd: Cmd,
+    pub offset: u64,
+    pub length: u64,
+    pub fua: bool,
+    /// WRITE payload.
+    pub data: Option<Vec<u8>>,
+}
+
+/// A reply for a connection's writer.
+pub(crate) struct Reply {
+    pub handle: u64,
+    pub error: u32,
+    /// READ: the offset and the data.
+    pub read: Option<(u64, Vec<u8>)>,
+    pub is_read: bool,
+}
+
+pub(crate) enum Msg {
+    Open {
+        conn: u64,
+        replies: Sender<Reply>,
+    },
+    Request {
+        conn: u64,
+        req: Request,
+    },
+    /// The client sent DISC or went away: close once its commands are answered.
+    Closed {
+        conn: u64,
+    },
+    Stats(Sender<ServeStats>),
+    /// Answer what is in flight, then stop.
+    Shutdown,
+}
+
+/// What the server did, for the report on exit or on a signal.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct ServeStats {
+    pub pace: String,
+    pub wall_s: f64,
+    pub simulated_s: f64,
+    pub connections: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub write_zeroes: u64,
+    pub trims: u64,
+    pub flushes: u64,
+    pub errors: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// Commands answered per wall-clock second.
+    pub iops: f64,
+    pub write_amplification: f64,
+    pub gc_units_copied: u64,
+    pub blocks_erased: u64,
+    pub stored_bytes: u64,
+    /// How far the reply ran behind the model's completion time (Pace::Model only).
+    pub late_p50_us: f64,
+    pub late_p99_us: f64,
+    pub late_max_us: f64,
+}
+
+struct Inflight {
+    conn: u64,
+    handle: u64,
+    cmd: Cmd,
+    offset: u64,
+    length: u64,
+    write: Option<WriteData>,
+}
+
+struct Conn {
+    replies: Sender<Reply>,
+    outstanding: u64,
+    closing: bool,
+}
+
+pub(crate) struct Engine {
+    dev: Device,
+    store: DataStore,
+    pace: Pace,
+    inflight: BTreeMap<u64, Inflight>,
+    conns: BTreeMap<u64, Conn>,
+    next_tag: u64,
+    /// Wall-clock origin and the simulated time it maps to.
+    wall_start: Instant,
+    sim_start: SimTime,
+    stats: ServeStats,
+    late: Histogram,
+    pages0: u64,
+    host_units0: u64,
+    completions: Vec<Completion>,
+    stopping: bool,
+}
+
+/// The wall clock: the emulator's one link to real time (the simulation core never reads it).
+#[allow(clippy::disallowed_methods)]
+fn wall_now() -> Instant {
+    Instant::now()
+}
+
+impl Engine {
+    pub fn new(mut dev: Device, pace: Pace) -> Engine {
+        dev.ftl.journal = Some(Vec::new());
+        let unit = dev.geometry.mapping_unit_bytes;
+        Engine {
+            pages0: dev.pages_committed(),
+            host_units0: dev.ftl.counters.host_units_written,
+            sim_start: dev.now(),
+            store: DataStore::new(unit),
+            dev,
+            pace,
+            inflight: BTreeMap::new(),
+            conns: BTreeMap::new(),
+            next_tag: 1,
+            wall_start: wall_now(),
+            stats: ServeStats {
+                pace: match pace {
+                    Pace::Model => "model".into(),
+                    Pace::None => "none".into(),
+                },
+                ..ServeStats::default()
+            },
+            late: Histogram::default(),
+            completions: Vec::new(),
+            stopping: false,
+        }
+    }
+
+    /// The simulated time the wall clock stands at now.
+    fn wall_sim(&self) -> SimTime {
+        SimTime(self.sim_start.ns() + self.wall_start.elapsed().as_nanos() as u64)
+    }
+
+    pub fn run(mut self, rx: Receiver<Msg>) -> ServeStats {
+        loop {
+            if self.stopping && self.inflight.is_empty() {
+                break;
+            }
+            let msg = match self.pace {
+                Pace::Model => {
+                    let now = self.wall_sim();
+                    self.advance_to(now);
+                    let wait = match self.dev.next_event_time() {
+                        Some(t) => Duration::from_nanos(t.ns().saturating_sub(now.ns())),
+                        None => Duration::from_millis(50),
+                    };
+                    match rx.recv_timeout(wait.min(Duration::from_millis(50))) {
+                        Ok(m) => m,
+                        Err(RecvTimeoutError::Timeout) => continue,
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+                Pace::None => {
+                    if self.dev.outstanding() > 0 {
+                        match rx.try_recv() {
+                            Ok(m) => m,
+                            Err(TryRecvError::Empty) => {
+                                self.step_to_completion();
+                                continue;
+                            }
+                            Err(TryRecvError::Disconnected) => break,
+                        }
+                    } else {
+                        match rx.recv_timeout(Duration::from_millis(50)) {
+                            Ok(m) => m,
+                            Err(RecvTimeoutError::Timeout) => continue,
+                            Err(RecvTimeoutError::Disconnected) => break,
+                        }
+                    }
+                }
+            };
+            self.handle(msg);
+        }
+        // Every connection's writer finishes once its sender is gone.
+        self.conns.clear();
+        self.snapshot()
+    }
+
+    fn handle(&mut self, msg: Msg) {
+        match msg {
+            Msg::Open { conn, replies } => {
+                self.stats.connections += 1;
+                self.conns.insert(
+                    conn,
+                    Conn {
+                        replies,
+                        outstanding: 0,
+                        closing: false,
+                    },
+                );
+            }
+            Msg::Request { conn, req } => self.request(conn, req),
+            Msg::Closed { conn } => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.closing = true;
+                    if c.outstanding == 0 {
+                        self.conns.remove(&conn);
+                    }
+                }
+            }
+            Msg::Stats(to) => {
+                let _ = to.send(self.snapshot());
+            }
+            Msg::Shutdown => self.stopping = true,
+        }
+    }
+
+    fn request(&mut self, conn: u64, req: Request) {
+        let is_read = req.cmd == Cmd::Read;
+        let reply_now = |engine: &mut Engine, error: u32, data: Option<Vec<u8>>| {
+            if error != 0 {
+                engine.stats.errors += 1;
+            }
+            if let Some(c) = engine.conns.get(&conn) {
+                let _ = c.replies.send(Reply {
+                    handle: req.handle,
+                    error,
+                    read: data.map(|d| (req.offset, d)),
+                    is_read,
+                });
+            }
+        };
+        if self.stopping {
+            reply_now(self, crate::proto::ESHUTDOWN, None);
+            return;
+        }
+        if req.length == 0 && req.cmd != Cmd::Flush {
+            reply_now(self, 0, is_read.then(Vec::new));
+            return;
+        }
+        let (kind, write) = match req.cmd {
+            Cmd::Read => (IoKind::Read, None),
+            Cmd::Write => (IoKind::Write, Some(req.data)),
+            Cmd::WriteZeroes => (IoKind::Write, Some(None)),
+            Cmd::Trim => (IoKind::Trim, None),
+            Cmd::Flush => (IoKind::Flush, None),
+        };
+        let tag = self.next_tag;
+        self.next_tag += 1;
+        self.inflight.insert(
+            tag,
+            Inflight {
+                conn,
+                handle: req.handle,
+                cmd: req.cmd,
+                offset: req.offset,
+                length: req.length,
+                write: write.map(|bytes| WriteData {
+                    offset: req.offset,
+                    length: req.length,
+                    bytes,
+                }),
+            },
+        );
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.outstanding += 1;
+        }
+        let at = match self.pace {
+            Pace::Model => {
+                let t = self.wall_sim().max(self.dev.now());
+                if self.dev.outstanding() == 0 {
+                    // Idle until now: background garbage collection may use the gap.
+                    self.dev.idle_until(t);
+                    self.settle();
+                }
+                self.advance_to(t);
+                t.max(self.dev.now())
+            }
+            Pace::None => self.dev.now(),
+        };
+        let (offset, length) = match kind {
+            IoKind::Flush => (0, 0),
+            _ => (req.offset, req.length),
+        };
+        self.dev.submit(
+            HostIo {
+                kind,
+                offset_bytes: offset,
+                length_bytes: length,
+                fua: req.fua,
+                tag,
+            },
+            at,
+        );
+        self.settle();
+    }
+
+    /// Process every model event up to `t`, replying to what completes.
+    fn advance_to(&mut self, t: SimTime) {
+        while self.dev.next_event_time().is_some_and(|e| e <= t) {
+            self.dev.step();
+            self.settle();
+        }
+    }
+
+    /// Pace::None: run the model until at least one command completes.
+    fn step_to_completion(&mut self) {
+        while self.dev.step() {
+            if self.settle() > 0 {
+                return;
+            }
+        }
+    }
+
+    /// Apply the FTL's map changes to the data, then reply to completed commands.
+    fn settle(&mut self) -> usize {
+        if let Some(journal) = self.dev.ftl.journal.as_mut() {
+            if !journal.is_empty() {
+                let changes = std::mem::take(journal);
+                let inflight = &self.inflight;
+                self.store.apply(changes.iter().copied(), |tag| {
+                    inflight.get(&tag).and_then(|f| f.write.as_ref())
+                });
+                let mut changes = changes;
+                changes.clear();
+                *self.dev.ftl.journal.as_mut().expect("journal on") = changes;
+            }
+        }
+        self.completions.extend(self.dev.drain_completions());
+        let n = self.completions.len();
+        if n == 0 {
+            return 0;
+        }
+        let wall = match self.pace {
+            Pace::Model => Some(self.wall_sim()),
+            Pace::None => None,
+        };
+        let completions = std::mem::take(&mut self.completions);
+        for c in &completions {
+            if let Some(w) = wall {
+                self.late.record(w.ns().saturating_sub(c.completed.ns()));
+            }
+            self.reply(c.io.tag);
+        }
+        self.completions = completions;
+        self.completions.clear();
+        n
+    }
+
+    fn reply(&mut self, tag: u64) {
+        let f = self
+            .inflight
+            .remove(&tag)
+            .expect("completion of a known command");
+        let mut read = None;
+        match f.cmd {
+            Cmd::Read => {
+                let mut data = vec![0u8; f.length as usize];
+                let ftl = &self.dev.ftl;
+                self.store.read(f.offset, &mut data, |lba| ftl.lookup(lba));
+                self.stats.reads += 1;
+                self.stats.bytes_read += f.length;
+                read = Some((f.offset, data));
+            }
+            Cmd::Write => {
+                self.stats.writes += 1;
+                self.stats.bytes_written += f.length;
+            }
+            Cmd::WriteZeroes => self.stats.write_zeroes += 1,
+            Cmd::Trim => self.stats.trims += 1,
+            Cmd::Flush => self.stats.flushes += 1,
+        }
+        let Some(c) = self.conns.get_mut(&f.conn) else {
+            return;
+        };
+        let _ = c.replies.send(Reply {
+            handle: f.handle,
+            error: 0,
+            read,
+            is_read: f.cmd == Cmd::Read,
+        });
+        c.outstanding -= 1;
+        if c.closing && c.outstanding == 0 {
+            self.conns.remove(&f.conn);
+        }
+    }
+
+    fn snapshot(&self) -> ServeStats {
+        let mut s = self.stats.clone();
+        s.wall_s = self.wall_start.elapsed().as_secs_f64();
+        s.simulated_s = self.dev.now().ns().saturating_sub(self.sim_start.ns()) as f64 / 1e9;
+        let ops = s.reads + s.writes + s.write_zeroes + s.trims + s.flushes;
+        s.iops = if s.wall_s > 0.0 {
+            ops as f64 / s.wall_s
+        } else {
+            0.0
+        };
+        s.write_amplification = self.dev.write_amplification(
+            self.dev.pages_committed() - self.pages0,
+            self.dev.ftl.counters.host_units_written - self.host_units0,
+        );
+        s.gc_units_copied = self.dev.ftl.counters.gc_units_copied;
+        s.blocks_erased = self.dev.ftl.counters.blocks_erased;
+        s.stored_bytes = self.store.stored_bytes();
+        if self.pace == Pace::Model && self.late.count > 0 {
+            s.late_p50_us = self.late.quantile(0.5) as f64 / 1e3;
+            s.late_p99_us = self.late.quantile(0.99) as f64 / 1e3;
+            s.late_max_us = self.late.max as f64 / 1e3;
+        }
+        s
+    }
+}

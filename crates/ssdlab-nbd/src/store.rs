@@ -1,0 +1,181 @@
+//! Data kept with the FTL's physical units.
+//!
+//! The store maps a physical mapping unit (ppn) to its bytes. It learns where data goes only
+//! from the FTL's journal of map changes: a host write places the command's bytes at the new
+//! ppn (merged with the unit's old bytes when the write covers it only in part), a garbage
+//! collection move carries the bytes from the old ppn to the new one, a TRIM or an overwrite
+//! drops them. Reads go through the FTL's logical-to-physical map. All-zero units and units
+//! never written are not stored, so memory grows with the data written, not with the drive.
+
+use ssdlab_core::ftl::{MapChange, TAG_RELOCATION, UNMAPPED};
+use std::collections::BTreeMap;
+
+/// Bytes of one in-flight host write: `None` for WRITE_ZEROES.
+pub struct WriteData {
+    pub offset: u64,
+    pub length: u64,
+    pub bytes: Option<Vec<u8>>,
+}
+
+pub struct DataStore {
+    unit: usize,
+    units: BTreeMap<u32, Box<[u8]>>,
+}
+
+impl DataStore {
+    pub fn new(unit_bytes: u32) -> Self {
+        DataStore {
+            unit: unit_bytes as usize,
+            units: BTreeMap::new(),
+        }
+    }
+
+    /// Units holding non-zero data.
+    pub fn stored_units(&self) -> usize {
+        self.units.len()
+    }
+
+    pub fn stored_bytes(&self) -> u64 {
+        (self.units.len() * self.unit) as u64
+    }
+
+    pub fn clear(&mut self) {
+        self.units.clear();
+    }
+
+    /// Apply map changes in the order the FTL made them. `writes` finds the data of the
+    /// host command with a given tag (None: treat as zeros, as for the untimed fill).
+    pub fn apply<'a>(
+        &mut self,
+        changes: impl IntoIterator<Item = MapChange>,
+        writes: impl Fn(u64) -> Option<&'a WriteData>,
+    ) {
+        for ch in changes {
+            let old = if ch.old_ppn == UNMAPPED {
+                None
+            } else {
+                self.units.remove(&ch.old_ppn)
+            };
+            if ch.new_ppn == UNMAPPED {
+                continue; // TRIM: the data is gone
+            }
+            let data = if ch.tag == TAG_RELOCATION {
+                old
+            } else {
+                writes(ch.tag).and_then(|w| self.merge(ch.lba, old, w))
+            };
+            if let Some(d) = data {
+                self.units.insert(ch.new_ppn, d);
+            }
+        }
+    }
+
+    /// The new contents of unit `lba` after write `w`: `w`'s bytes where it covers the unit,
+    /// the old contents elsewhere. None when the result is all zeros.
+    fn merge(&self, lba: u32, old: Option<Box<[u8]>>, w: &WriteData) -> Option<Box<[u8]>> {
+        let unit_start = lba as u64 * self.unit as u64;
+        let unit_end = unit_start + self.unit as u64;
+        let from = w.offset.max(unit_start);
+        let to = (w.offset + w.length).min(unit_end);
+        debug_assert!(from < to, "write does not cover the unit it mapped");
+        let covers_all = from == unit_start && to == unit_end;
+        let src = w
+            .bytes
+            .as_ref()
+            .map(|b| &b[(from - w.offset) as usize..(to - w.offset) as usize]);
+        let mut unit = match (old, covers_all) {
+            (Some(o), false) => o,
+            _ => {
+                if src.is_none() && covers_all {
+                    return None;
+                }
+                vec![0u8; self.unit].into_boxed_slice()
+            }
+        };
+        let dst = &mut unit[(from - unit_start) as usize..(to - unit_start) as usize];
+        match src {
+            Some(s) => dst.copy_from_slice(s),
+            None => dst.fill(0),
+        }
+        if unit.iter().all(|&b| b == 0) {
+            None
+        } else {
+            Some(unit)
+        }
+    }
+
+    /// Copy the bytes of `offset..offset + out.len()` into `out`, looking each unit up with
+    /// `lookup` (logical unit -> ppn or UNMAPPED).
+    pub fn read(&self, offset: u64, out: &mut [u8], lookup: impl Fn(u32) -> u32) {
+        let unit = self.unit as u64;
+        let end = offset + out.len() as u64;
+        let mut pos = offset;
+        while pos < end {
+            let lba = (pos / unit) as u32;
+            let unit_start = lba as u64 * unit;
+            let to = (unit_start + unit).min(end);
+            let dst = &mut out[(pos - offset) as usize..(to - offset) as usize];
+            let ppn = lookup(lba);
+            match (ppn != UNMAPPED).then(|| self.units.get(&ppn)).flatten() {
+                Some(d) => {
+                    dst.copy_from_slice(&d[(pos - unit_start) as usize..(to - unit_start) as usize])
+                }
+                None => dst.fill(0),
+            }
+            pos = to;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(lba: u32, old: u32, new: u32, tag: u64) -> MapChange {
+        MapChange {
+            lba,
+            old_ppn: old,
+            new_ppn: new,
+            tag,
+        }
+    }
+
+    #[test]
+    fn partial_writes_merge_and_moves_carry_data() {
+        let mut s = DataStore::new(8);
+        let w1 = WriteData {
+            offset: 8,
+            length: 8,
+            bytes: Some((1..=8).collect()),
+        };
+        s.apply([change(1, UNMAPPED, 100, 1)], |_| Some(&w1));
+        // Bytes 10..12 rewritten: the rest of the unit keeps w1's data.
+        let w2 = WriteData {
+            offset: 10,
+            length: 2,
+            bytes: Some(vec![9, 9]),
+        };
+        s.apply([change(1, 100, 101, 2)], |_| Some(&w2));
+        let lookup = |map: u32| move |lba: u32| if lba == 1 { map } else { UNMAPPED };
+        let mut out = [0xffu8; 12];
+        s.read(6, &mut out, lookup(101));
+        assert_eq!(out, [0, 0, 1, 2, 9, 9, 5, 6, 7, 8, 0, 0]);
+        // Garbage collection moves the unit: same bytes at the new place, none at the old.
+        s.apply([change(1, 101, 7, TAG_RELOCATION)], |_| None);
+        let mut moved = [0u8; 12];
+        s.read(6, &mut moved, lookup(7));
+        assert_eq!(moved, out);
+        assert_eq!(s.stored_units(), 1);
+        // WRITE_ZEROES over the whole unit, then TRIM: nothing stored.
+        let z = WriteData {
+            offset: 8,
+            length: 8,
+            bytes: None,
+        };
+        s.apply([change(1, 7, 8, 3)], |_| Some(&z));
+        assert_eq!(s.stored_units(), 0);
+        s.apply([change(1, UNMAPPED, 9, 4)], |_| Some(&w1));
+        s.apply([change(1, 9, UNMAPPED, 5)], |_| None);
+        assert_eq!(s.stored_units(), 0);
+    }
+}

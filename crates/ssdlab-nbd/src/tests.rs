@@ -1,0 +1,525 @@
+//! Tests: the handshake and request parser under random and mutated input (bounded fuzzing),
+//! and whole servers driven by a small client, checked against a mirror of what was written.
+
+use crate::conn::{negotiate, read_request, Export, Incoming};
+use crate::proto::*;
+use crate::{Listen, Pace, Server, ServerConfig};
+use proptest::prelude::*;
+use ssdlab_core::config::DriveConfig;
+use ssdlab_core::device::Device;
+use ssdlab_core::rng::Rng;
+use std::io::{Cursor, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+
+/// Reads from a byte buffer, collects what is written.
+struct Mem {
+    input: Cursor<Vec<u8>>,
+    output: Vec<u8>,
+}
+
+impl Read for Mem {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.input.read(buf)
+    }
+}
+
+impl Write for Mem {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.output.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn export() -> Export {
+    Export {
+        name: "d".into(),
+        description: "test".into(),
+        size: 1 << 30,
+        preferred_block: 4096,
+        max_request: 1 << 20,
+    }
+}
+
+fn option(opt: u32, data: &[u8]) -> Vec<u8> {
+    let mut b = IHAVEOPT.to_be_bytes().to_vec();
+    b.extend_from_slice(&opt.to_be_bytes());
+    b.extend_from_slice(&(data.len() as u32).to_be_bytes());
+    b.extend_from_slice(data);
+    b
+}
+
+fn go_data(name: &str, infos: &[u16]) -> Vec<u8> {
+    let mut d = (name.len() as u32).to_be_bytes().to_vec();
+    d.extend_from_slice(name.as_bytes());
+    d.extend_from_slice(&(infos.len() as u16).to_be_bytes());
+    for i in infos {
+        d.extend_from_slice(&i.to_be_bytes());
+    }
+    d
+}
+
+/// A well-formed client handshake: flags, LIST, STRUCTURED_REPLY, INFO, an unknown option, GO.
+fn good_handshake() -> Vec<u8> {
+    let mut b = (FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES)
+        .to_be_bytes()
+        .to_vec();
+    b.extend(option(OPT_LIST, &[]));
+    b.extend(option(OPT_STRUCTURED_REPLY, &[]));
+    b.extend(option(
+        OPT_INFO,
+        &go_data("d", &[INFO_BLOCK_SIZE, INFO_NAME]),
+    ));
+    b.extend(option(99, b"xyz"));
+    b.extend(option(OPT_GO, &go_data("", &[])));
+    b
+}
+
+fn requests(headers: &[RequestHeader]) -> Vec<u8> {
+    let mut b = Vec::new();
+    for h in headers {
+        b.extend_from_slice(&request_header_bytes(h));
+        if h.command == CMD_WRITE {
+            let payload = if h.length <= 2 << 20 {
+                h.length
+            } else {
+                1 << 16
+            };
+            b.extend(std::iter::repeat_n(0xa5, payload as usize));
+        }
+    }
+    b
+}
+
+/// Option replies in `out` after the 18-byte greeting: (option, reply type) pairs.
+fn option_replies(out: &[u8]) -> Vec<(u32, u32)> {
+    let mut v = Vec::new();
+    let mut i = 18;
+    while i + 20 <= out.len() && out[i..i + 8] == OPTION_REPLY_MAGIC.to_be_bytes() {
+        let opt = u32::from_be_bytes(out[i + 8..i + 12].try_into().unwrap());
+        let rep = u32::from_be_bytes(out[i + 12..i + 16].try_into().unwrap());
+        let len = u32::from_be_bytes(out[i + 16..i + 20].try_into().unwrap()) as usize;
+        v.push((opt, rep));
+        i += 20 + len;
+    }
+    v
+}
+
+#[test]
+fn handshake_answers_every_option() {
+    let mut m = Mem {
+        input: Cursor::new(good_handshake()),
+        output: Vec::new(),
+    };
+    let session = negotiate(&mut m, &export()).unwrap().unwrap();
+    assert!(session.structured);
+    assert_eq!(&m.output[0..8], &NBDMAGIC.to_be_bytes());
+    let replies = option_replies(&m.output);
+    assert_eq!(
+        replies,
+        vec![
+            (OPT_LIST, REP_SERVER),
+            (OPT_LIST, REP_ACK),
+            (OPT_STRUCTURED_REPLY, REP_ACK),
+            (OPT_INFO, REP_INFO),
+            (OPT_INFO, REP_INFO),
+            (OPT_INFO, REP_INFO),
+            (OPT_INFO, REP_ACK),
+            (99, REP_ERR_UNSUP),
+            (OPT_GO, REP_INFO),
+            (OPT_GO, REP_INFO),
+            (OPT_GO, REP_ACK),
+        ]
+    );
+}
+
+#[test]
+fn handshake_refuses_unknown_exports_and_bad_flags() {
+    let mut b = FLAG_C_FIXED_NEWSTYLE.to_be_bytes().to_vec();
+    b.extend(option(OPT_GO, &go_data("nope", &[])));
+    b.extend(option(OPT_ABORT, &[]));
+    let mut m = Mem {
+        input: Cursor::new(b),
+        output: Vec::new(),
+    };
+    assert!(negotiate(&mut m, &export()).unwrap().is_none());
+    assert_eq!(
+        option_replies(&m.output),
+        vec![(OPT_GO, REP_ERR_UNKNOWN), (OPT_ABORT, REP_ACK)]
+    );
+    let mut m = Mem {
+        input: Cursor::new(0x80u32.to_be_bytes().to_vec()),
+        output: Vec::new(),
+    };
+    assert!(negotiate(&mut m, &export()).is_err());
+    // EXPORT_NAME with the zeroes (client did not ask for NO_ZEROES): 8 + 2 + 124 bytes.
+    let mut b = FLAG_C_FIXED_NEWSTYLE.to_be_bytes().to_vec();
+    b.extend(option(OPT_EXPORT_NAME, b"d"));
+    let mut m = Mem {
+        input: Cursor::new(b),
+        output: Vec::new(),
+    };
+    assert!(negotiate(&mut m, &export()).unwrap().is_some());
+    assert_eq!(m.output.len(), 18 + 134);
+}
+
+#[test]
+fn requests_out_of_range_oversized_or_unknown_are_refused_not_fatal() {
+    let e = export();
+    let h = |command, offset, length| RequestHeader {
+        flags: 0,
+        command,
+        handle: 7,
+        offset,
+        length,
+    };
+    let bytes = requests(&[
+        h(CMD_READ, e.size - 4096, 8192),
+        h(CMD_WRITE, e.size, 4096),
+        h(CMD_READ, 0, e.max_request + 1),
+        h(CMD_WRITE, 0, e.max_request + 1),
+        h(42, 0, 0),
+        h(CMD_TRIM, u64::MAX - 10, 4096),
+        h(CMD_READ, 4096, 4096),
+    ]);
+    let mut r = Cursor::new(bytes);
+    let mut errors = Vec::new();
+    loop {
+        match read_request(&mut r, &e) {
+            Ok(Incoming::Refused { error, .. }) => errors.push(error),
+            Ok(Incoming::Request(req)) => {
+                assert_eq!((req.offset, req.length), (4096, 4096));
+                break;
+            }
+            other => panic!("unexpected {:?}", other.is_ok()),
+        }
+    }
+    assert_eq!(errors, vec![EINVAL, ENOSPC, EINVAL, EINVAL, EINVAL, ENOSPC]);
+}
+
+fn drain_requests(bytes: Vec<u8>) {
+    let e = export();
+    let mut r = Cursor::new(bytes);
+    for _ in 0..10_000 {
+        match read_request(&mut r, &e) {
+            Ok(Incoming::Request(req)) => {
+                assert!(req.offset + req.length <= e.size);
+                if req.data.is_some() || req.cmd == crate::engine::Cmd::Read {
+                    assert!(req.length <= e.max_request as u64);
+                }
+                if let Some(d) = &req.data {
+                    assert_eq!(d.len() as u64, req.length);
+                }
+            }
+            Ok(Incoming::Refused { .. }) => {}
+            Ok(Incoming::Disconnect) | Ok(Incoming::Eof) | Err(_) => return,
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+    /// Fuzz: arbitrary bytes as a client's handshake never panic; they end in a session, an
+    /// abort or an error.
+    #[test]
+    fn fuzz_handshake_random_bytes(input in proptest::collection::vec(any::<u8>(), 0..512)) {
+        let mut m = Mem { input: Cursor::new(input), output: Vec::new() };
+        let _ = negotiate(&mut m, &export());
+    }
+
+    /// Fuzz: a valid handshake with bytes flipped, cut or inserted.
+    #[test]
+    fn fuzz_handshake_mutated(
+        edits in proptest::collection::vec((any::<u16>(), any::<u8>(), 0u8..3), 1..8),
+    ) {
+        let mut input = good_handshake();
+        for (pos, byte, kind) in edits {
+            let i = pos as usize % (input.len() + 1);
+            match kind {
+                0 if i < input.len() => input[i] = byte,
+                1 if i < input.len() => { input.truncate(i); }
+                _ => input.insert(i, byte),
+            }
+        }
+        let mut m = Mem { input: Cursor::new(input), output: Vec::new() };
+        let _ = negotiate(&mut m, &export());
+    }
+
+    /// Fuzz: arbitrary bytes in the transmission phase never panic, and whatever is accepted
+    /// is within the export and the size limit.
+    #[test]
+    fn fuzz_requests_random_bytes(input in proptest::collection::vec(any::<u8>(), 0..512)) {
+        drain_requests(input);
+    }
+
+    /// Fuzz: well-formed headers with arbitrary fields (offsets, lengths, commands, flags).
+    #[test]
+    fn fuzz_requests_arbitrary_fields(
+        fields in proptest::collection::vec(
+            (any::<u16>(), 0u16..10, any::<u64>(), any::<u64>(), prop_oneof![Just(0u32), 1u32..70_000, any::<u32>()]),
+            1..20,
+        ),
+        cut in any::<u16>(),
+    ) {
+        let headers: Vec<RequestHeader> = fields
+            .into_iter()
+            .map(|(flags, command, handle, offset, length)| RequestHeader {
+                flags,
+                command,
+                handle,
+                offset: if offset % 2 == 0 { offset % (2 << 30) } else { offset },
+                length,
+            })
+            .collect();
+        let mut bytes = requests(&headers);
+        let cut = cut as usize % (bytes.len() + 1);
+        bytes.truncate(bytes.len() - cut / 4);
+        drain_requests(bytes);
+    }
+}
+
+// ----- whole servers ------------------------------------------------------------------------
+
+/// The example drive with every LBA written once (reading as zeros), so that garbage
+/// collection must move valid data.
+fn small_drive() -> Device {
+    let cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
+    let mut dev = Device::new(&cfg, 3).unwrap();
+    let units = dev.geometry.logical_units as u32;
+    dev.fill_untimed(0, units);
+    dev
+}
+
+fn temp_socket(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ssdlab-nbd-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn start(name: &str, pace: Pace) -> (Server, PathBuf) {
+    let path = temp_socket(name);
+    let server = Server::start(
+        small_drive(),
+        ServerConfig {
+            listen: Listen::Unix(path.clone()),
+            pace,
+            export_name: "example-small".into(),
+            description: "test".into(),
+            max_request: 1 << 20,
+            log: false,
+        },
+    )
+    .unwrap();
+    (server, path)
+}
+
+/// A minimal NBD client: GO with simple replies, pipelined requests.
+struct Client {
+    s: UnixStream,
+    size: u64,
+}
+
+impl Client {
+    fn connect(path: &PathBuf) -> Client {
+        let mut s = UnixStream::connect(path).unwrap();
+        let mut hello = [0u8; 18];
+        s.read_exact(&mut hello).unwrap();
+        assert_eq!(&hello[0..8], &NBDMAGIC.to_be_bytes());
+        s.write_all(&(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES).to_be_bytes())
+            .unwrap();
+        s.write_all(&option(OPT_GO, &go_data("", &[]))).unwrap();
+        let mut size = 0;
+        loop {
+            let mut h = [0u8; 20];
+            s.read_exact(&mut h).unwrap();
+            let rep = u32::from_be_bytes(h[12..16].try_into().unwrap());
+            let len = u32::from_be_bytes(h[16..20].try_into().unwrap()) as usize;
+            let mut d = vec![0u8; len];
+            s.read_exact(&mut d).unwrap();
+            if rep == REP_INFO && u16::from_be_bytes([d[0], d[1]]) == INFO_EXPORT {
+                size = u64::from_be_bytes(d[2..10].try_into().unwrap());
+            }
+            if rep == REP_ACK {
+                break;
+            }
+            assert_eq!(rep, REP_INFO);
+        }
+        Client { s, size }
+    }
+
+    fn send(&mut self, command: u16, flags: u16, handle: u64, offset: u64, data: &[u8], len: u32) {
+        let h = RequestHeader {
+            flags,
+            command,
+            handle,
+            offset,
+            length: len,
+        };
+        self.s.write_all(&request_header_bytes(&h)).unwrap();
+        if command == CMD_WRITE {
+            self.s.write_all(data).unwrap();
+        }
+    }
+
+    /// Read one simple reply; `read_len` of a READ's data follows a success.
+    fn reply(&mut self, read_len: impl Fn(u64) -> usize) -> (u64, u32, Vec<u8>) {
+        let mut h = [0u8; 16];
+        self.s.read_exact(&mut h).unwrap();
+        assert_eq!(&h[0..4], &SIMPLE_REPLY_MAGIC.to_be_bytes());
+        let error = u32::from_be_bytes(h[4..8].try_into().unwrap());
+        let handle = u64::from_be_bytes(h[8..16].try_into().unwrap());
+        let mut d = vec![0u8; if error == 0 { read_len(handle) } else { 0 }];
+        self.s.read_exact(&mut d).unwrap();
+        (handle, error, d)
+    }
+}
+
+/// Random writes (aligned and not), zero-writes, trims and reads, several in flight, over a
+/// span small enough that garbage collection moves data many times; every read must equal a
+/// mirror of what was written.
+fn random_ops_match_mirror(pace: Pace, name: &str, ops: usize) {
+    let (server, path) = start(name, pace);
+    let mut c = Client::connect(&path);
+    let span: u64 = 64 << 20;
+    let mut mirror = vec![0u8; span as usize];
+    let mut rng = Rng::new(11);
+    let mut handle = 0u64;
+    let depth = 8;
+    let mut i = 0;
+    while i < ops {
+        // A batch of non-overlapping commands in flight at once (NBD leaves overlapping
+        // in-flight commands unordered), then the replies in any order.
+        let mut batch: Vec<(u64, u16, u64, u32)> = Vec::new();
+        let mut expect: Vec<(u64, u64, u32)> = Vec::new();
+        while batch.len() < depth && i < ops {
+            i += 1;
+            let len = match rng.below(4) {
+                0 => 1 + rng.below(9000) as u32,
+                _ => 4096 * (1 + rng.below(8) as u32),
+            };
+            let off = rng.below(span - len as u64);
+            if batch
+                .iter()
+                .any(|&(_, _, o, l)| off < o + l as u64 && o < off + len as u64)
+            {
+                continue;
+            }
+            handle += 1;
+            let kind = match rng.below(20) {
+                0 => CMD_TRIM,
+                1 => CMD_WRITE_ZEROES,
+                2..=9 => CMD_READ,
+                _ => CMD_WRITE,
+            };
+            match kind {
+                CMD_WRITE => {
+                    let data: Vec<u8> = (0..len).map(|_| rng.below(256) as u8).collect();
+                    mirror[off as usize..off as usize + len as usize].copy_from_slice(&data);
+                    c.send(CMD_WRITE, 0, handle, off, &data, len);
+                }
+                CMD_WRITE_ZEROES => {
+                    mirror[off as usize..(off + len as u64) as usize].fill(0);
+                    c.send(CMD_WRITE_ZEROES, 0, handle, off, &[], len);
+                }
+                CMD_TRIM => {
+                    // Whole mapping units inside the range read as zeros; the rest is kept.
+                    let first = off.div_ceil(4096) * 4096;
+                    let end = (off + len as u64) / 4096 * 4096;
+                    if end > first {
+                        mirror[first as usize..end as usize].fill(0);
+                    }
+                    c.send(CMD_TRIM, 0, handle, off, &[], len);
+                }
+                _ => {
+                    expect.push((handle, off, len));
+                    c.send(CMD_READ, 0, handle, off, &[], len);
+                }
+            }
+            batch.push((handle, kind, off, len));
+        }
+        for _ in 0..batch.len() {
+            let lens = expect.clone();
+            let (h, error, data) = c.reply(|h| {
+                lens.iter()
+                    .find(|e| e.0 == h)
+                    .map(|e| e.2 as usize)
+                    .unwrap_or(0)
+            });
+            assert_eq!(error, 0, "handle {h} failed");
+            if let Some(&(_, off, len)) = expect.iter().find(|e| e.0 == h) {
+                assert!(
+                    data == mirror[off as usize..(off + len as u64) as usize],
+                    "read of {len} bytes at {off} differs from what was written"
+                );
+            }
+        }
+    }
+    // Flush, then read the whole span back.
+    c.send(CMD_FLUSH, 0, 0, 0, &[], 0);
+    assert_eq!(c.reply(|_| 0).1, 0);
+    for (k, chunk) in mirror.chunks(1 << 20).enumerate() {
+        c.send(CMD_READ, 0, 1, k as u64 * (1 << 20), &[], 1 << 20);
+        let (_, error, data) = c.reply(|_| 1 << 20);
+        assert_eq!(error, 0);
+        assert!(data == chunk, "MiB {k} differs after the run");
+    }
+    c.send(CMD_DISC, 0, 0, 0, &[], 0);
+    let stats = server.shutdown();
+    assert!(stats.blocks_erased > 0, "the run never erased a block");
+    assert!(
+        stats.gc_units_copied > 0,
+        "garbage collection never moved data"
+    );
+    assert!(!path.exists(), "socket left behind");
+}
+
+#[test]
+fn data_survives_garbage_collection_pace_none() {
+    random_ops_match_mirror(Pace::None, "none.sock", 60_000);
+}
+
+#[test]
+fn data_survives_garbage_collection_pace_model() {
+    random_ops_match_mirror(Pace::Model, "model.sock", 6_000);
+}
+
+#[test]
+fn garbage_clients_do_not_stop_the_server() {
+    let (server, path) = start("garbage.sock", Pace::None);
+    let mut rng = Rng::new(5);
+    for round in 0..30 {
+        let mut s = UnixStream::connect(&path).unwrap();
+        let mut junk: Vec<u8> = (0..rng.below(300)).map(|_| rng.below(256) as u8).collect();
+        if round % 3 == 0 {
+            // A valid handshake, then junk in the transmission phase.
+            let mut b = (FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES)
+                .to_be_bytes()
+                .to_vec();
+            b.extend(option(OPT_GO, &go_data("", &[])));
+            b.append(&mut junk);
+            junk = b;
+        }
+        let _ = s.write_all(&junk);
+        // Vanish mid-message.
+        drop(s);
+    }
+    // A client that sends a write header and disappears before its payload.
+    let mut c = Client::connect(&path);
+    c.send(CMD_WRITE, 0, 1, 0, &[1, 2, 3], 4096);
+    drop(c);
+    // A well-behaved client is still served.
+    let mut c = Client::connect(&path);
+    assert_eq!(c.size, 460_000_000 / 4096 * 4096);
+    c.send(CMD_WRITE, CMD_FLAG_FUA, 9, 8192, &[7u8; 4096], 4096);
+    assert_eq!(c.reply(|_| 0), (9, 0, vec![]));
+    c.send(CMD_READ, 0, 10, 8192, &[], 4096);
+    assert_eq!(c.reply(|_| 4096), (10, 0, vec![7u8; 4096]));
+    c.send(CMD_READ, 0, 11, c.size, &[], 1);
+    assert_eq!(c.reply(|_| 0).1, EINVAL);
+    let stats = server.shutdown();
+    assert_eq!(stats.writes, 1);
+}

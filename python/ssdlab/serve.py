@@ -1,0 +1,136 @@
+"""Serve a modelled drive over NBD: `ssdlab serve --drive NAME --socket PATH`.
+
+The server itself is Rust (crates/ssdlab-nbd) and runs on its own threads; this module starts
+it, reports statistics on SIGUSR1, and on SIGINT/SIGTERM answers what is in flight, prints the
+final statistics and exits.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from . import _ssdlab
+from .drive import config_text, describe_text
+from .errors import SsdlabError
+
+PACES = ("model", "none")
+PRECONDITIONS = ("none", "fast-fill")
+
+
+class Server:
+    """A running NBD server for one drive. Use as a context manager or call `shutdown()`."""
+
+    def __init__(self, drive: str, *, socket: str | Path | None = None, port: int | None = None,
+                 bind: str = "127.0.0.1", pace: str = "model", precondition: str = "none",
+                 seed: int = 0, log: bool = True):
+        if pace not in PACES:
+            raise SsdlabError(f"--pace '{pace}': accepted: {', '.join(PACES)}")
+        if precondition not in PRECONDITIONS:
+            raise SsdlabError(f"--precondition '{precondition}': accepted: {', '.join(PRECONDITIONS)}")
+        if (socket is None) == (port is None):
+            raise SsdlabError("give exactly one of --socket PATH or --port N")
+        if port is not None and not 0 <= port <= 65535:
+            raise SsdlabError(f"--port {port}: accepted: 0..65535 (0 picks a free port)")
+        text, source = config_text(drive)
+        d = describe_text(text, source)
+        self.name = d["name"] or source
+        self.user_bytes = d["user_bytes"]
+        description = (f"ssdlab {self.name}: {d['controller']}, {d['dies']} dies, "
+                       f"{d['user_gb']:.1f} GB, pace {pace}")
+        try:
+            self._server = _ssdlab.NbdServer(
+                text, seed, precondition, pace, self.name, description,
+                socket=str(socket) if socket is not None else None, port=port,
+                bind=bind if port is not None else None, log=log)
+        except ValueError as e:
+            raise SsdlabError(f"{source}: {e}") from None
+        self.uri = self._server.uri()
+
+    def stats(self) -> dict:
+        return json.loads(self._server.stats_json())
+
+    def shutdown(self) -> dict:
+        return json.loads(self._server.shutdown())
+
+    def __enter__(self) -> "Server":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.shutdown()
+        except RuntimeError:
+            pass  # already stopped
+
+
+def format_stats(s: dict) -> str:
+    ops = s["reads"] + s["writes"] + s["write_zeroes"] + s["trims"] + s["flushes"]
+    lines = [
+        f"{ops:,} commands in {s['wall_s']:.1f} s wall ({s['simulated_s']:.1f} s simulated) from "
+        f"{s['connections']} connection(s): {s['iops']:,.0f} IOPS",
+        f"  reads {s['reads']:,} ({s['bytes_read'] / 1e6:,.1f} MB), writes {s['writes']:,} "
+        f"({s['bytes_written'] / 1e6:,.1f} MB), write-zeroes {s['write_zeroes']:,}, trims {s['trims']:,}, "
+        f"flushes {s['flushes']:,}, refused {s['errors']:,}",
+        f"  write amplification {s['write_amplification']:.2f} (GC copied {s['gc_units_copied']:,} units, "
+        f"{s['blocks_erased']:,} blocks erased); "
+        f"data held {s['stored_bytes'] / 1e6:,.1f} MB",
+    ]
+    if s["pace"] == "model":
+        lines.append(f"  replies late behind the model: p50 {s['late_p50_us']:,.0f} us, "
+                     f"p99 {s['late_p99_us']:,.0f} us, max {s['late_max_us']:,.0f} us")
+    return "\n".join(lines)
+
+
+def run_cli(args) -> int:
+    server = Server(args.drive, socket=args.socket, port=args.port, bind=args.bind, pace=args.pace,
+                    precondition=args.precondition, seed=args.seed or 0, log=not args.quiet)
+    print(f"ssdlab serve: {server.name} ({server.user_bytes:,} bytes) at {server.uri} (pace {args.pace}); "
+          f"SIGINT or SIGTERM stops, SIGUSR1 prints statistics", flush=True)
+    stop = threading.Event()
+    report = threading.Event()
+
+    def on_stop(signum, frame):
+        stop.set()
+
+    def on_report(signum, frame):
+        report.set()
+
+    signal.signal(signal.SIGINT, on_stop)
+    signal.signal(signal.SIGTERM, on_stop)
+    signal.signal(signal.SIGUSR1, on_report)
+    while not stop.is_set():
+        stop.wait(0.2)
+        if report.is_set():
+            report.clear()
+            print(format_stats(server.stats()), flush=True)
+    stats = server.shutdown()
+    print("ssdlab serve: stopped\n" + format_stats(stats), flush=True)
+    if args.stats_json:
+        Path(args.stats_json).write_text(json.dumps(stats, indent=2) + "\n")
+    return 0
+
+
+def add_parser(sub) -> None:
+    s = sub.add_parser("serve", help="serve a drive over NBD so real tools (qemu-io, nbdcopy, fio) use it as a disk",
+                       description="Serve a modelled drive over the NBD protocol. Data written is kept where the FTL "
+                                   "puts it and read back through its map; replies are paced to the model's completion times.")
+    s.add_argument("--drive", required=True, help="preset name or drive .toml")
+    s.add_argument("--socket", help="Unix socket path to listen on")
+    s.add_argument("--port", type=int, help="TCP port to listen on (0: any free port)")
+    s.add_argument("--bind", default="127.0.0.1", help="TCP address to bind (default 127.0.0.1)")
+    s.add_argument("--pace", default="model", choices=PACES,
+                   help="model: reply when the model completes the command, in wall-clock time (default); none: as fast as possible")
+    s.add_argument("--precondition", default="none", choices=PRECONDITIONS,
+                   help="drive state at start: none (fresh) or fast-fill (every LBA mapped, reads as zeros)")
+    s.add_argument("--seed", type=int)
+    s.add_argument("--stats-json", help="write the final statistics here as JSON")
+    s.add_argument("--quiet", action="store_true", help="no log lines for refused requests or failed connections")
+    s.set_defaults(func=run_cli)
+
+
+if __name__ == "__main__":
+    from .cli import main
+    sys.exit(main(["serve", *sys.argv[1:]]))
