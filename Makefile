@@ -24,6 +24,7 @@ bench:
 	$(PYTHON) benches/bench_sim.py
 	cargo run --release -q -p ssdlab-trace --example parse_rate
 	$(PYTHON) benches/bench_trace.py
+	$(PYTHON) benches/bench_nbd.py
 
 presets:
 	$(PYTHON) tools/gen_presets.py

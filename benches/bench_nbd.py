@@ -1,0 +1,74 @@
+"""NBD emulator speed, side by side in one run: fio 4 KiB random writes at QD16 through its nbd
+engine against `ssdlab serve --pace none` and against `nbdkit memory` (the baseline: an NBD
+server that only copies bytes). Prints both IOPS and their ratio (target: ssdlab >= half of
+nbdkit). Never fails on a figure.
+
+    python benches/bench_nbd.py [--drive crucial-m500-120] [--runtime 10] [--span 1g]
+"""
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def fio_iops(uri: str, span: str, runtime: int, out: Path) -> float:
+    subprocess.run(["fio", "--name=bench", "--ioengine=nbd", f"--uri={uri}", "--rw=randwrite", "--bs=4k",
+                    "--iodepth=16", f"--size={span}", f"--runtime={runtime}", "--time_based",
+                    "--output-format=json", f"--output={out}"], check=True, capture_output=True)
+    text = out.read_text()
+    return json.loads(text[text.index("{"):])["jobs"][0]["write"]["iops"]
+
+
+def wait_for(path: Path, proc: subprocess.Popen) -> None:
+    deadline = time.time() + 60
+    while not path.exists():
+        if proc.poll() is not None or time.time() > deadline:
+            sys.exit(f"server did not start: {proc.args}")
+        time.sleep(0.05)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--drive", default="crucial-m500-120")
+    ap.add_argument("--runtime", type=int, default=10)
+    ap.add_argument("--span", default="1g")
+    args = ap.parse_args()
+    for tool in ("fio", "nbdkit"):
+        if shutil.which(tool) is None:
+            sys.exit(f"{tool} not installed (apt-get install fio nbdkit)")
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        for name, cmd in (
+            ("nbdkit-memory", ["nbdkit", "--foreground", "-U", str(tmp / "k.sock"), "memory", args.span]),
+            ("ssdlab-pace-none", [sys.executable, "-m", "ssdlab.cli", "serve", "--drive", args.drive,
+                                  "--socket", str(tmp / "s.sock"), "--pace", "none", "--quiet",
+                                  "--stats-json", str(tmp / "stats.json")]),
+        ):
+            sock = tmp / ("k.sock" if name.startswith("nbdkit") else "s.sock")
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                wait_for(sock, proc)
+                results[name] = fio_iops(f"nbd+unix:///?socket={sock}", args.span, args.runtime, tmp / f"{name}.json")
+            finally:
+                proc.terminate()
+                proc.wait(timeout=60)
+        stats = json.loads((tmp / "stats.json").read_text())
+    print(json.dumps({
+        "workload": f"fio nbd engine, 4 KiB randwrite, QD16, {args.span} span, {args.runtime} s",
+        "nbdkit_memory_iops": round(results["nbdkit-memory"]),
+        "ssdlab_pace_none_iops": round(results["ssdlab-pace-none"]),
+        "ratio": round(results["ssdlab-pace-none"] / results["nbdkit-memory"], 3),
+        "ssdlab_drive": args.drive,
+        "ssdlab_simulated_s": round(stats["simulated_s"], 2),
+        "ssdlab_write_amplification": round(stats["write_amplification"], 3),
+    }, indent=2))
+
+
+if __name__ == "__main__":
+    main()

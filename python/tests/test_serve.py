@@ -1,0 +1,276 @@
+"""`ssdlab serve` driven by the real NBD clients users have: nbdinfo, qemu-io, nbdcopy and fio's
+nbd engine (Debian packages libnbd-bin, qemu-utils, fio; .ci/run installs them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import ssdlab
+from ssdlab.serve import Server
+
+TOOLS = ("nbdinfo", "nbdcopy", "qemu-io", "fio")
+
+
+def _need(*tools):
+    """Skip when a client is missing, except under CI (.ci/run sets SSDLAB_REQUIRE_TOOLS)."""
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing and not os.environ.get("SSDLAB_REQUIRE_TOOLS"):
+        pytest.skip(f"not installed: {', '.join(missing)} (.ci/run installs them)")
+    assert not missing, f"CI must have {missing}"
+
+
+TINY_TOML = """\
+name = "test-tiny"
+description = "4 dies of 32 blocks: 128 MiB raw, for copying whole exports"
+
+[nand]
+part = "test"
+channels = 2
+dies = 4
+planes_per_die = 2
+blocks_per_plane = 32
+pages_per_block = 64
+page_size_bytes = 8192
+read_page_us = 50.0
+program_page_us = 1300.0
+erase_block_us = 3000.0
+bus_mb_per_s = 200.0
+
+[controller]
+name = "test"
+command_ns = 12500
+
+[ftl]
+user_capacity_bytes = 100000000
+write_buffer_bytes = 1048576
+
+[host]
+interface = "sata"
+sata_line_gbit_per_s = 6.0
+queue_depth_max = 32
+"""
+
+
+class Served:
+    """`ssdlab serve` as a subprocess on a Unix socket."""
+
+    def __init__(self, tmp_path: Path, drive: str, *extra: str):
+        self.sock = tmp_path / "nbd.sock"
+        self.stats_path = tmp_path / "stats.json"
+        self.log = (tmp_path / "serve.log").open("w+")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "ssdlab.cli", "serve", "--drive", drive, "--socket", str(self.sock),
+             "--stats-json", str(self.stats_path), *extra],
+            stdout=self.log, stderr=subprocess.STDOUT, text=True)
+        deadline = time.time() + 60
+        while not self.sock.exists():
+            assert self.proc.poll() is None, self.output()
+            assert time.time() < deadline, "server did not start"
+            time.sleep(0.05)
+        self.uri = f"nbd+unix:///?socket={self.sock}"
+
+    def output(self) -> str:
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self) -> dict:
+        self.proc.send_signal(signal.SIGTERM)
+        assert self.proc.wait(timeout=60) == 0, self.output()
+        return json.loads(self.stats_path.read_text())
+
+
+@pytest.fixture
+def tiny_toml(tmp_path):
+    p = tmp_path / "tiny.toml"
+    p.write_text(TINY_TOML)
+    return p
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)
+
+
+def test_nbdinfo_lists_the_export_with_size_and_flags(tmp_path, tiny_toml):
+    _need("nbdinfo")
+    s = Served(tmp_path, str(tiny_toml))
+    info = json.loads(run(["nbdinfo", "--json", s.uri]).stdout)
+    export = info["exports"][0]
+    assert export["export-size"] == ssdlab.Drive.from_toml(tiny_toml).user_bytes
+    for flag in ("can_flush", "can_fua", "can_trim", "can_zero", "can_multi_conn"):
+        assert export[flag] is True, flag
+    assert export["is_read_only"] is False
+    assert export["block_size_preferred"] == 4096
+    listed = run(["nbdinfo", "--list", "--json", s.uri])
+    assert [e["export-name"] for e in json.loads(listed.stdout)["exports"]] == ["test-tiny"]
+    s.stop()
+
+
+def test_qemu_io_writes_patterns_reads_them_back_discards_zeroes_and_flushes(tmp_path, tiny_toml):
+    _need("qemu-io")
+    s = Served(tmp_path, str(tiny_toml))
+    cmds = [
+        "write -P 0xab 0 1M", "read -P 0xab 0 1M",
+        "write -P 0x11 4097 1000",            # partial units: read, merged, rewritten
+        "read -P 0x11 4097 1000", "read -P 0xab 0 4097", "read -P 0xab 5097 8192",
+        "write -z 64k 8k", "read -P 0 64k 8k", "read -P 0xab 72k 8k",
+        "discard 512k 256k", "read -P 0 512k 256k", "read -P 0xab 768k 256k",
+        "flush",
+        "write -P 0x5a 90M 4k", "read -P 0x5a 90M 4k",
+    ]
+    args = ["qemu-io", "-f", "raw", s.uri]
+    for c in cmds:
+        args += ["-c", c]
+    p = run(args)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "fail" not in (p.stdout + p.stderr).lower(), p.stdout + p.stderr
+    assert p.stdout.count("read ") == sum(c.startswith("read") for c in cmds)
+    # The pattern check can fail: the wrong pattern is reported.
+    bad = run(["qemu-io", "-f", "raw", s.uri, "-c", "read -P 0xcd 0 4k"])
+    assert "Pattern verification failed" in bad.stdout + bad.stderr
+    stats = s.stop()
+    assert stats["flushes"] >= 1 and stats["trims"] == 1 and stats["write_zeroes"] == 1
+
+
+def test_nbdcopy_copies_in_and_out_byte_identical(tmp_path, tiny_toml):
+    _need("nbdcopy")
+    s = Served(tmp_path, str(tiny_toml))
+    data = os.urandom(10_000_000 + 123)
+    src = tmp_path / "in.bin"
+    src.write_bytes(data)
+    p = run(["nbdcopy", str(src), s.uri])
+    assert p.returncode == 0, p.stderr
+    out = tmp_path / "out.bin"
+    p = run(["nbdcopy", s.uri, str(out)])
+    assert p.returncode == 0, p.stderr
+    back = out.read_bytes()
+    size = ssdlab.Drive.from_toml(tiny_toml).user_bytes
+    assert len(back) == size
+    assert back[: len(data)] == data
+    assert back[len(data):].count(0) == size - len(data)
+    stats = s.stop()
+    assert stats["bytes_written"] >= len(data)
+
+
+def _fio(uri: str, out: Path, *opts: str) -> dict:
+    p = run(["fio", "--name=t", "--ioengine=nbd", f"--uri={uri}", "--output-format=json",
+             f"--output={out}", *opts])
+    assert out.exists(), p.stdout + p.stderr
+    text = out.read_text()
+    return json.loads(text[text.index("{"):])  # fio may print notes before the JSON
+
+
+def test_fio_verify_through_garbage_collection_finds_no_errors(tmp_path, small_toml):
+    _need("fio")
+    # Every LBA mapped first, so collection must move valid data while fio overwrites 256 MiB
+    # (256x the write buffer) in random order, reads every block back, and does it again.
+    s = Served(tmp_path, str(small_toml), "--pace", "none", "--precondition", "fast-fill")
+    r = _fio(s.uri, tmp_path / "fio.json", "--rw=randwrite", "--bs=4k", "--size=256m", "--loops=2",
+             "--iodepth=16", "--randrepeat=0", "--verify=crc32c", "--do_verify=1", "--verify_fatal=1")
+    job = r["jobs"][0]
+    assert job["error"] == 0
+    stats = s.stop()
+    assert stats["bytes_written"] == 512 * 2**20, stats
+    assert stats["bytes_read"] >= 512 * 2**20, stats  # each loop's verify pass read it all back
+    assert stats["gc_units_copied"] > 10_000 and stats["blocks_erased"] > 100, stats
+
+
+def test_fio_verify_detects_lost_data(tmp_path, small_toml):
+    """The verify check above can fail: data discarded behind fio's back is reported."""
+    _need("fio", "qemu-io")
+    s = Served(tmp_path, str(small_toml), "--pace", "none")
+    r = _fio(s.uri, tmp_path / "w.json", "--rw=randwrite", "--bs=4k", "--size=8m", "--iodepth=4",
+             "--verify=crc32c", "--do_verify=0")
+    assert r["jobs"][0]["error"] == 0
+    assert run(["qemu-io", "-f", "raw", s.uri, "-c", "discard 0 1M"]).returncode == 0
+    out = tmp_path / "v.json"
+    p = run(["fio", "--name=t", "--ioengine=nbd", f"--uri={s.uri}", "--rw=randwrite", "--bs=4k", "--size=8m",
+             "--iodepth=4", "--verify=crc32c", "--verify_only", "--output-format=json", f"--output={out}"])
+    assert p.returncode != 0 or json.loads(out.read_text()[out.read_text().index("{"):])["jobs"][0]["error"] != 0
+    s.stop()
+
+
+def test_pace_model_random_read_iops_matches_the_simulation(tmp_path):
+    """fio's 4 KiB random-read IOPS at QD32 against the paced server is within 10% of what
+    `ssdlab run` predicts for the same job on the same preset."""
+    _need("fio")
+    drive = "crucial-m500-120"
+    s = Served(tmp_path, drive, "--precondition", "fast-fill")
+    r = _fio(s.uri, tmp_path / "r.json", "--rw=randread", "--bs=4k", "--size=8g", "--iodepth=32",
+             "--runtime=6", "--time_based", "--ramp_time=1")
+    measured = r["jobs"][0]["read"]["iops"]
+    stats = s.stop()
+    d = ssdlab.Drive.preset(drive)
+    d.precondition("fast-fill")
+    predicted = d.run(ssdlab.Job(rw="randread", bs="4k", iodepth=32, size="8g", runtime_s=6, time_based=True)).summary["read"]["iops"]
+    print(f"\nfio over NBD (pace model): {measured:,.0f} IOPS; ssdlab run: {predicted:,.0f} IOPS; "
+          f"late p50 {stats['late_p50_us']:.0f} us p99 {stats['late_p99_us']:.0f} us")
+    assert abs(measured - predicted) / predicted < 0.10, (measured, predicted)
+
+
+def test_malformed_clients_get_a_log_line_and_others_are_still_served(tmp_path, tiny_toml):
+    _need("nbdinfo")
+    s = Served(tmp_path, str(tiny_toml))
+    for junk in (b"", b"\x00\x00\x00\x03" + b"garbage" * 10, b"\x00\x00\x00\x03IHAVEOPT" + b"\xff" * 30):
+        c = socket.socket(socket.AF_UNIX)
+        c.connect(str(s.sock))
+        c.recv(18)
+        c.sendall(junk)
+        c.close()
+    assert run(["nbdinfo", "--size", s.uri]).stdout.strip() == str(ssdlab.Drive.from_toml(tiny_toml).user_bytes)
+    s.stop()
+    out = s.output()
+    assert "ssdlab serve: client" in out and "connection closed" in out, out
+    assert "Traceback" not in out and "panicked" not in out
+
+
+def test_sigterm_answers_and_reports(tmp_path, tiny_toml):
+    s = Served(tmp_path, str(tiny_toml))
+    s.proc.send_signal(signal.SIGUSR1)
+    time.sleep(0.5)
+    stats = s.stop()
+    out = s.output()
+    assert "stopped" in out and "IOPS" in out and "late behind the model" in out, out
+    assert stats["pace"] == "model"
+    assert not s.sock.exists()
+
+
+def test_api_server_context_manager(tmp_path, tiny_toml):
+    with Server(str(tiny_toml), socket=tmp_path / "a.sock", pace="none") as srv:
+        assert srv.uri.startswith("nbd+unix:///test-tiny?socket=")
+        assert srv.stats()["connections"] == 0
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "exactly one of --socket PATH or --port N"),
+    (["--port", "70000"], "--port 70000"),
+    (["--socket", "SOCK", "--port", "1"], "exactly one of"),
+])
+def test_serve_argument_errors(tmp_path, tiny_toml, args, message):
+    args = [a.replace("SOCK", str(tmp_path / "x.sock")) for a in args]
+    p = run([sys.executable, "-m", "ssdlab.cli", "serve", "--drive", str(tiny_toml), *args])
+    assert p.returncode == 2 and message in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_serve_refuses_a_socket_path_that_is_a_file(tmp_path, tiny_toml):
+    f = tmp_path / "not-a-socket"
+    f.write_text("precious")
+    p = run([sys.executable, "-m", "ssdlab.cli", "serve", "--drive", str(tiny_toml), "--socket", str(f)])
+    assert p.returncode == 2 and "exists and is not a socket" in p.stderr, p.stderr
+    assert f.read_text() == "precious"
+
+
+def test_tcp_binds_loopback_by_default(tmp_path, tiny_toml):
+    with Server(str(tiny_toml), port=0) as srv:
+        assert srv.uri.startswith("nbd://127.0.0.1:")
