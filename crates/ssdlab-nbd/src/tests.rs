@@ -378,17 +378,15 @@ impl Client {
     }
 }
 
-/// Random writes (aligned and not), zero-writes, trims and reads, several in flight, over a
-/// span small enough that garbage collection moves data many times; every read must equal a
-/// mirror of what was written.
-fn random_ops_match_mirror(pace: Pace, name: &str, ops: usize) {
-    let (server, path) = start(name, pace);
-    let mut c = Client::connect(&path);
-    let span: u64 = 64 << 20;
+/// Random writes (aligned and not), zero-writes, trims and reads, several in flight, on
+/// `base..base + span`; every read must equal a mirror of what was written, and so must the
+/// whole region at the end. Returns how many replies overtook an earlier request's.
+fn exercise(c: &mut Client, base: u64, span: u64, ops: usize, seed: u64) -> usize {
     let mut mirror = vec![0u8; span as usize];
-    let mut rng = Rng::new(11);
+    let mut rng = Rng::new(seed);
     let mut handle = 0u64;
     let depth = 8;
+    let mut overtaken = 0;
     let mut i = 0;
     while i < ops {
         // A batch of non-overlapping commands in flight at once (NBD leaves overlapping
@@ -415,32 +413,34 @@ fn random_ops_match_mirror(pace: Pace, name: &str, ops: usize) {
                 2..=9 => CMD_READ,
                 _ => CMD_WRITE,
             };
+            let range = off as usize..(off + len as u64) as usize;
             match kind {
                 CMD_WRITE => {
                     let data: Vec<u8> = (0..len).map(|_| rng.below(256) as u8).collect();
-                    mirror[off as usize..off as usize + len as usize].copy_from_slice(&data);
-                    c.send(CMD_WRITE, 0, handle, off, &data, len);
+                    mirror[range].copy_from_slice(&data);
+                    c.send(CMD_WRITE, 0, handle, base + off, &data, len);
                 }
                 CMD_WRITE_ZEROES => {
-                    mirror[off as usize..(off + len as u64) as usize].fill(0);
-                    c.send(CMD_WRITE_ZEROES, 0, handle, off, &[], len);
+                    mirror[range].fill(0);
+                    c.send(CMD_WRITE_ZEROES, 0, handle, base + off, &[], len);
                 }
                 CMD_TRIM => {
                     // Whole mapping units inside the range read as zeros; the rest is kept.
-                    let first = off.div_ceil(4096) * 4096;
-                    let end = (off + len as u64) / 4096 * 4096;
+                    let first = (base + off).div_ceil(4096) * 4096 - base;
+                    let end = (base + off + len as u64) / 4096 * 4096 - base;
                     if end > first {
                         mirror[first as usize..end as usize].fill(0);
                     }
-                    c.send(CMD_TRIM, 0, handle, off, &[], len);
+                    c.send(CMD_TRIM, 0, handle, base + off, &[], len);
                 }
                 _ => {
                     expect.push((handle, off, len));
-                    c.send(CMD_READ, 0, handle, off, &[], len);
+                    c.send(CMD_READ, 0, handle, base + off, &[], len);
                 }
             }
             batch.push((handle, kind, off, len));
         }
+        let mut answered: Vec<u64> = Vec::new();
         for _ in 0..batch.len() {
             let lens = expect.clone();
             let (h, error, data) = c.reply(|h| {
@@ -450,6 +450,10 @@ fn random_ops_match_mirror(pace: Pace, name: &str, ops: usize) {
                     .unwrap_or(0)
             });
             assert_eq!(error, 0, "handle {h} failed");
+            if answered.last().is_some_and(|&last| h < last) {
+                overtaken += 1;
+            }
+            answered.push(h);
             if let Some(&(_, off, len)) = expect.iter().find(|e| e.0 == h) {
                 assert!(
                     data == mirror[off as usize..(off + len as u64) as usize],
@@ -458,15 +462,30 @@ fn random_ops_match_mirror(pace: Pace, name: &str, ops: usize) {
             }
         }
     }
-    // Flush, then read the whole span back.
+    // Flush, then read the whole region back.
     c.send(CMD_FLUSH, 0, 0, 0, &[], 0);
     assert_eq!(c.reply(|_| 0).1, 0);
     for (k, chunk) in mirror.chunks(1 << 20).enumerate() {
-        c.send(CMD_READ, 0, 1, k as u64 * (1 << 20), &[], 1 << 20);
-        let (_, error, data) = c.reply(|_| 1 << 20);
+        c.send(
+            CMD_READ,
+            0,
+            1,
+            base + k as u64 * (1 << 20),
+            &[],
+            chunk.len() as u32,
+        );
+        let (_, error, data) = c.reply(|_| chunk.len());
         assert_eq!(error, 0);
         assert!(data == chunk, "MiB {k} differs after the run");
     }
+    overtaken
+}
+
+fn data_survives_garbage_collection(pace: Pace, name: &str, ops: usize) {
+    let (server, path) = start(name, pace);
+    let mut c = Client::connect(&path);
+    let overtaken = exercise(&mut c, 0, 64 << 20, ops, 11);
+    assert!(overtaken > 0, "replies always came back in request order");
     c.send(CMD_DISC, 0, 0, 0, &[], 0);
     let stats = server.shutdown();
     assert!(stats.blocks_erased > 0, "the run never erased a block");
@@ -479,12 +498,31 @@ fn random_ops_match_mirror(pace: Pace, name: &str, ops: usize) {
 
 #[test]
 fn data_survives_garbage_collection_pace_none() {
-    random_ops_match_mirror(Pace::None, "none.sock", 60_000);
+    data_survives_garbage_collection(Pace::None, "none.sock", 60_000);
 }
 
 #[test]
 fn data_survives_garbage_collection_pace_model() {
-    random_ops_match_mirror(Pace::Model, "model.sock", 6_000);
+    data_survives_garbage_collection(Pace::Model, "model.sock", 6_000);
+}
+
+#[test]
+fn several_clients_at_once_each_see_their_own_data() {
+    let (server, path) = start("multi.sock", Pace::None);
+    let threads: Vec<_> = (0..4u64)
+        .map(|k| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let mut c = Client::connect(&path);
+                exercise(&mut c, k * (24 << 20) + 1000, 16 << 20, 8_000, 100 + k);
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("client thread");
+    }
+    let stats = server.shutdown();
+    assert_eq!(stats.connections, 4);
 }
 
 #[test]
