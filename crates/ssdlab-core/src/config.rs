@@ -39,6 +39,24 @@ pub struct DriveConfig {
     pub controller: ControllerConfig,
     pub ftl: FtlConfig,
     pub host: HostConfig,
+    /// The vendor's ratings, for reports and validation only: the model never reads them.
+    #[serde(default)]
+    pub datasheet: Datasheet,
+}
+
+/// What the drive's datasheet rates (drives.toml `spec_*`); absent figures were not published.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Datasheet {
+    /// "client" (rated fresh out of box) or "enterprise" (rated full, at steady state).
+    #[serde(default)]
+    pub segment: String,
+    pub seq_read_mbps: Option<f64>,
+    pub seq_write_mbps: Option<f64>,
+    pub rand_read_iops: Option<f64>,
+    pub rand_write_iops: Option<f64>,
+    /// Rated endurance, terabytes written.
+    pub endurance_tbw: Option<f64>,
 }
 
 /// The NAND array: geometry and timing of one part, and how many dies sit on how many channels.
@@ -584,6 +602,7 @@ pub(crate) mod tests {
                 link_command_ns: 1000,
                 queue_depth_max: 32,
             },
+            datasheet: Datasheet::default(),
         }
     }
 
