@@ -215,6 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .serve import add_parser as add_serve_parser
 
     add_serve_parser(sub)
+    from .review.cli import add_parsers as add_review_parsers
+
+    add_review_parsers(sub)
     return p
 
 

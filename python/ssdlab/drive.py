@@ -214,8 +214,19 @@ class Drive:
             self.run(Job(name="precondition-fill-tail", rw="write", bs=str(rest), iodepth=1, offset=str(whole), size=str(rest)))
         return result
 
+    def fill(self, size_bytes: int | None = None, offset_bytes: int = 0) -> None:
+        """Write the mapping units covering `offset_bytes .. offset_bytes + size_bytes` (default:
+        the whole drive) in order, without simulating time: the FTL state of a sequential fill."""
+        unit = self.geometry["mapping_unit_bytes"]
+        first = offset_bytes // unit
+        end = self.geometry["logical_units"] if size_bytes is None else min(
+            self.geometry["logical_units"], -(-(offset_bytes + size_bytes) // unit))
+        if end > first:
+            self._sim.fill_untimed(first, end - first)
+
     def run(self, job: Job | dict, progress: bool = False) -> Result:
-        """Run one job to its end and return what it measured."""
+        """Run one job to its end and return what it measured. `progress`: True for a progress
+        line on stderr, or an object with update(sim_s, ios, fraction) and close()."""
         if isinstance(job, dict):
             try:
                 job = Job(**job)
@@ -225,7 +236,7 @@ class Drive:
             self._sim.start_job(job.to_json())
         except ValueError as e:
             raise SsdlabError(f"job '{job.name}': {e}") from None
-        bar = Progress(f"{self.name} {job.name}", enabled=progress)
+        bar = progress if hasattr(progress, "update") else Progress(f"{self.name} {job.name}", enabled=progress)
         try:
             while not self._sim.advance(1.0):
                 bar.update(*self._sim.progress())

@@ -1,0 +1,6 @@
+"""The review suite: the procedures of methodology.md by name, on modelled drives or, through
+fio, on real devices; and the report that puts them side by side."""
+
+from .procedures import PROCEDURES, Outcome, resolve_params, run_procedure
+
+__all__ = ["PROCEDURES", "Outcome", "resolve_params", "run_procedure"]

@@ -1,0 +1,210 @@
+"""The same procedures on a real file or block device, through fio: generate the fio job, run
+it, read fio's JSON output and its per-second IOPS log.
+
+A file that exists and holds data, and any block device, is only written with
+`yes_destroy=True` (`--yes-destroy-data`). Secure erase has no fio equivalent: a file is
+recreated, a block device is trimmed end to end (which a drive may or may not honour)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import SsdlabError
+from ..job import _parse_size_arg
+from .procedures import Outcome, Tracker, consistency_summary
+
+FIO_PROCEDURES = ("consistency", "four-corners", "sequential-qd", "transfer-size", "qd-scaling")
+
+
+def check_target(path: str, yes_destroy: bool, size: str | None) -> dict:
+    """Where fio will write, how big, and whether it may. Raises SsdlabError otherwise."""
+    if shutil.which("fio") is None:
+        raise SsdlabError("--target needs fio (apt-get install fio)")
+    p = Path(path)
+    block = p.exists() and stat.S_ISBLK(p.stat().st_mode)
+    if block:
+        if not yes_destroy:
+            raise SsdlabError(f"{path} is a block device: the procedures overwrite it; add --yes-destroy-data if that is what you want")
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            size_bytes = os.lseek(fd, 0, os.SEEK_END)
+        finally:
+            os.close(fd)
+    else:
+        if p.exists() and not p.is_file():
+            raise SsdlabError(f"{path}: neither a regular file nor a block device")
+        if p.exists() and p.stat().st_size > 0 and not yes_destroy:
+            raise SsdlabError(f"{path} exists and holds {p.stat().st_size:,} bytes: the procedures overwrite it; add --yes-destroy-data, or name a new file")
+        if not p.parent.is_dir():
+            raise SsdlabError(f"{path}: directory {p.parent} does not exist")
+        size_bytes = _parse_size_arg(size or "1g", "--target-size")
+    return {"path": str(p), "block": block, "size_bytes": size_bytes // (1 << 20) * (1 << 20),
+            "created": not p.exists()}
+
+
+class Fio:
+    def __init__(self, target: dict, workdir: Path):
+        self.t = target
+        self.dir = workdir
+        self.n = 0
+
+    def fresh(self) -> None:
+        if self.t["block"]:
+            self.run(rw="trim", bs="64m", iodepth=1, size=self.t["size_bytes"])
+        else:
+            Path(self.t["path"]).unlink(missing_ok=True)
+
+    def fill(self, size: int) -> None:
+        self.run(rw="write", bs="1m", iodepth=8, size=max(size, 1 << 20))
+
+    def run(self, *, rw: str, bs: str, iodepth: int, size: int, offset: int = 0, runtime_s: float | None = None,
+            rwmixread: int | None = None, iops_log: bool = False) -> tuple[dict, pd.DataFrame | None]:
+        self.n += 1
+        out = self.dir / f"fio-{self.n}.json"
+        log = self.dir / f"log-{self.n}"
+        args = ["fio", f"--name=ssdlab{self.n}", f"--filename={self.t['path']}", f"--size={size}", f"--offset={offset}",
+                f"--rw={rw}", f"--bs={bs}", f"--iodepth={iodepth}", "--ioengine=libaio", f"--direct={int(self.t.get('direct', True))}",
+                "--randrepeat=0", "--norandommap", "--refill_buffers", "--output-format=json", f"--output={out}"]
+        if rwmixread is not None:
+            args.append(f"--rwmixread={rwmixread}")
+        if runtime_s is not None:
+            args += [f"--runtime={runtime_s}", "--time_based"]
+        if iops_log:
+            args += [f"--write_iops_log={log}", "--log_avg_msec=1000"]
+        p = subprocess.run(args, capture_output=True, text=True)
+        if p.returncode != 0 or not out.exists():
+            err = (p.stderr or p.stdout).strip().splitlines()
+            hint = " (the file system may not support O_DIRECT: try --no-direct)" if any("direct" in l.lower() or "Invalid argument" in l for l in err) else ""
+            raise SsdlabError(f"fio failed on {self.t['path']}: {err[-1] if err else p.returncode}{hint}")
+        text = out.read_text()
+        result = json.loads(text[text.index("{"):])
+        series = None
+        if iops_log:
+            logs = sorted(self.dir.glob(f"log-{self.n}_iops*.log"))
+            if logs:
+                series = _iops_log(logs[0])
+        return result["jobs"][0], series
+
+
+def _iops_log(path: Path) -> pd.DataFrame:
+    """fio's averaged log: time (ms), value (IOPS in the interval), direction, bs[, offset]."""
+    rows = []
+    for line in path.read_text().splitlines():
+        parts = [x.strip() for x in line.split(",")]
+        if len(parts) >= 2 and parts[0].isdigit():
+            rows.append((int(parts[0]) / 1000.0, float(parts[1])))
+    df = pd.DataFrame(rows, columns=["time_s", "iops"])
+    return df.groupby("time_s", as_index=False)["iops"].sum()
+
+
+def _mbps(job: dict, op: str) -> float:
+    return job[op]["bw_bytes"] / 1e6
+
+
+def run_fio_procedure(procedure: str, target: dict, params: dict, report=None) -> list[Outcome]:
+    from .procedures import PROCEDURES, resolve_params
+
+    if procedure not in FIO_PROCEDURES:
+        raise SsdlabError(f"{procedure} does not run on a real device through fio; these do: {', '.join(FIO_PROCEDURES)}")
+    p = resolve_params(procedure, params)
+    tracker = Tracker(report, PROCEDURES[procedure].weights(p))
+    label = f"target {target['path']}"
+    size = target["size_bytes"]
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Fio(target, Path(tmp))
+        outs: list[Outcome] = []
+        if procedure == "consistency":
+            duration = p["duration_s"] or 2000
+            for spare in p["spare"]:
+                tracker.step(f"spare {spare}%")
+                f.fresh()
+                span = int(size * (100 - spare) / 100) // 4096 * 4096
+                f.fill(span)
+                job, series = f.run(rw="randwrite", bs=p["bs"], iodepth=p["qd"], size=span, runtime_s=duration, iops_log=True)
+                if series is None or series.empty:
+                    series = pd.DataFrame({"time_s": [float(duration)], "iops": [job["write"]["iops"]]})
+                outs.append(Outcome("consistency", label, f"spare {spare}%", consistency_summary(series, p["steady_window_s"], None),
+                                    {"iops": series}, time.perf_counter() - t0, "fio"))
+        elif procedure in ("four-corners", "sequential-qd"):
+            rows = []
+
+            def add(name, job, op):
+                rows.append({"test": name, "mb_per_s": _mbps(job, op), "iops": job[op]["iops"],
+                             "latency_us_mean": job[op]["clat_ns"]["mean"] / 1e3 if "clat_ns" in job[op] else float("nan")})
+            if procedure == "four-corners":
+                span = min(_parse_size_arg(p["span"], "span"), size)
+                tracker.step("4K random read")
+                f.fresh()
+                f.fill(span)
+                add(f"4K random read QD{p['qd_low']}", f.run(rw="randread", bs="4k", iodepth=p["qd_low"], size=span, runtime_s=p["random_s"])[0], "read")
+                for qd in (p["qd_low"], p["qd_high"]):
+                    tracker.step(f"4K random write QD{qd}")
+                    add(f"4K random write QD{qd}", f.run(rw="randwrite", bs="4k", iodepth=qd, size=span, runtime_s=p["random_s"])[0], "write")
+                tracker.step("128K sequential read")
+                f.fill(size)
+                add("128K sequential read QD1", f.run(rw="read", bs="128k", iodepth=1, size=size, runtime_s=p["seq_s"])[0], "read")
+                tracker.step("128K sequential write")
+                add("128K sequential write QD1", f.run(rw="write", bs="128k", iodepth=1, size=size, runtime_s=p["seq_s"])[0], "write")
+            else:
+                tracker.step("sequential write")
+                f.fresh()
+                add(f"sequential write {p['bs']} QD{p['qd']}", f.run(rw="write", bs=p["bs"], iodepth=p["qd"], size=size, runtime_s=p["duration_s"])[0], "write")
+                tracker.step("sequential read")
+                f.fill(size)
+                add(f"sequential read {p['bs']} QD{p['qd']}", f.run(rw="read", bs=p["bs"], iodepth=p["qd"], size=size, runtime_s=p["duration_s"])[0], "read")
+            table = pd.DataFrame(rows)
+            outs.append(Outcome(procedure, label, "", {r["test"]: r["mb_per_s"] for r in rows}, {"results": table}, time.perf_counter() - t0, "fio"))
+        elif procedure == "transfer-size":
+            span = min(_parse_size_arg(p["span"], "span"), size)
+            lo, hi = _parse_size_arg(p["min_bs"], "min_bs"), _parse_size_arg(p["max_bs"], "max_bs")
+            rows = []
+            f.fresh()
+            tracker.step("sizes")
+            b = lo
+            sizes = []
+            while b <= hi:
+                sizes.append(b)
+                b *= 2
+            for k, bs in enumerate(sizes):
+                n = max(span // bs * bs, bs * 8)
+                w = f.run(rw="write", bs=str(bs), iodepth=p["qd"], size=n)[0]
+                r = f.run(rw="read", bs=str(bs), iodepth=p["qd"], size=n)[0]
+                rows.append({"bs_bytes": bs, "write_mb_per_s": _mbps(w, "write"), "read_mb_per_s": _mbps(r, "read")})
+                tracker.update(0, 0, (k + 1) / len(sizes))
+            table = pd.DataFrame(rows)
+            outs.append(Outcome("transfer-size", label, "", {"read_mb_per_s_max": float(table.read_mb_per_s.max()),
+                                                             "write_mb_per_s_max": float(table.write_mb_per_s.max())},
+                                {"curves": table}, time.perf_counter() - t0, "fio"))
+        elif procedure == "qd-scaling":
+            from .procedures import QD_WORKLOADS
+            tracker.step("precondition")
+            f.fresh()
+            f.fill(size)
+            f.run(rw="randwrite", bs="4k", iodepth=32, size=size, runtime_s=p["precondition_s"] or 2000)
+            rows = []
+            for i, (name, job, writes) in enumerate(QD_WORKLOADS):
+                if writes and i > 0:
+                    tracker.step(f"top-up before {name}")
+                    f.run(rw="randwrite", bs="4k", iodepth=32, size=size, runtime_s=p["topup_s"])
+                for qd in p["qds"]:
+                    tracker.step(f"{name} QD{qd}")
+                    j, _ = f.run(rw=job["rw"], bs=job["bs"], iodepth=qd, size=size, runtime_s=p["step_s"], rwmixread=job.get("rwmixread"))
+                    rows.append({"workload": name, "qd": qd, "iops": j["read"]["iops"] + j["write"]["iops"],
+                                 "mb_per_s": _mbps(j, "read") + _mbps(j, "write"), "latency_us_mean": float("nan")})
+            table = pd.DataFrame(rows)
+            outs.append(Outcome("qd-scaling", label, "", {}, {"curves": table}, time.perf_counter() - t0, "fio"))
+        if not target["block"] and target.get("created"):
+            Path(target["path"]).unlink(missing_ok=True)
+    if report:
+        report(1.0, "done")
+    return outs

@@ -1,0 +1,584 @@
+"""The review procedures of ../shared/reference/methodology.md, run on a modelled drive.
+
+Each procedure is a function of a drive source (preset name or .toml path), its parameters and
+a progress tracker, and returns an `Outcome`: scalar figures for the summary table and the
+tables behind its charts. Every run starts from a new drive (same seed, same results).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..drive import Drive, config_text, describe_text
+from ..errors import SsdlabError
+from ..job import Job, _parse_size_arg
+
+KIB = 1024
+MIB = 1024 * KIB
+GIB = 1024 * MIB
+
+
+@dataclass
+class Outcome:
+    procedure: str
+    drive: str
+    variant: str = ""
+    summary: dict = field(default_factory=dict)
+    tables: dict = field(default_factory=dict)  # name -> DataFrame
+    wall_s: float = 0.0
+    source: str = "model"  # "model" or "fio"
+
+
+class Tracker:
+    """Turns a procedure's steps into one fraction and ETA for the progress display.
+    `report(fraction, text)` receives updates; steps carry relative weights."""
+
+    def __init__(self, report=None, weights: list[float] | None = None):
+        self.report = report or (lambda fraction, text: None)
+        self.weights = weights or [1.0]
+        self.total = sum(self.weights)
+        self.done = 0.0
+        self.current = 0.0
+        self.index = 0
+        self.label = ""
+
+    def step(self, label: str) -> "Tracker":
+        if self.index > 0:
+            self.done += self.weights[min(self.index - 1, len(self.weights) - 1)]
+        self.current = self.weights[min(self.index, len(self.weights) - 1)]
+        self.index += 1
+        self.label = label
+        self.report(min(self.done / self.total, 1.0), label)
+        return self
+
+    # Drive.run's progress protocol.
+    def update(self, sim_s: float, ios: int, fraction: float) -> None:
+        self.report(min((self.done + self.current * fraction) / self.total, 1.0), self.label)
+
+    def close(self) -> None:
+        pass
+
+
+def segment(source: str) -> str:
+    text, src = config_text(source)
+    import tomllib
+    return tomllib.loads(text).get("datasheet", {}).get("segment", "client") or "client"
+
+
+def drive_label(source: str) -> str:
+    text, src = config_text(source)
+    return describe_text(text, src)["name"] or Path(src).stem
+
+
+def _new(source: str, seed: int) -> Drive:
+    return Drive.open(source, seed=seed)
+
+
+def _round_down(n: int, unit: int) -> int:
+    return n // unit * unit
+
+
+# ----- parameters ------------------------------------------------------------------------------
+
+def _positive(name):
+    def check(v):
+        if v is None or v <= 0:
+            raise SsdlabError(f"{name} {v}: must be > 0")
+        return v
+    return check
+
+
+def _qd_list(name):
+    def check(v):
+        for q in v:
+            if not isinstance(q, int) or q < 1 or q > 4096:
+                raise SsdlabError(f"{name}: queue depth {q}: accepted: integers 1..4096")
+        return v
+    return check
+
+
+def _spare_list(v):
+    for s in v:
+        if not 0 <= s < 100:
+            raise SsdlabError(f"spare {s}%: accepted: 0 <= spare < 100 (percent of user capacity left unwritten)")
+    if len(set(v)) != len(v):
+        raise SsdlabError(f"spare {v}: each percentage once")
+    return v
+
+
+def _size(name):
+    def check(v):
+        b = _parse_size_arg(v, name) if isinstance(v, str) else int(v)
+        if b <= 0:
+            raise SsdlabError(f"{name} {v}: must be > 0")
+        return v
+    return check
+
+
+@dataclass
+class Param:
+    default: object
+    help: str
+    check: object = None
+
+
+# ----- procedures --------------------------------------------------------------------------------
+
+def consistency(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
+    """Secure erase, fill the written span, 4 KiB random writes at QD32 for the duration, IOPS
+    per second; one run per spare-area variant (the written LBA range is limited to
+    100 - spare % of user capacity; the rest stays trimmed)."""
+    label = drive_label(source)
+    duration = p["duration_s"] or (7200 if segment(source) == "enterprise" else 2000)
+    outs = []
+    for spare in p["spare"]:
+        tracker.step(f"spare {spare}%")
+        t0 = time.perf_counter()
+        d = _new(source, seed)
+        d.secure_erase()
+        unit = d.geometry["mapping_unit_bytes"]
+        span = _round_down(int(d.user_bytes * (100 - spare) / 100), unit)
+        d.fill(span)
+        r = d.run(Job(name="consistency", rw="randwrite", bs=p["bs"], iodepth=p["qd"], size=str(span),
+                      runtime_s=duration, time_based=True), progress=tracker)
+        s = r.series[["time_s", "write_iops"]].rename(columns={"write_iops": "iops"})
+        s["iops"] = s["iops"].round(3)
+        outs.append(Outcome("consistency", label, f"spare {spare}%", consistency_summary(s, p["steady_window_s"], r.summary["write_amplification"]),
+                            {"iops": s}, time.perf_counter() - t0))
+    return outs
+
+
+def consistency_summary(s: pd.DataFrame, window_s: float, waf: float | None) -> dict:
+    iops = s["iops"].to_numpy()
+    t = s["time_s"].to_numpy()
+    first = iops[t <= min(60, t[-1])] if len(iops) else iops
+    peak = float(first.max()) if len(first) else 0.0
+    last = iops[t > t[-1] - window_s] if len(iops) else iops
+    below = np.nonzero(iops < 0.5 * peak)[0]
+    return {
+        "peak_iops": peak,
+        "cliff_s": float(t[below[0]]) if len(below) else None,
+        "steady_mean_iops": float(last.mean()) if len(last) else 0.0,
+        "steady_floor_iops": float(np.percentile(last, 1)) if len(last) else 0.0,
+        "steady_p99_iops": float(np.percentile(last, 99)) if len(last) else 0.0,
+        "steady_stddev_iops": float(last.std()) if len(last) else 0.0,
+        "steady_window_s": window_s,
+        "write_amplification": waf,
+    }
+
+
+def four_corners(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
+    """The desktop Iometer set: 4 KiB random read and write over an 8 GiB span at QD3, random
+    write at QD32, 128 KiB sequential read and write at QD1 over the whole span."""
+    label = drive_label(source)
+    t0 = time.perf_counter()
+    rows = []
+    span = _parse_size_arg(p["span"], "span")
+
+    def run(name, d, job):
+        r = d.run(job, progress=tracker)
+        op = "read" if "read" in job.rw else "write"
+        o = r.summary[op]
+        rows.append({"test": name, "mb_per_s": o["mb_per_s"], "iops": o["iops"], "latency_us_mean": o["latency_us_mean"]})
+
+    tracker.step("4K random read")
+    d = _new(source, seed)
+    span = min(span, d.user_bytes)
+    d.secure_erase()
+    d.fill(span)
+    run(f"4K random read QD{p['qd_low']}", d, Job(rw="randread", bs="4k", iodepth=p["qd_low"], size=str(span), runtime_s=p["random_s"], time_based=True))
+    for qd in (p["qd_low"], p["qd_high"]):
+        tracker.step(f"4K random write QD{qd}")
+        d.secure_erase()
+        run(f"4K random write QD{qd}", d, Job(rw="randwrite", bs="4k", iodepth=qd, size=str(span), runtime_s=p["random_s"], time_based=True))
+    tracker.step("128K sequential read")
+    d.secure_erase()
+    # A sequential read can reach no further than the host link carries in the run: filling
+    # beyond that changes nothing the test reads.
+    reach = _round_down(int(_link_bytes_per_s(d) * p["seq_s"] * 1.05) + 128 * KIB, 128 * KIB)
+    whole = _round_down(d.user_bytes, 128 * KIB)
+    d.fill(min(reach, whole))
+    run("128K sequential read QD1", d, Job(rw="read", bs="128k", iodepth=1, size=str(whole), runtime_s=p["seq_s"], time_based=True))
+    tracker.step("128K sequential write")
+    d.secure_erase()
+    run("128K sequential write QD1", d, Job(rw="write", bs="128k", iodepth=1, size=str(whole), runtime_s=p["seq_s"], time_based=True))
+    table = pd.DataFrame(rows)
+    return [Outcome("four-corners", label, "", {r["test"]: r["mb_per_s"] for r in rows}, {"results": table}, time.perf_counter() - t0)]
+
+
+def _link_bytes_per_s(d: Drive) -> float:
+    host = d.config["host"]
+    if host.get("interface", "sata") == "sata":
+        return host.get("sata_line_gbit_per_s", 6.0) * 1e9 * 0.8 / 8
+    return host.get("pcie_lanes", 4) * {1: 250e6, 2: 500e6, 3: 985e6, 4: 1969e6}.get(host.get("pcie_generation", 3), 985e6)
+
+
+def sequential_qd(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
+    """Incompressible sequential read and write of large transfers at a deep queue (AS-SSD style)."""
+    label = drive_label(source)
+    t0 = time.perf_counter()
+    d = _new(source, seed)
+    bs = _parse_size_arg(p["bs"], "bs")
+    whole = _round_down(d.user_bytes, bs)
+    rows = []
+    tracker.step("sequential write")
+    d.secure_erase()
+    r = d.run(Job(rw="write", bs=p["bs"], iodepth=p["qd"], size=str(whole), runtime_s=p["duration_s"], time_based=True), progress=tracker)
+    rows.append({"test": f"sequential write {p['bs']} QD{p['qd']}", "mb_per_s": r.summary["write"]["mb_per_s"], "iops": r.summary["write"]["iops"]})
+    tracker.step("sequential read")
+    d.secure_erase()
+    reach = _round_down(int(_link_bytes_per_s(d) * p["duration_s"] * 1.05) + bs, bs)
+    d.fill(min(reach, whole))
+    r = d.run(Job(rw="read", bs=p["bs"], iodepth=p["qd"], size=str(whole), runtime_s=p["duration_s"], time_based=True), progress=tracker)
+    rows.append({"test": f"sequential read {p['bs']} QD{p['qd']}", "mb_per_s": r.summary["read"]["mb_per_s"], "iops": r.summary["read"]["iops"]})
+    return [Outcome("sequential-qd", label, "", {r["test"]: r["mb_per_s"] for r in rows}, {"results": pd.DataFrame(rows)}, time.perf_counter() - t0)]
+
+
+def transfer_size(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
+    """Sequential read and write throughput at transfer sizes from 512 B to 8 MiB (powers of
+    two), QD4, over a small span (ATTO style): each size writes the span, then reads it."""
+    label = drive_label(source)
+    t0 = time.perf_counter()
+    d = _new(source, seed)
+    d.secure_erase()
+    span = _parse_size_arg(p["span"], "span")
+    lo, hi = _parse_size_arg(p["min_bs"], "min_bs"), _parse_size_arg(p["max_bs"], "max_bs")
+    sizes = []
+    b = lo
+    while b <= hi:
+        sizes.append(b)
+        b *= 2
+    rows = []
+    for bs in sizes:
+        tracker.step(f"{bs} B")
+        size = max(_round_down(span, bs), bs * 8)
+        w = d.run(Job(rw="write", bs=str(bs), iodepth=p["qd"], size=str(size)), progress=tracker)
+        r = d.run(Job(rw="read", bs=str(bs), iodepth=p["qd"], size=str(size)), progress=tracker)
+        rows.append({"bs_bytes": bs, "write_mb_per_s": w.summary["write"]["mb_per_s"], "read_mb_per_s": r.summary["read"]["mb_per_s"]})
+    table = pd.DataFrame(rows)
+    return [Outcome("transfer-size", label, "", {"read_mb_per_s_max": float(table.read_mb_per_s.max()), "write_mb_per_s_max": float(table.write_mb_per_s.max())},
+                    {"curves": table}, time.perf_counter() - t0)]
+
+
+def _pass(d: Drive, positions: int, bs: int, qd: int, tracker: Tracker, name: str) -> pd.DataFrame:
+    """A sequential write pass over the whole drive, MB/s in each of `positions` slices."""
+    whole = _round_down(d.user_bytes, bs)
+    chunk = _round_down(whole // positions, bs)
+    rows = []
+    for k in range(positions):
+        r = d.run(Job(rw="write", bs=str(bs), iodepth=qd, offset=str(k * chunk), size=str(chunk)))
+        tracker.update(0, 0, (k + 1) / positions)
+        rows.append({"pass": name, "position_pct": 100 * (k + 0.5) / positions, "mb_per_s": r.summary["write"]["mb_per_s"]})
+    return pd.DataFrame(rows)
+
+
+def trim(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
+    """TRIM validation: fresh sequential pass, sustained random writes, a degraded pass, a
+    second pass; then again from secure erase, random writes, TRIM of the whole drive and the
+    pass after TRIM. MB/s along the LBA span for each pass."""
+    label = drive_label(source)
+    t0 = time.perf_counter()
+    bs = _parse_size_arg(p["bs"], "bs")
+    d = _new(source, seed)
+    passes = []
+    tracker.step("fresh pass")
+    d.secure_erase()
+    passes.append(_pass(d, p["positions"], bs, p["qd"], tracker, "fresh"))
+    tracker.step("random writes")
+    d.run(Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=p["random_s"], time_based=True), progress=tracker)
+    tracker.step("degraded pass")
+    passes.append(_pass(d, p["positions"], bs, p["qd"], tracker, "degraded (after random writes)"))
+    tracker.step("second pass")
+    passes.append(_pass(d, p["positions"], bs, p["qd"], tracker, "second pass"))
+    tracker.step("random writes, then TRIM")
+    d.secure_erase()
+    d.fill()
+    d.run(Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=p["random_s"], time_based=True), progress=tracker)
+    unit = d.geometry["mapping_unit_bytes"]
+    whole_units = _round_down(d.user_bytes, unit)
+    d.run(Job(rw="trim", bs=str(min(whole_units, 2 * GIB)), iodepth=1, size=str(_round_down(whole_units, min(whole_units, 2 * GIB)))))
+    tracker.step("pass after TRIM")
+    passes.append(_pass(d, p["positions"], bs, p["qd"], tracker, "after TRIM"))
+    table = pd.concat(passes, ignore_index=True)
+    means = table.groupby("pass", sort=False)["mb_per_s"].mean()
+    return [Outcome("trim", label, "", {f"{k} MB/s": float(v) for k, v in means.items()}, {"passes": table}, time.perf_counter() - t0)]
+
+
+QD_WORKLOADS = (
+    ("4K random write", dict(rw="randwrite", bs="4k"), True),
+    ("4K random read", dict(rw="randread", bs="4k"), False),
+    ("4K random 70/30 read/write", dict(rw="randrw", bs="4k", rwmixread=70), True),
+    ("128K sequential write", dict(rw="write", bs="128k"), True),
+    ("128K sequential read", dict(rw="read", bs="128k"), False),
+)
+
+
+def qd_scaling(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
+    """Enterprise steady state: sequential fill, random writes at QD32 to steady state, then,
+    without rest, each workload at every queue depth; a top-up of random writes before each
+    write workload (reads follow the write test before them). Full LBA span."""
+    label = drive_label(source)
+    t0 = time.perf_counter()
+    pre = p["precondition_s"] or (7200 if segment(source) == "enterprise" else 2000)
+    d = _new(source, seed)
+    tracker.step("precondition")
+    d.secure_erase()
+    d.fill()
+    d.run(Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=pre, time_based=True), progress=tracker)
+    rows = []
+    first = True
+    for name, job, writes in QD_WORKLOADS:
+        if writes and not first:
+            tracker.step(f"top-up before {name}")
+            d.run(Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=p["topup_s"], time_based=True), progress=tracker)
+        first = False
+        for qd in p["qds"]:
+            tracker.step(f"{name} QD{qd}")
+            r = d.run(Job(iodepth=qd, runtime_s=p["step_s"], time_based=True, **job), progress=tracker)
+            s = r.summary
+            rows.append({"workload": name, "qd": qd, "iops": s["read"]["iops"] + s["write"]["iops"],
+                         "mb_per_s": s["read"]["mb_per_s"] + s["write"]["mb_per_s"],
+                         "latency_us_mean": _mean_latency(s)})
+    table = pd.DataFrame(rows)
+    summary = {f"{w} QD{q}": float(v) for w, q, v in table[table.qd.isin([1, 32])][["workload", "qd", "iops"]].itertuples(index=False)}
+    return [Outcome("qd-scaling", label, "", summary, {"curves": table}, time.perf_counter() - t0)]
+
+
+def _mean_latency(s: dict) -> float:
+    n = s["read"]["ios"] + s["write"]["ios"]
+    if n == 0:
+        return 0.0
+    return (s["read"]["latency_us_mean"] * s["read"]["ios"] + s["write"]["latency_us_mean"] * s["write"]["ios"]) / n
+
+
+def endurance(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
+    """TBW = user capacity x rated P/E cycles / (WAF x WLF), with WAF and the wear-levelling
+    factor WLF (most-cycled block over the mean) measured under the vendors' rating workload
+    (client: random writes of 4K/64K/128K in a 50/40/10 mix over 90% of the drive; enterprise:
+    4 KiB random writes over the whole drive). The workload runs on a replica with the drive's
+    per-die geometry, NAND, FTL policy and over-provisioning, but `replica_dies` dies, long enough
+    for `cycles` mean P/E cycles."""
+    import tomllib
+    label = drive_label(source)
+    t0 = time.perf_counter()
+    text, src = config_text(source)
+    cfg = tomllib.loads(text)
+    dies = cfg["nand"]["dies"]
+    replica_dies = min(p["replica_dies"], dies)
+    scale = replica_dies / dies
+    cfg["nand"]["dies"] = replica_dies
+    cfg["nand"]["channels"] = min(cfg["nand"]["channels"], replica_dies)
+    cfg["ftl"]["user_capacity_bytes"] = int(cfg["ftl"]["user_capacity_bytes"] * scale) // 4096 * 4096
+    d = Drive(_dump_toml(cfg), f"{label} replica", seed)
+    ent = cfg.get("datasheet", {}).get("segment") == "enterprise"
+    tracker.step("fill")
+    d.secure_erase()
+    d.fill()
+    raw_units = d.geometry["raw_bytes"] // d.geometry["mapping_unit_bytes"]
+    if ent:
+        job = dict(rw="randwrite", bs="4k", size="100%")
+        workload = "4 KiB random writes over the whole drive (enterprise rating workload)"
+    else:
+        job = dict(rw="randwrite", bssplit="4k/50:64k/40:128k/10", size="90%")
+        workload = "random writes 4K/64K/128K = 50/40/10% over 90% of the drive (client rating mix, without its 25% sequential part)"
+    # Warm up to steady state (2 drive writes), then measure until the mean erase count has
+    # grown by `cycles`.
+    tracker.step("warm-up")
+    user_units = d.geometry["logical_units"]
+    mean_io_units = 1 if ent else (0.5 * 1 + 0.4 * 16 + 0.1 * 32)
+    d.run(Job(name="warm-up", number_ios=int(2 * user_units / mean_io_units), iodepth=32, **job), progress=tracker)
+    c0 = d.counters()["ftl"]
+    e0 = d.erase_counts().astype(np.float64)
+    tracker.step("measure")
+    # Run in chunks until the mean erase count has grown by `cycles`; WAF over all chunks.
+    per_cycle_ios = len(e0) * d.geometry["units_per_block"] / mean_io_units / 2
+    pages = host = 0.0
+    e1 = e0
+    for chunk in range(1000):
+        r = d.run(Job(name="measure", number_ios=int(per_cycle_ios) + 1000, iodepth=32, **job))
+        units = r.summary["host_units_written"]
+        pages += r.summary["write_amplification"] * units
+        host += units
+        e1 = d.erase_counts().astype(np.float64)
+        grown = float((e1 - e0).mean())
+        tracker.update(0, 0, min(grown / p["cycles"], 1.0))
+        if grown >= p["cycles"]:
+            break
+    waf = pages / host
+    used = e1 - e0
+    cycled = e1[e1 > 0]  # blocks kept in reserve never cycle
+    wlf = float(cycled.max() / cycled.mean()) if len(cycled) else float("nan")
+    pe = cfg["nand"].get("pe_cycles_rated", 0)
+    if not pe:
+        raise SsdlabError(f"{label}: endurance needs nand.pe_cycles_rated in the drive file")
+    user_bytes_full = int(cfg["ftl"]["user_capacity_bytes"] / scale)
+    tbw = user_bytes_full * pe / (waf * wlf) / 1e12
+    rated = cfg.get("datasheet", {}).get("endurance_tbw")
+    summary = {
+        "workload": workload, "write_amplification": waf, "wear_leveling_factor": wlf,
+        "mean_pe_cycles_measured": float(used.mean()), "mean_pe_cycles_total": float(e1.mean()), "pe_cycles_rated": pe,
+        "projected_tbw": tbw, "rated_tbw": rated,
+        "replica": f"{replica_dies} of {dies} dies",
+    }
+    hist = pd.DataFrame({"erase_count": e1.astype(np.int64)}).value_counts().rename("blocks").reset_index().sort_values("erase_count")
+    return [Outcome("endurance", label, "", summary, {"tbw": pd.DataFrame([{"drive": label, "projected_tbw": tbw, "rated_tbw": rated}]),
+                                                     "erase_counts": hist}, time.perf_counter() - t0)]
+
+
+def _dump_toml(cfg: dict) -> str:
+    lines = []
+    for k, v in cfg.items():
+        if not isinstance(v, dict):
+            lines.append(f"{k} = {_toml_value(v)}")
+    for section, table in cfg.items():
+        if isinstance(table, dict):
+            lines.append(f"[{section}]")
+            lines += [f"{k} = {_toml_value(v)}" for k, v in table.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(v)
+
+
+def storage_bench(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
+    """Trace replay, idle removed (afap): average data rate overall/read/write, busy time,
+    mean service time and its standard deviation, on look-alikes of the reviews' client traces
+    (ssdlab.synth) and on any trace given."""
+    import tempfile
+    from ..synth import write_fio_iolog
+    label = drive_label(source)
+    t0 = time.perf_counter()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        items = []
+        for name in p["traces"]:
+            if Path(name).exists():
+                items.append((Path(name).name, Path(name)))
+            else:
+                items.append((name, None))
+        for name, path in items:
+            tracker.step(name)
+            d = _new(source, seed)
+            d.secure_erase()
+            d.fill()
+            if path is None:
+                path = Path(tmp) / f"{name}.iolog"
+                write_fio_iolog(path, name, fraction=p["fraction"], span_bytes=min(d.user_bytes, 128 * 10**9) // 4096 * 4096, seed=seed)
+            r = d.replay(path, "afap", wrap=True)
+            for cls in ("all", "read", "write"):
+                c = r.summary[cls]
+                rows.append({"trace": name, "class": cls, "requests": c["ios"], "data_rate_mb_per_s": c["data_rate_mb_per_s"],
+                             "busy_s": c["busy_s"], "service_us_mean": c["latency_us_mean"], "service_us_stddev": c["latency_us_stddev"]})
+    table = pd.DataFrame(rows)
+    summary = {f"{t} MB/s": float(v) for t, v in table[table["class"] == "all"][["trace", "data_rate_mb_per_s"]].itertuples(index=False)}
+    return [Outcome("storage-bench", label, "", summary, {"results": table}, time.perf_counter() - t0)]
+
+
+def _trace_list(v):
+    from ..synth import TRACES
+    for t in v:
+        if t not in TRACES and not Path(t).exists():
+            raise SsdlabError(f"trace '{t}': neither a look-alike ({', '.join(TRACES)}) nor an existing file")
+    return v
+
+
+@dataclass
+class Procedure:
+    name: str
+    run: object
+    params: dict
+    weights: object  # params -> list of step weights
+    description: str = ""
+
+
+def _frac(v):
+    if not 0 < v <= 1:
+        raise SsdlabError(f"fraction {v}: accepted: 0 < fraction <= 1")
+    return v
+
+
+PROCEDURES: dict[str, Procedure] = {
+    "consistency": Procedure("consistency", consistency, {
+        "duration_s": Param(None, "seconds of random writes (default 2000; 7200 for enterprise presets)", lambda v: v if v is None else _positive("duration_s")(v)),
+        "spare": Param([0], "extra spare area, % of user capacity left unwritten (list)", _spare_list),
+        "qd": Param(32, "queue depth", _positive("qd")),
+        "bs": Param("4k", "transfer size", _size("bs")),
+        "steady_window_s": Param(600, "the last seconds summarised as steady state", _positive("steady_window_s")),
+    }, lambda p: [1.0] * len(p["spare"])),
+    "four-corners": Procedure("four-corners", four_corners, {
+        "span": Param("8g", "LBA span of the random tests", _size("span")),
+        "qd_low": Param(3, "queue depth of the random tests", _positive("qd_low")),
+        "qd_high": Param(32, "queue depth of the second random write test", _positive("qd_high")),
+        "random_s": Param(180, "seconds per random test", _positive("random_s")),
+        "seq_s": Param(60, "seconds per sequential test", _positive("seq_s")),
+    }, lambda p: [1, 1, 1, 0.5, 0.5]),
+    "sequential-qd": Procedure("sequential-qd", sequential_qd, {
+        "bs": Param("128k", "transfer size", _size("bs")),
+        "qd": Param(32, "queue depth", _positive("qd")),
+        "duration_s": Param(60, "seconds per direction", _positive("duration_s")),
+    }, lambda p: [1, 1]),
+    "transfer-size": Procedure("transfer-size", transfer_size, {
+        "span": Param("256m", "LBA span written then read at each size", _size("span")),
+        "min_bs": Param("512", "smallest transfer", _size("min_bs")),
+        "max_bs": Param("8m", "largest transfer", _size("max_bs")),
+        "qd": Param(4, "queue depth", _positive("qd")),
+    }, lambda p: [1.0]),
+    "trim": Procedure("trim", trim, {
+        "random_s": Param(1200, "seconds of 4 KiB QD32 random writes (methodology: 20-30 minutes)", _positive("random_s")),
+        "positions": Param(50, "slices of the LBA span the passes are measured in", _positive("positions")),
+        "bs": Param("128k", "transfer size of the sequential passes", _size("bs")),
+        "qd": Param(1, "queue depth of the sequential passes", _positive("qd")),
+    }, lambda p: [0.5, 1, 0.5, 0.5, 1.2, 0.5]),
+    "qd-scaling": Procedure("qd-scaling", qd_scaling, {
+        "precondition_s": Param(None, "seconds of QD32 random writes to reach steady state (default 2000; 7200 for enterprise)", lambda v: v if v is None else _positive("precondition_s")(v)),
+        "topup_s": Param(300, "seconds of QD32 random writes before each later write workload", _positive("topup_s")),
+        "step_s": Param(180, "seconds at each queue depth", _positive("step_s")),
+        "qds": Param([1, 2, 4, 8, 16, 32, 64, 128], "queue depths", _qd_list("qds")),
+    }, lambda p: [2.0] + [0.15] * (len(p["qds"]) * 5 + 3)),
+    "endurance": Procedure("endurance", endurance, {
+        "cycles": Param(10, "mean P/E cycles the measurement runs for", _positive("cycles")),
+        "replica_dies": Param(2, "dies of the replica the wear is measured on", _positive("replica_dies")),
+    }, lambda p: [0.1, 1, 3]),
+    "storage-bench": Procedure("storage-bench", storage_bench, {
+        "traces": Param(["heavy-2011", "light-2011"], "look-alike names or trace files", _trace_list),
+        "fraction": Param(0.05, "share of each look-alike's published length", _frac),
+    }, lambda p: [1.0] * len(p["traces"])),
+}
+
+
+def resolve_params(procedure: str, overrides: dict | None = None) -> dict:
+    """Defaults of `procedure` with `overrides` applied and checked. Unknown procedure or
+    parameter names and bad values raise SsdlabError."""
+    if procedure not in PROCEDURES:
+        raise SsdlabError(f"unknown procedure '{procedure}'; accepted: {', '.join(PROCEDURES)}")
+    spec = PROCEDURES[procedure].params
+    p = {k: v.default for k, v in spec.items()}
+    for k, v in (overrides or {}).items():
+        if k not in spec:
+            raise SsdlabError(f"{procedure}: unknown parameter '{k}'; accepted: {', '.join(spec)}")
+        p[k] = v
+    for k, v in p.items():
+        if spec[k].check is not None:
+            p[k] = spec[k].check(v)
+    return p
+
+
+def run_procedure(procedure: str, source: str, params: dict | None = None, report=None, seed: int = 0) -> list[Outcome]:
+    """Run one procedure on a modelled drive (preset name or .toml path)."""
+    p = resolve_params(procedure, params)
+    proc = PROCEDURES[procedure]
+    tracker = Tracker(report, proc.weights(p))
+    outs = proc.run(source, p, tracker, seed)
+    tracker.report(1.0, "done")
+    return outs

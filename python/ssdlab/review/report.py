@@ -1,0 +1,318 @@
+"""The review report: one self-contained HTML page (plotly.js embedded, works offline) with
+buttons to switch drive and spare-area variant, PNGs of every chart, the data behind each chart
+as CSV and Parquet, and a summary table comparing the drives."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .procedures import Outcome
+
+LINEAR_ZOOM_MAX = 40_000  # methodology.md: zoom "linear y up to 40K IOPS"
+
+
+def _fig(title, xaxis, yaxis, **layout):
+    return {"data": [], "layout": {"title": {"text": title}, "xaxis": xaxis, "yaxis": yaxis,
+                                   "margin": {"l": 70, "r": 20, "t": 50, "b": 50}, "height": 420,
+                                   "legend": {"orientation": "h", "y": -0.2}, **layout}}
+
+
+def _line(x, y, name, drive, variant="", **kw):
+    return {"type": "scattergl" if len(x) > 2000 else "scatter", "mode": kw.pop("mode", "lines"),
+            "x": list(map(float, x)), "y": [None if (v != v) else float(v) for v in y],
+            "name": name, "meta": {"drive": drive, "variant": variant}, **kw}
+
+
+def _bar(x, y, name, **kw):
+    return {"type": "bar", "x": list(x), "y": [float(v) for v in y], "name": name, "meta": {"compare": True}, **kw}
+
+
+def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], dict[str, pd.DataFrame]]:
+    """(chart id, section, plotly figure) in page order, and the data behind each chart."""
+    by = {}
+    for o in outcomes:
+        by.setdefault(o.procedure, []).append(o)
+    charts: list[tuple[str, str, dict]] = []
+    data: dict[str, pd.DataFrame] = {}
+
+    if "consistency" in by:
+        outs = by["consistency"]
+        end = max(float(o.tables["iops"].time_s.max()) for o in outs)
+        lo = max(0.0, end - 600)
+        full = _fig("4 KiB random write IOPS, QD32, over the whole run (log scale)", {"title": {"text": "time (s)"}},
+                    {"title": {"text": "IOPS"}, "type": "log"})
+        zl = _fig(f"Zoom t = {lo:.0f}..{end:.0f} s (log scale)", {"title": {"text": "time (s)"}, "range": [lo, end]},
+                  {"title": {"text": "IOPS"}, "type": "log"})
+        zn = _fig(f"Zoom t = {lo:.0f}..{end:.0f} s (linear, to 40K IOPS)", {"title": {"text": "time (s)"}, "range": [lo, end]},
+                  {"title": {"text": "IOPS"}, "range": [0, LINEAR_ZOOM_MAX]})
+        frames = []
+        for o in outs:
+            s = o.tables["iops"]
+            name = f"{o.drive} ({o.variant})"
+            full["data"].append(_line(s.time_s, s.iops.clip(lower=1), name, o.drive, o.variant))
+            z = s[s.time_s >= lo]
+            zl["data"].append(_line(z.time_s, z.iops.clip(lower=1), name, o.drive, o.variant))
+            zn["data"].append(_line(z.time_s, z.iops, name, o.drive, o.variant))
+            frames.append(s.assign(drive=o.drive, variant=o.variant, source=o.source))
+        charts += [("consistency-full", "Performance consistency", full),
+                   ("consistency-zoom-log", "Performance consistency", zl),
+                   ("consistency-zoom-linear", "Performance consistency", zn)]
+        df = pd.concat(frames, ignore_index=True)
+        for c in ("consistency-full", "consistency-zoom-log", "consistency-zoom-linear"):
+            data[c] = df if c == "consistency-full" else df[df.time_s >= lo]
+
+    for proc, title, unit in (("four-corners", "Desktop Iometer: the four corners", "MB/s"),
+                              ("sequential-qd", "Incompressible sequential at high queue depth", "MB/s")):
+        if proc in by:
+            fig = _fig(title, {"title": {"text": ""}}, {"title": {"text": unit}}, barmode="group")
+            frames = []
+            for o in by[proc]:
+                t = o.tables["results"]
+                fig["data"].append(_bar(t.test, t.mb_per_s, o.drive))
+                frames.append(t.assign(drive=o.drive, source=o.source))
+            charts.append((proc, title, fig))
+            data[proc] = pd.concat(frames, ignore_index=True)
+
+    if "transfer-size" in by:
+        sizes = sorted({int(b) for o in by["transfer-size"] for b in o.tables["curves"].bs_bytes})
+        fig = _fig("Sequential throughput vs transfer size, QD4", {"title": {"text": "transfer size"}, "type": "log",
+                   "tickvals": sizes, "ticktext": [_size_label(b) for b in sizes]}, {"title": {"text": "MB/s"}})
+        frames = []
+        for o in by["transfer-size"]:
+            t = o.tables["curves"]
+            fig["data"].append(_line(t.bs_bytes, t.read_mb_per_s, f"{o.drive} read", o.drive, mode="lines+markers"))
+            fig["data"].append(_line(t.bs_bytes, t.write_mb_per_s, f"{o.drive} write", o.drive, mode="lines+markers"))
+            frames.append(t.assign(drive=o.drive, source=o.source))
+        charts.append(("transfer-size", "Performance vs transfer size", fig))
+        data["transfer-size"] = pd.concat(frames, ignore_index=True)
+
+    if "trim" in by:
+        fig = _fig("Sequential write passes along the LBA span", {"title": {"text": "position in the LBA span (%)"}},
+                   {"title": {"text": "MB/s"}, "rangemode": "tozero"})
+        frames = []
+        for o in by["trim"]:
+            t = o.tables["passes"]
+            for name, g in t.groupby("pass", sort=False):
+                fig["data"].append(_line(g.position_pct, g.mb_per_s, f"{o.drive}: {name}", o.drive, mode="lines+markers"))
+            frames.append(t.assign(drive=o.drive, source=o.source))
+        charts.append(("trim", "TRIM validation", fig))
+        data["trim"] = pd.concat(frames, ignore_index=True)
+
+    if "qd-scaling" in by:
+        allc = pd.concat([o.tables["curves"].assign(drive=o.drive, source=o.source) for o in by["qd-scaling"]], ignore_index=True)
+        for k, (w, g) in enumerate(allc.groupby("workload", sort=False)):
+            metric, unit = ("mb_per_s", "MB/s") if "128K" in w else ("iops", "IOPS")
+            qds = sorted(int(q) for q in g.qd.unique())
+            fig = _fig(f"{w}: steady state vs queue depth", {"title": {"text": "queue depth"}, "type": "log",
+                       "tickvals": qds, "ticktext": [str(q) for q in qds]},
+                       {"title": {"text": unit}, "rangemode": "tozero"})
+            for drive, gd in g.groupby("drive", sort=False):
+                fig["data"].append(_line(gd.qd, gd[metric], drive, drive, mode="lines+markers"))
+            cid = f"qd-scaling-{k + 1}"
+            charts.append((cid, "Queue-depth scaling at steady state", fig))
+            data[cid] = g
+    if "endurance" in by:
+        fig = _fig("Endurance: projected and rated TBW", {"title": {"text": ""}}, {"title": {"text": "TB written"}}, barmode="group")
+        t = pd.DataFrame([{"drive": o.drive, "projected_tbw": o.summary["projected_tbw"], "rated_tbw": o.summary["rated_tbw"],
+                           "write_amplification": o.summary["write_amplification"], "wear_leveling_factor": o.summary["wear_leveling_factor"]}
+                          for o in by["endurance"]])
+        fig["data"].append(_bar(t.drive, t.projected_tbw, "projected (measured WAF x WLF)"))
+        fig["data"].append(_bar(t.drive, t.rated_tbw.fillna(0), "rated (datasheet)"))
+        charts.append(("endurance", "Endurance", fig))
+        data["endurance"] = t
+    if "storage-bench" in by:
+        allt = pd.concat([o.tables["results"].assign(drive=o.drive, source=o.source) for o in by["storage-bench"]], ignore_index=True)
+        for k, (trace, g) in enumerate(allt.groupby("trace", sort=False)):
+            fig = _fig(f"Storage bench, {trace}: average data rate", {"title": {"text": ""}}, {"title": {"text": "MB/s"}}, barmode="group")
+            for drive, gd in g.groupby("drive", sort=False):
+                fig["data"].append(_bar(gd["class"], gd.data_rate_mb_per_s, drive))
+            cid = f"storage-bench-{k + 1}"
+            charts.append((cid, "Storage bench (trace replay)", fig))
+            data[cid] = g
+    return charts, data
+
+
+def _size_label(b: int) -> str:
+    for unit, div in (("M", 1 << 20), ("K", 1 << 10)):
+        if b >= div:
+            return f"{b // div}{unit}"
+    return str(b)
+
+
+def summary_table(outcomes: list[Outcome]) -> pd.DataFrame:
+    rows = {}
+    for o in outcomes:
+        col = rows.setdefault(o.drive, {})
+        pre = o.procedure + (f" [{o.variant}]" if o.variant else "")
+        for k, v in o.summary.items():
+            if isinstance(v, (int, float)) and v is not None and not isinstance(v, bool):
+                col[f"{pre}: {k}"] = v
+    return pd.DataFrame(rows)
+
+
+PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }}
+h1 {{ font-size: 1.5em; }} h2 {{ margin-top: 2em; border-bottom: 1px solid #ccc; }}
+.controls {{ position: sticky; top: 0; background: #fff; padding: .5em 0; z-index: 10; border-bottom: 1px solid #ddd; }}
+.controls button {{ margin: .15em; padding: .3em .8em; border: 1px solid #888; background: #f4f4f4; border-radius: 4px; cursor: pointer; }}
+.controls button.active {{ background: #1f77b4; color: #fff; border-color: #1f77b4; }}
+table {{ border-collapse: collapse; font-size: .85em; }} td, th {{ border: 1px solid #ccc; padding: .2em .5em; text-align: right; }}
+th:first-child, td:first-child {{ text-align: left; }}
+.note {{ color: #555; font-size: .9em; }}
+</style>
+<script>{plotlyjs}</script>
+</head><body>
+<h1>{title}</h1>
+<p class="note">{note}</p>
+<div class="controls">
+ <span>Drive:</span> {drive_buttons}
+ <span style="margin-left:1.5em">Spare area:</span> {spare_buttons}
+</div>
+{body}
+<script>
+const CHARTS = {charts_json};
+const DRIVES = {drives_json};
+const SPARES = {spares_json};
+const state = {{drive: DRIVES[0], spare: SPARES[0]}};
+function visibleFor(t) {{
+  const m = t.meta || {{}};
+  if (m.compare) return true;
+  const driveOk = state.drive === "all" || m.drive === state.drive;
+  const variantOk = !m.variant || SPARES.length === 0 || m.variant === state.spare;
+  return driveOk && variantOk;
+}}
+function apply() {{
+  for (const id of Object.keys(CHARTS)) {{
+    const div = document.getElementById(id);
+    Plotly.restyle(div, {{visible: div.data.map(visibleFor)}});
+  }}
+  document.querySelectorAll("button[data-drive]").forEach(b => b.classList.toggle("active", b.dataset.drive === state.drive));
+  document.querySelectorAll("button[data-spare]").forEach(b => b.classList.toggle("active", b.dataset.spare === state.spare));
+  document.body.dataset.drive = state.drive;
+  document.body.dataset.spare = state.spare || "";
+}}
+window.ssdlabSelect = function(drive, spare) {{
+  if (drive !== null && drive !== undefined) state.drive = drive;
+  if (spare !== null && spare !== undefined) state.spare = spare;
+  apply();
+}};
+document.querySelectorAll("button[data-drive]").forEach(b => b.addEventListener("click", () => window.ssdlabSelect(b.dataset.drive, null)));
+document.querySelectorAll("button[data-spare]").forEach(b => b.addEventListener("click", () => window.ssdlabSelect(null, b.dataset.spare)));
+for (const [id, fig] of Object.entries(CHARTS)) {{
+  Plotly.newPlot(id, fig.data, fig.layout, {{responsive: true, displaylogo: false}});
+}}
+apply();
+document.body.dataset.ready = "1";
+</script>
+</body></html>
+"""
+
+
+def write_report(outcomes: list[Outcome], out: Path, title: str = "ssdlab review", note: str = "") -> dict:
+    """Write report.html, data/*.csv|parquet, summary.csv|json into `out`. Returns the paths
+    and the chart list (for the PNG step)."""
+    import plotly.offline
+
+    out.mkdir(parents=True, exist_ok=True)
+    charts, data = build_charts(outcomes)
+    drives = list(dict.fromkeys(o.drive for o in outcomes))
+    spares = list(dict.fromkeys(o.variant for o in outcomes if o.procedure == "consistency" and o.variant))
+    (out / "data").mkdir(exist_ok=True)
+    for cid, df in data.items():
+        df.to_csv(out / "data" / f"{cid}.csv", index=False)
+        df.to_parquet(out / "data" / f"{cid}.parquet", index=False)
+    table = summary_table(outcomes)
+    table.to_csv(out / "summary.csv")
+    (out / "summary.json").write_text(json.dumps([{"procedure": o.procedure, "drive": o.drive, "variant": o.variant,
+                                                   "source": o.source, "wall_s": o.wall_s, "summary": o.summary}
+                                                  for o in outcomes], indent=2, default=_jsonable) + "\n")
+    body = []
+    section = None
+    for cid, sec, _ in charts:
+        if sec != section:
+            body.append(f"<h2>{html.escape(sec)}</h2>")
+            section = sec
+        body.append(f'<div class="chart" id="{cid}"></div>')
+    body.append("<h2>Summary</h2>")
+    body.append(table.to_html(float_format=lambda v: f"{v:,.1f}", na_rep="", border=0))
+    drive_buttons = " ".join(f'<button data-drive="{html.escape(d)}">{html.escape(d)}</button>' for d in drives)
+    if len(drives) > 1:
+        drive_buttons += ' <button data-drive="all">all</button>'
+    spare_buttons = " ".join(f'<button data-spare="{html.escape(s)}">{html.escape(s)}</button>' for s in spares) or "<span>-</span>"
+    page = PAGE.format(
+        title=html.escape(title), note=html.escape(note), plotlyjs=plotly.offline.get_plotlyjs(),
+        drive_buttons=drive_buttons, spare_buttons=spare_buttons, body="\n".join(body),
+        charts_json=json.dumps({cid: fig for cid, _, fig in charts}, default=_jsonable).replace("</", "<\\/"),
+        drives_json=json.dumps(drives), spares_json=json.dumps(spares))
+    (out / "report.html").write_text(page)
+    return {"html": out / "report.html", "charts": [c for c, _, _ in charts], "drives": drives, "spares": spares,
+            "per_drive": {cid: any(not t.get("meta", {}).get("compare") for t in fig["data"]) for cid, _, fig in charts},
+            "per_spare": {cid: any(t.get("meta", {}).get("variant") for t in fig["data"]) for cid, _, fig in charts}}
+
+
+def _jsonable(v):
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating,)):
+        return float(v)
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    raise TypeError(type(v))
+
+
+def chromium_path() -> str | None:
+    import shutil
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        p = shutil.which(name)
+        if p:
+            return p
+    return None
+
+
+def write_pngs(info: dict, out: Path) -> list[Path]:
+    """Render every chart to PNG in a headless Chromium (Playwright driving the system's
+    chromium): per drive, and per spare-area variant where the chart has them."""
+    from playwright.sync_api import sync_playwright
+
+    exe = chromium_path()
+    png = out / "png"
+    png.mkdir(exist_ok=True)
+    paths = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"]) if exe else p.chromium.launch()
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.goto(info["html"].resolve().as_uri())
+        page.wait_for_function("document.body.dataset.ready === '1'")
+        for cid in info["charts"]:
+            drives = info["drives"] if info["per_drive"][cid] else [None]
+            spares = info["spares"] if info["per_spare"][cid] and info["spares"] else [None]
+            for d in drives:
+                for s in spares:
+                    page.evaluate("([d, s]) => window.ssdlabSelect(d, s)", [d or info["drives"][0], s])
+                    suffix = ", ".join(x for x in (d, s) if x)
+                    url = page.evaluate("""([id, suffix]) => {
+                        const div = document.getElementById(id);
+                        const title = div.layout.title.text;
+                        const copy = {data: div.data, layout: Object.assign({}, div.layout,
+                            {title: {text: suffix ? title + " (" + suffix + ")" : title}})};
+                        return Plotly.toImage(copy, {format: 'png', width: 1000, height: 450});
+                    }""", [cid, suffix])
+                    name = "-".join(x for x in (cid, _slug(d), _slug(s)) if x) + ".png"
+                    import base64
+                    (png / name).write_bytes(base64.b64decode(url.split(",", 1)[1]))
+                    paths.append(png / name)
+        browser.close()
+    return paths
+
+
+def _slug(s: str | None) -> str:
+    if not s:
+        return ""
+    return "".join(c if c.isalnum() or c in "-." else "-" for c in s).strip("-").replace("--", "-")

@@ -1,0 +1,197 @@
+"""Run procedures on several drives at once (one process per core), with a progress line per
+procedure and drive, then write the report."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from multiprocessing import Manager
+from pathlib import Path
+
+from ..errors import SsdlabError
+from .procedures import PROCEDURES, Outcome, drive_label, resolve_params, run_procedure
+
+# Shorter settings for a first look (`--quick`): the same procedures, minutes of simulated time
+# instead of the methodology's hours. The report says when they were used.
+QUICK = {
+    "consistency": {"duration_s": 600, "steady_window_s": 200},
+    "four-corners": {"random_s": 30, "seq_s": 20},
+    "sequential-qd": {"duration_s": 20},
+    "transfer-size": {"span": "64m"},
+    "trim": {"random_s": 300, "positions": 20},
+    "qd-scaling": {"precondition_s": 600, "topup_s": 60, "step_s": 20},
+    "endurance": {"cycles": 5},
+    "storage-bench": {"fraction": 0.01},
+}
+
+
+@dataclass
+class Task:
+    id: int
+    procedure: str
+    source: str
+    params: dict
+    label: str
+    target: dict | None = None  # fio target options
+    weight: float = 1.0
+
+
+def plan(drives: list[str], procedures: list[str], overrides: dict[str, dict], quick: bool,
+         targets: list[dict] = ()) -> list[Task]:
+    tasks = []
+    for name in procedures:
+        if name not in PROCEDURES:
+            raise SsdlabError(f"unknown procedure '{name}'; accepted: {', '.join(PROCEDURES)}")
+    for name in procedures:
+        p = dict(QUICK.get(name, {})) if quick else {}
+        p.update(overrides.get(name, {}))
+        resolved = resolve_params(name, p)  # errors before anything runs
+        for src in drives:
+            label = drive_label(src)
+            variants = [[s] for s in resolved["spare"]] if name == "consistency" else [None]
+            for v in variants:
+                q = dict(p, spare=v) if v is not None else dict(p)
+                tasks.append(Task(len(tasks), name, src, q, label + (f" spare {v[0]}%" if v else "")))
+        for t in targets:
+            from .fio_target import FIO_PROCEDURES
+            if name not in FIO_PROCEDURES:
+                continue
+            variants = [[s] for s in resolved["spare"]] if name == "consistency" else [None]
+            for v in variants:
+                q = dict(p, spare=v) if v is not None else dict(p)
+                tasks.append(Task(len(tasks), name, t["path"], q, f"target {t['path']}" + (f" spare {v[0]}%" if v else ""), target=t))
+    # Longest first, so the pool ends together.
+    order = {"consistency": 0, "qd-scaling": 1, "trim": 2, "endurance": 3, "four-corners": 4, "storage-bench": 5,
+             "sequential-qd": 6, "transfer-size": 7}
+    tasks.sort(key=lambda t: (t.target is not None, order.get(t.procedure, 9), t.id))
+    return tasks
+
+
+def _run(task: Task, queue, seed: int) -> list[Outcome]:
+    report = (lambda f, text: queue.put((task.id, f, text))) if queue is not None else None
+    if task.target is not None:
+        from .fio_target import run_fio_procedure
+        return run_fio_procedure(task.procedure, task.target, task.params, report)
+    return run_procedure(task.procedure, task.source, task.params, report, seed)
+
+
+class Board:
+    """One progress line per task: fraction, ETA; redrawn in place on a terminal, printed every
+    15 s (and at each finish) otherwise."""
+
+    def __init__(self, tasks: list[Task], enabled: bool, stream=None):
+        self.tasks = {t.id: t for t in tasks}
+        self.state = {t.id: (0.0, "waiting", None) for t in tasks}
+        self.enabled = enabled
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.drawn = 0
+        self.last = 0.0
+
+    def update(self, tid: int, fraction: float, text: str) -> None:
+        _, _, started = self.state[tid]
+        self.state[tid] = (fraction, text, started or time.monotonic())
+
+    def line(self, tid: int) -> str:
+        t = self.tasks[tid]
+        f, text, started = self.state[tid]
+        bar = "#" * int(20 * f) + "-" * (20 - int(20 * f))
+        if started and 0 < f < 1:
+            el = time.monotonic() - started
+            eta = f"ETA {el * (1 - f) / f:5.0f} s"
+        elif f >= 1:
+            eta = "done"
+        else:
+            eta = ""
+        return f"{t.procedure:<14} {t.label:<34} [{bar}] {100 * f:5.1f}% {eta:<10} {text[:40]}"
+
+    def draw(self, force: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if not force and now - self.last < (0.5 if self.tty else 15.0):
+            return
+        self.last = now
+        lines = [self.line(tid) for tid in self.tasks]
+        if self.tty:
+            if self.drawn:
+                self.stream.write(f"\x1b[{self.drawn}F")
+            self.stream.write("".join(f"\x1b[2K{l}\n" for l in lines))
+            self.drawn = len(lines)
+        else:
+            self.stream.write("\n".join(lines) + "\n\n")
+        self.stream.flush()
+
+
+def run_all(tasks: list[Task], jobs: int | None = None, progress: bool = True, seed: int = 0) -> list[Outcome]:
+    jobs = jobs or os.cpu_count() or 1
+    board = Board(tasks, progress)
+    outcomes: dict[int, list[Outcome]] = {}
+    if jobs == 1 or len(tasks) == 1:
+        for t in tasks:
+            board.update(t.id, 0.0, "running")
+            outcomes[t.id] = _run(t, _Direct(board), seed)
+            board.update(t.id, 1.0, "done")
+            board.draw(force=True)
+    else:
+        with Manager() as manager:
+            queue = manager.Queue()
+            with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+                futures = {pool.submit(_run, t, queue, seed): t for t in tasks}
+                pending = set(futures)
+                while pending:
+                    while not queue.empty():
+                        tid, f, text = queue.get()
+                        board.update(tid, f, text)
+                    done = [f for f in pending if f.done()]
+                    for f in done:
+                        pending.discard(f)
+                        t = futures[f]
+                        outcomes[t.id] = f.result()  # re-raises a procedure's error
+                        board.update(t.id, 1.0, "done")
+                        board.draw(force=True)
+                    board.draw()
+                    time.sleep(0.2)
+    return [o for t in sorted(tasks, key=lambda t: t.id) for o in outcomes[t.id]]
+
+
+class _Direct:
+    """The queue protocol, in process."""
+
+    def __init__(self, board: Board):
+        self.board = board
+
+    def put(self, item):
+        self.board.update(*item)
+        self.board.draw()
+
+
+def review(drives: list[str], out: str | Path, procedures: list[str] | None = None, overrides: dict | None = None,
+           quick: bool = False, jobs: int | None = None, targets: list[dict] = (), png: bool = True,
+           progress: bool = True, seed: int = 0) -> dict:
+    """Run the suite and write the report into `out`. Returns paths and wall time."""
+    out = Path(out)
+    procedures = procedures or list(PROCEDURES)
+    t0 = time.perf_counter()
+    tasks = plan(drives, procedures, overrides or {}, quick, list(targets))
+    if not tasks:
+        raise SsdlabError("nothing to run: no drive or target takes these procedures")
+    outcomes = run_all(tasks, jobs, progress, seed)
+    from .report import chromium_path, write_pngs, write_report
+    note = ("Simulated with ssdlab" + (" using --quick settings (shorter than methodology.md)" if quick else " with the methodology.md defaults")
+            + f"; seed {seed}. Buttons switch the drive shown in per-drive charts and the spare-area variant of the consistency test.")
+    info = write_report(outcomes, out, "ssdlab review: " + ", ".join(dict.fromkeys(o.drive for o in outcomes)), note)
+    pngs = []
+    png_note = ""
+    if png:
+        try:
+            pngs = write_pngs(info, out)
+        except ImportError:
+            png_note = "PNGs skipped: Playwright is not installed (pip install playwright; apt-get install chromium)"
+        except Exception as e:  # no browser on this machine
+            png_note = f"PNGs skipped: no headless Chromium could start ({str(e).splitlines()[0]})"
+    return {"html": info["html"], "pngs": pngs, "png_note": png_note, "outcomes": outcomes,
+            "wall_s": time.perf_counter() - t0, "tasks": len(tasks)}
