@@ -16,6 +16,7 @@ read_page_us = 115.0
 program_page_us = 1600.0
 erase_block_us = 3800.0
 bus_mb_per_s = 330.0
+pe_cycles_rated = 3000
 
 [controller]
 name = "test"

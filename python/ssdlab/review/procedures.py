@@ -369,6 +369,8 @@ def endurance(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Out
     t0 = time.perf_counter()
     text, src = config_text(source)
     cfg = tomllib.loads(text)
+    if not cfg["nand"].get("pe_cycles_rated"):
+        raise SsdlabError(f"{label}: endurance needs nand.pe_cycles_rated in the drive file")
     dies = cfg["nand"]["dies"]
     replica_dies = min(p["replica_dies"], dies)
     scale = replica_dies / dies
@@ -414,9 +416,7 @@ def endurance(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Out
     used = e1 - e0
     cycled = e1[e1 > 0]  # blocks kept in reserve never cycle
     wlf = float(cycled.max() / cycled.mean()) if len(cycled) else float("nan")
-    pe = cfg["nand"].get("pe_cycles_rated", 0)
-    if not pe:
-        raise SsdlabError(f"{label}: endurance needs nand.pe_cycles_rated in the drive file")
+    pe = cfg["nand"]["pe_cycles_rated"]
     user_bytes_full = int(cfg["ftl"]["user_capacity_bytes"] / scale)
     tbw = user_bytes_full * pe / (waf * wlf) / 1e12
     rated = cfg.get("datasheet", {}).get("endurance_tbw")

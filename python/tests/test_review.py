@@ -1,0 +1,230 @@
+"""The review suite: each procedure on a small drive (short parameters), parameter errors, the
+report with its buttons in a real headless Chromium, and procedures on a real file via fio."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from ssdlab.errors import SsdlabError
+from ssdlab.review import resolve_params, run_procedure
+from ssdlab.review.runner import review
+
+SHORT = {
+    "consistency": dict(duration_s=60, spare=[0, 25], steady_window_s=20),
+    "four-corners": dict(span="256m", random_s=5, seq_s=3),
+    "sequential-qd": dict(duration_s=3),
+    "transfer-size": dict(span="16m", max_bs="1m"),
+    "trim": dict(random_s=40, positions=10),
+    "qd-scaling": dict(precondition_s=30, topup_s=5, step_s=2, qds=[1, 4, 32]),
+    "endurance": dict(cycles=3),
+    "storage-bench": dict(fraction=0.002),
+}
+
+
+def ssdlab_cli(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "ssdlab.cli", *args], capture_output=True, text=True, timeout=600, **kw)
+
+
+def test_consistency_shows_peak_cliff_steady_state_and_spare_area_lifts_it(small_toml):
+    a, b = run_procedure("consistency", str(small_toml), SHORT["consistency"])
+    assert (a.variant, b.variant) == ("spare 0%", "spare 25%")
+    s = a.summary
+    assert s["peak_iops"] > 2 * s["steady_mean_iops"], s
+    assert s["cliff_s"] is not None and s["cliff_s"] < 30
+    assert s["steady_floor_iops"] <= s["steady_mean_iops"] <= s["steady_p99_iops"]
+    assert b.summary["steady_mean_iops"] > 1.5 * s["steady_mean_iops"]
+    assert b.summary["write_amplification"] < s["write_amplification"]
+    assert len(a.tables["iops"]) == 60
+
+
+def test_consistency_is_deterministic(small_toml):
+    p = dict(duration_s=20, spare=[0])
+    x = run_procedure("consistency", str(small_toml), p)[0].tables["iops"]
+    y = run_procedure("consistency", str(small_toml), p)[0].tables["iops"]
+    pd.testing.assert_frame_equal(x, y)
+
+
+def test_trim_passes_degrade_recover_and_trim_restores(small_toml):
+    o = run_procedure("trim", str(small_toml), SHORT["trim"])[0]
+    m = o.tables["passes"].groupby("pass", sort=False)["mb_per_s"].mean()
+    fresh, degraded, second, trimmed = m.iloc[0], m.iloc[1], m.iloc[2], m.iloc[3]
+    assert degraded < 0.7 * fresh, m
+    assert second > degraded and trimmed > degraded
+    assert trimmed > 0.85 * fresh, m
+    assert len(o.tables["passes"]) == 4 * 10
+
+
+def test_four_corners_sequential_and_transfer_size(small_toml):
+    fc = run_procedure("four-corners", str(small_toml), SHORT["four-corners"])[0].tables["results"]
+    assert list(fc.test) == ["4K random read QD3", "4K random write QD3", "4K random write QD32",
+                             "128K sequential read QD1", "128K sequential write QD1"]
+    assert (fc.mb_per_s > 0).all()
+    sq = run_procedure("sequential-qd", str(small_toml), SHORT["sequential-qd"])[0].tables["results"]
+    assert len(sq) == 2 and (sq.mb_per_s > 0).all()
+    # SATA 6 Gb/s carries at most 600 MB/s.
+    assert sq.mb_per_s.max() < 600
+    ts = run_procedure("transfer-size", str(small_toml), SHORT["transfer-size"])[0].tables["curves"]
+    assert list(ts.bs_bytes) == [512 * 2**k for k in range(12)]
+    assert ts.read_mb_per_s.iloc[-1] > 5 * ts.read_mb_per_s.iloc[0]
+
+
+def test_qd_scaling_endurance_and_storage_bench(small_toml):
+    q = run_procedure("qd-scaling", str(small_toml), SHORT["qd-scaling"])[0].tables["curves"]
+    assert set(q.workload) == {"4K random write", "4K random read", "4K random 70/30 read/write",
+                               "128K sequential write", "128K sequential read"}
+    rr = q[q.workload == "4K random read"].set_index("qd").iops
+    assert rr[32] > 3 * rr[1]
+    e = run_procedure("endurance", str(small_toml), SHORT["endurance"])[0].summary
+    assert e["write_amplification"] > 1 and e["wear_leveling_factor"] >= 1
+    assert e["mean_pe_cycles_measured"] >= 3
+    assert e["projected_tbw"] > 0
+    sb = run_procedure("storage-bench", str(small_toml), SHORT["storage-bench"])[0].tables["results"]
+    assert len(sb) == 6 and (sb.data_rate_mb_per_s > 0).all()
+
+
+@pytest.mark.parametrize("proc, params, message", [
+    ("consistency", {"spare": [100]}, "spare 100%"),
+    ("consistency", {"qd": 0}, "qd 0"),
+    ("qd-scaling", {"qds": [1, 0]}, "queue depth 0"),
+    ("nonsense", {}, "unknown procedure 'nonsense'"),
+    ("trim", {"colour": 1}, "unknown parameter 'colour'"),
+    ("storage-bench", {"traces": ["no-such-trace"]}, "trace 'no-such-trace'"),
+])
+def test_parameters_are_validated(proc, params, message):
+    with pytest.raises(SsdlabError, match=message):
+        resolve_params(proc, params)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["review", "crucial-m500-120", "--out", "OUT", "--spare", "0,100"], "spare 100%"),
+    (["review", "crucial-m500-120", "--out", "OUT", "--procedures", "consistency,bogus"], "unknown procedure 'bogus'"),
+    (["review", "crucial-m500-120", "--out", "OUT", "--set", "qd-scaling.qds=1,0"], "queue depth 0"),
+    (["review", "crucial-m500-120", "--out", "OUT", "--set", "consistency.qd=x"], "'x' is not a valid int"),
+    (["procedure", "four-corners", "--drive", "crucial-m500-120", "--set", "qd_low=0"], "qd_low 0"),
+    (["procedure", "nope", "--drive", "crucial-m500-120"], "unknown procedure 'nope'"),
+])
+def test_cli_parameter_errors_are_one_line(tmp_path, args, message):
+    p = ssdlab_cli(*[a.replace("OUT", str(tmp_path / "r")) for a in args])
+    assert p.returncode == 2, p.stderr
+    assert message in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+@pytest.fixture
+def two_drives(tmp_path, small_toml):
+    other = tmp_path / "other.toml"
+    other.write_text(small_toml.read_text().replace('name = "test-small"', 'name = "test-other"')
+                     .replace("program_page_us = 1600.0", "program_page_us = 900.0"))
+    return [str(small_toml), str(other)]
+
+
+def _chromium():
+    exe = shutil.which("chromium")
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        exe = None
+    if exe is None and not os.environ.get("SSDLAB_REQUIRE_TOOLS"):
+        pytest.skip("Playwright and Chromium not installed (.ci/run installs them)")
+    assert exe, "CI must have chromium and playwright"
+    return exe
+
+
+def test_review_report_and_buttons_in_a_real_browser(tmp_path, two_drives):
+    exe = _chromium()
+    out = tmp_path / "report"
+    r = review(two_drives, out, ["consistency", "four-corners", "trim"],
+               {"consistency": {"duration_s": 40, "spare": [0, 25], "steady_window_s": 10},
+                "four-corners": SHORT["four-corners"], "trim": {"random_s": 20, "positions": 5}},
+               progress=False)
+    assert r["tasks"] == 2 * 2 + 2 + 2
+    html = (out / "report.html").read_text()
+    assert "Plotly.newPlot" in html and "<script src=" not in html  # plotly.js embedded
+    pngs = sorted(p.name for p in (out / "png").glob("*.png"))
+    assert "consistency-full-test-small-spare-25.png" in pngs and "four-corners.png" in pngs
+    assert "trim-test-other.png" in pngs
+    assert len(pngs) == 3 * 2 * 2 + 1 + 2
+    full = pd.read_parquet(out / "data" / "consistency-full.parquet")
+    assert set(full.drive) == {"test-small", "test-other"} and set(full.variant) == {"spare 0%", "spare 25%"}
+    summary = pd.read_csv(out / "summary.csv", index_col=0)
+    assert list(summary.columns) == ["test-small", "test-other"]
+
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        fetched = []
+        page.route("http*://**", lambda route: (fetched.append(route.request.url), route.abort()))  # offline
+        page.goto((out / "report.html").as_uri())
+        page.wait_for_function("document.body.dataset.ready === '1'")
+
+        def shown(chart):
+            return page.evaluate("(id) => document.getElementById(id).data.filter(t => t.visible !== false).map(t => t.name)", chart)
+
+        assert shown("consistency-full") == ["test-small (spare 0%)"]
+        page.click("button[data-spare='spare 25%']")
+        assert shown("consistency-full") == ["test-small (spare 25%)"]
+        page.click("button[data-drive='test-other']")
+        assert shown("consistency-full") == ["test-other (spare 25%)"]
+        assert all(n.startswith("test-other:") for n in shown("trim"))
+        assert shown("four-corners") == ["test-small", "test-other"]  # bars compare all drives
+        page.click("button[data-drive='all']")
+        assert shown("consistency-full") == ["test-small (spare 25%)", "test-other (spare 25%)"]
+        assert page.locator(".controls button.active").all_inner_texts() == ["all", "spare 25%"]
+        # The plotted data really changed: the y values differ between the two drives.
+        ys = page.evaluate("() => document.getElementById('consistency-full').data.map(t => t.y.slice(-5).join())")
+        assert len(set(ys)) == 4
+        page.screenshot(path=str(tmp_path / "report.png"), full_page=False)
+        browser.close()
+    assert fetched == []
+    assert (tmp_path / "report.png").stat().st_size > 10_000
+
+
+def _need_fio():
+    if shutil.which("fio") is None and not os.environ.get("SSDLAB_REQUIRE_TOOLS"):
+        pytest.skip("fio not installed")
+
+
+def test_fio_backed_procedure_on_a_file(tmp_path):
+    _need_fio()
+    target = tmp_path / "target.img"
+    p = ssdlab_cli("procedure", "four-corners", "--target", str(target), "--target-size", "64m", "--no-direct",
+                   "--set", "span=16m", "--set", "random_s=1", "--set", "seq_s=1", "--out", str(tmp_path / "o"), "--quiet")
+    assert p.returncode == 0, p.stderr
+    t = pd.read_csv(tmp_path / "o" / "four-corners-results.csv")
+    assert len(t) == 5 and (t.mb_per_s > 0).all() and (t.iops > 0).all()
+    assert not target.exists()  # created for the run, removed after
+    # Consistency through fio's per-second IOPS log.
+    p = ssdlab_cli("procedure", "consistency", "--target", str(target), "--target-size", "32m", "--no-direct",
+                   "--set", "duration_s=3", "--set", "steady_window_s=2", "--out", str(tmp_path / "c"), "--quiet")
+    assert p.returncode == 0, p.stderr
+    s = pd.read_csv(tmp_path / "c" / "consistency-spare0pct-iops.csv")
+    assert len(s) >= 2 and (s.iops > 0).all()
+
+
+def test_fio_target_next_to_a_model_in_one_report(tmp_path, small_toml):
+    _need_fio()
+    out = tmp_path / "r"
+    p = ssdlab_cli("review", str(small_toml), "--out", str(out), "--procedures", "sequential-qd",
+                   "--set", "sequential-qd.duration_s=1", "--target", str(tmp_path / "t.img"), "--target-size", "32m",
+                   "--no-direct", "--no-png", "--quiet")
+    assert p.returncode == 0, p.stderr
+    rows = json.loads((out / "summary.json").read_text())
+    assert {(r["drive"], r["source"]) for r in rows} == {("test-small", "model"), (f"target {tmp_path / 't.img'}", "fio")}
+
+
+def test_destructive_targets_need_the_flag(tmp_path):
+    _need_fio()
+    f = tmp_path / "data.bin"
+    f.write_bytes(b"keep me")
+    p = ssdlab_cli("procedure", "sequential-qd", "--target", str(f), "--quiet")
+    assert p.returncode == 2 and "--yes-destroy-data" in p.stderr, p.stderr
+    assert f.read_bytes() == b"keep me"
+    p = ssdlab_cli("procedure", "endurance", "--target", str(tmp_path / "new.bin"), "--quiet")
+    assert p.returncode == 2 and "does not run on a real device" in p.stderr, p.stderr
