@@ -25,6 +25,7 @@ bench:
 	cargo run --release -q -p ssdlab-trace --example parse_rate
 	$(PYTHON) benches/bench_trace.py
 	$(PYTHON) benches/bench_nbd.py
+	$(PYTHON) benches/bench_review.py
 
 presets:
 	$(PYTHON) tools/gen_presets.py

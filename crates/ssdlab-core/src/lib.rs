@@ -25,6 +25,7 @@ pub mod nand;
 pub mod replay;
 pub mod rng;
 pub mod stats;
+pub mod theory;
 pub mod time;
 pub mod timeline;
 pub mod workload;

@@ -268,6 +268,7 @@ pub(crate) fn read_request<R: Read>(r: &mut R, export: &Export) -> Result<Incomi
                 length: h.length as u64,
                 fua: h.flags & CMD_FLAG_FUA != 0,
                 data: Some(data),
+                arrived: crate::engine::wall_now(),
             }));
         }
         CMD_DISC => return Ok(Incoming::Disconnect),
@@ -305,6 +306,7 @@ pub(crate) fn read_request<R: Read>(r: &mut R, export: &Export) -> Result<Incomi
         },
         fua: h.flags & CMD_FLAG_FUA != 0,
         data: None,
+        arrived: crate::engine::wall_now(),
     }))
 }
 

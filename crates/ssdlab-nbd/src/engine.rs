@@ -37,6 +37,8 @@ pub(crate) struct Request {
     pub fua: bool,
     /// WRITE payload.
     pub data: Option<Vec<u8>>,
+    /// When the request was read off the socket: the model sees it arrive then.
+    pub arrived: Instant,
 }
 
 /// A reply for a connection's writer.
@@ -128,7 +130,7 @@ pub(crate) struct Engine {
 
 /// The wall clock: the emulator's one link to real time (the simulation core never reads it).
 #[allow(clippy::disallowed_methods)]
-fn wall_now() -> Instant {
+pub(crate) fn wall_now() -> Instant {
     Instant::now()
 }
 
@@ -162,7 +164,13 @@ impl Engine {
 
     /// The simulated time the wall clock stands at now.
     fn wall_sim(&self) -> SimTime {
-        SimTime(self.sim_start.ns() + self.wall_start.elapsed().as_nanos() as u64)
+        self.sim_of(wall_now())
+    }
+
+    fn sim_of(&self, at: Instant) -> SimTime {
+        SimTime(
+            self.sim_start.ns() + at.saturating_duration_since(self.wall_start).as_nanos() as u64,
+        )
     }
 
     pub fn run(mut self, rx: Receiver<Msg>) -> ServeStats {
@@ -291,7 +299,7 @@ impl Engine {
         }
         let at = match self.pace {
             Pace::Model => {
-                let t = self.wall_sim().max(self.dev.now());
+                let t = self.sim_of(req.arrived).max(self.dev.now());
                 if self.dev.outstanding() == 0 {
                     // Idle until now: background garbage collection may use the gap.
                     self.dev.idle_until(t);

@@ -276,6 +276,57 @@ impl Simulation {
     }
 }
 
+/// Write amplification of the analytic or mean-field model: policy "fifo", "greedy" or
+/// "d-choices" (with d).
+#[pyfunction]
+fn theory_waf(policy: &str, alpha: f64, pages_per_block: u32, d: u32) -> PyResult<f64> {
+    use ssdlab_core::theory;
+    if alpha <= 1.0 {
+        return Err(PyValueError::new_err(format!("alpha {alpha}: must be > 1")));
+    }
+    Ok(match policy {
+        "fifo" => theory::fifo_waf(alpha),
+        "greedy" => theory::greedy_waf(alpha, pages_per_block),
+        "d-choices" if d >= 1 => theory::d_choices_waf(alpha, pages_per_block, d),
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "policy '{policy}' (d {d}): accepted: fifo, greedy, d-choices with d >= 1"
+            )))
+        }
+    })
+}
+
+/// Simulated write amplification under uniform random single-unit overwrites (untimed).
+#[pyfunction]
+fn simulate_theory_waf(
+    py: Python<'_>,
+    policy: &str,
+    alpha: f64,
+    pages_per_block: u32,
+    blocks: u32,
+    d: u32,
+    warmup: f64,
+    measure: f64,
+    seed: u64,
+) -> PyResult<f64> {
+    use ssdlab_core::config::GcPolicy;
+    use ssdlab_core::theory;
+    let p = match policy {
+        "fifo" => GcPolicy::Fifo,
+        "greedy" => GcPolicy::Greedy,
+        "d-choices" => GcPolicy::DChoices,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "policy '{other}': accepted: fifo, greedy, d-choices"
+            )))
+        }
+    };
+    let cfg = theory::theory_config(pages_per_block, blocks, alpha, p, d);
+    cfg.validate()
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(py.allow_threads(|| theory::simulate_waf(&cfg, warmup, measure, seed)))
+}
+
 /// A modelled drive served over NBD (see ssdlab-nbd). The server runs on its own threads;
 /// the methods only start, query and stop it.
 #[pyclass(module = "ssdlab._ssdlab")]
@@ -384,6 +435,8 @@ impl NbdServer {
 fn _ssdlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add_class::<NbdServer>()?;
+    m.add_function(wrap_pyfunction!(theory_waf, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate_theory_waf, m)?)?;
     m.add_function(wrap_pyfunction!(validate_config, m)?)?;
     Ok(())
 }

@@ -140,6 +140,13 @@ def _target_args(p) -> None:
     p.add_argument("--no-direct", action="store_true", help="buffered I/O on the target (for file systems without O_DIRECT)")
 
 
+def _defaults_text() -> str:
+    def show(v):
+        return "auto" if v is None else v
+    return "; ".join(f"{n}: " + ", ".join(f"{k}={show(v.default)}" for k, v in proc.params.items())
+                     for n, proc in PROCEDURES.items())
+
+
 def add_parsers(sub) -> None:
     names = ", ".join(PROCEDURES)
     r = sub.add_parser("review", help="run the review suite on drives and write one report (HTML, PNG, CSV/Parquet)",
@@ -158,7 +165,7 @@ def add_parsers(sub) -> None:
     r.set_defaults(func=_review)
     p = sub.add_parser("procedure", help="run one review procedure on a drive (or a real device through fio)",
                        description="Run one procedure by name. Parameters (see --set) default to methodology.md's: "
-                                   + "; ".join(f"{n}: {', '.join(f'{k}={v.default}' for k, v in proc.params.items())}" for n, proc in PROCEDURES.items()))
+                                   + _defaults_text())
     p.add_argument("name", help=names)
     p.add_argument("--drive", help="preset name or drive .toml")
     p.add_argument("--spare", help="consistency: spare-area variants, e.g. 0,25")

@@ -32,21 +32,6 @@ pub fn theory_config(
     c
 }
 
-/// Greedy, mean-field, finite b (the formula): solve
-/// alpha (b - x)/b = H_b - H_k + (k - x)/k for x in [k-1, k]; A = b / (b - x).
-pub fn greedy_mean_field_waf(alpha: f64, b: u32) -> f64 {
-    let h = |n: u32| (1..=n).map(|i| 1.0 / i as f64).sum::<f64>();
-    let bf = b as f64;
-    for k in 1..=b {
-        let kf = k as f64;
-        let x = (h(b) - h(k) + 1.0 - alpha) / (1.0 / kf - alpha / bf);
-        if x >= kf - 1.0 - 1e-12 && x <= kf + 1e-12 {
-            return bf / (bf - x);
-        }
-    }
-    panic!("no solution for alpha {alpha}, b {b}");
-}
-
 fn measured_waf(cfg: &DriveConfig, seed: u64) -> f64 {
     let mut ftl = ftl_of(cfg, seed);
     let n = ftl.logical_units() as u32;
@@ -71,7 +56,7 @@ fn measured_waf(cfg: &DriveConfig, seed: u64) -> f64 {
 fn greedy_waf_matches_mean_field() {
     for (b, alpha) in [(64u32, 1.25f64), (32, 1.1)] {
         let cfg = theory_config(b, 1100, alpha, GcPolicy::Greedy);
-        let expected = greedy_mean_field_waf(alpha, b);
+        let expected = crate::theory::greedy_waf(alpha, b);
         let got = measured_waf(&cfg, 11);
         let err = (got - expected).abs() / expected;
         eprintln!("greedy b {b} alpha {alpha}: simulated {got:.4}, mean-field {expected:.4}, error {:.2}%", err * 100.0);
