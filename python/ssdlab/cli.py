@@ -218,6 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .review.cli import add_parsers as add_review_parsers
 
     add_review_parsers(sub)
+    from .validate import add_parser as add_validate_parser
+
+    add_validate_parser(sub)
     return p
 
 

@@ -1,0 +1,269 @@
+"""`ssdlab validate`: the model against analytic write-amplification theory, against the
+physical ceilings of each preset's NAND, buses and host link, and against every datasheet
+rating. Prints and writes (Markdown and JSON) a table of expected, simulated, error, pass.
+
+- theory: uniform random single-unit overwrites on 4096 blocks (>= 1024), 5x the logical pages of
+  warm-up, then 5x measured; FIFO, greedy (b = 32, 64, 128, 256) and d-choices (d = 1, 2, 5,
+  10) at 7, 12, 25, 28 and 50% over-provisioning in both conventions. Tolerance 1.5%.
+- physics: per preset, NAND/bus/link ceilings from the geometry; the simulator, driven with an
+  ideal workload, must not exceed any of them.
+- datasheet: sequential 128 KiB read/write and 4 KiB random read/write at QD32 over the full
+  span, fresh for client drives, at steady state for enterprise drives, against drives.toml.
+  Tolerance 10%.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import tomllib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from . import _ssdlab
+from .drive import Drive, config_text, preset_names
+from .errors import SsdlabError
+from .job import Job
+
+OP_PERCENT = (7, 12, 25, 28, 50)
+GREEDY_B = (32, 64, 128, 256)
+D_CHOICES = (1, 2, 5, 10)
+THEORY_TOLERANCE = 0.015
+DATASHEET_TOLERANCE = 0.10
+
+
+@dataclass
+class Row:
+    group: str
+    item: str
+    expected: float
+    simulated: float
+    unit: str
+    tolerance: str
+    passed: bool
+    note: str = ""
+
+    @property
+    def error_pct(self) -> float:
+        return 100.0 * (self.simulated - self.expected) / self.expected if self.expected else float("nan")
+
+
+def alpha_of(op_pct: float, convention: str) -> float:
+    """physical/logical pages for over-provisioning `op_pct` as spare/user or spare/physical."""
+    op = op_pct / 100.0
+    return 1.0 + op if convention == "spare/user" else 1.0 / (1.0 - op)
+
+
+def theory_rows(blocks: int = 4096, warmup: float = 5.0, measure: float = 5.0, seed: int = 1,
+                ops=OP_PERCENT, greedy_b=GREEDY_B, d_choices=D_CHOICES, progress=None) -> list[Row]:
+    cases = []
+    for op in ops:
+        for conv in ("spare/user", "spare/physical"):
+            a = alpha_of(op, conv)
+            cases.append(("fifo", 64, 0, op, conv, a))
+            cases += [("greedy", b, 0, op, conv, a) for b in greedy_b]
+            cases += [("d-choices", 64, d, op, conv, a) for d in d_choices]
+    rows = []
+    for i, (policy, b, d, op, conv, a) in enumerate(cases):
+        expected = _ssdlab.theory_waf(policy, a, b, d)
+        sim = _ssdlab.simulate_theory_waf(policy, a, b, blocks, d, warmup, measure, seed)
+        name = f"{policy}{' d=' + str(d) if d else ''} b={b}, OP {op}% {conv} (alpha {a:.4f})"
+        err = abs(sim - expected) / expected
+        rows.append(Row("theory", name, expected, sim, "WAF", "1.5%", err <= THEORY_TOLERANCE))
+        if progress:
+            progress(i + 1, len(cases))
+    return rows
+
+
+def _cfg(name: str) -> dict:
+    return tomllib.loads(config_text(name)[0])
+
+
+def link_line_bytes_per_s(cfg: dict) -> float:
+    """The host link after line encoding, before protocol overhead (the physical cap)."""
+    h = cfg["host"]
+    if h.get("interface", "sata") == "sata":
+        return h.get("sata_line_gbit_per_s", 6.0) * 1e9 / 10
+    lane = {1: 2.5e9 / 10, 2: 5e9 / 10, 3: 8e9 * 128 / 130 / 8, 4: 16e9 * 128 / 130 / 8}[h.get("pcie_generation", 3)]
+    return lane * h.get("pcie_lanes", 4)
+
+
+def ceilings(cfg: dict) -> dict:
+    """Physical ceilings from the geometry (bytes/s, IOPS)."""
+    n = cfg["nand"]
+    page = n["page_size_bytes"]
+    planes = n.get("planes_per_die", 1)
+    dies = n["dies"]
+    bus = n["channels"] * n["bus_mb_per_s"] * 1e6
+    link = link_line_bytes_per_s(cfg)
+    write_nand = dies * planes * page / (n["program_page_us"] * 1e-6)
+    read_nand = dies * planes * page / (n["read_page_us"] * 1e-6)
+    return {
+        "seq_write": min(write_nand, bus, link),
+        "seq_read": min(read_nand, bus, link),
+        # A 4 KiB read occupies a die for tR (one plane), then the bus and the link.
+        "rand_read_iops": min(dies / (n["read_page_us"] * 1e-6), bus / 4096, link / 4096),
+        "parts": {"nand_write": write_nand, "nand_read": read_nand, "bus": bus, "link": link},
+    }
+
+
+def _measure(d: Drive, rw: str, bs: str, seconds: float, qd: int = 32) -> dict:
+    r = d.run(Job(rw=rw, bs=bs, iodepth=qd, runtime_s=seconds, time_based=True))
+    op = "read" if "read" in rw else "write"
+    return r.summary[op]
+
+
+def _fill_reach(d: Drive, seconds: float, cfg: dict) -> None:
+    """Fill what a sequential read can reach in `seconds` (it reads nothing beyond)."""
+    d.fill(int(link_line_bytes_per_s(cfg) * seconds * 1.1) + (1 << 20))
+
+
+def physics_rows(presets: list[str], seconds: float = 2.0, progress=None) -> list[Row]:
+    rows = []
+    for i, name in enumerate(presets):
+        cfg = _cfg(name)
+        c = ceilings(cfg)
+        d = Drive.open(name)
+        w = _measure(d, "write", "128k", seconds)["mb_per_s"] * 1e6
+        d.secure_erase()
+        _fill_reach(d, seconds, cfg)
+        r = _measure(d, "read", "128k", seconds)["mb_per_s"] * 1e6
+        d.secure_erase()
+        d.fill(8 << 30)
+        rr = d.run(Job(rw="randread", bs="4k", iodepth=256, size="8g", runtime_s=seconds / 2, time_based=True)).summary["read"]["iops"]
+        for item, sim, cap, unit in (("128K sequential write QD32", w / 1e6, c["seq_write"] / 1e6, "MB/s"),
+                                     ("128K sequential read QD32", r / 1e6, c["seq_read"] / 1e6, "MB/s"),
+                                     ("4K random read QD256", rr, c["rand_read_iops"], "IOPS")):
+            rows.append(Row("physics", f"{name}: {item} <= ceiling", cap, sim, unit, "<= ceiling", sim <= cap * 1.001,
+                            note=", ".join(f"{k} {v / 1e6:,.0f} MB/s" for k, v in c["parts"].items())))
+        del d
+        if progress:
+            progress(i + 1, len(presets))
+    return rows
+
+
+def datasheet_rows(presets: list[str], seconds: float = 5.0, steady_drive_writes: float = 1.5, progress=None) -> list[Row]:
+    rows = []
+    for i, name in enumerate(presets):
+        cfg = _cfg(name)
+        sheet = cfg.get("datasheet", {})
+        wanted = {k: sheet.get(k) for k in ("seq_read_mbps", "seq_write_mbps", "rand_read_iops", "rand_write_iops")}
+        if not any(wanted.values()):
+            continue
+        enterprise = sheet.get("segment") == "enterprise"
+        cond = "steady state" if enterprise else "fresh"
+        d = Drive.open(name)
+        got = {}
+        if enterprise:
+            # Full drive at steady state: fill, then random writes of `steady_drive_writes` x the
+            # user capacity; each figure measured from that state.
+            d.fill()
+            units = d.geometry["logical_units"]
+            d.run(Job(rw="randwrite", bs="4k", iodepth=32, number_ios=int(steady_drive_writes * units)))
+            if wanted["rand_write_iops"]:
+                got["rand_write_iops"] = _measure(d, "randwrite", "4k", seconds)["iops"]
+            if wanted["rand_read_iops"]:
+                got["rand_read_iops"] = _measure(d, "randread", "4k", seconds)["iops"]
+            if wanted["seq_read_mbps"]:
+                got["seq_read_mbps"] = _measure(d, "read", "128k", seconds)["mb_per_s"]
+            if wanted["seq_write_mbps"]:
+                got["seq_write_mbps"] = _measure(d, "write", "128k", seconds)["mb_per_s"]
+        else:
+            if wanted["seq_write_mbps"]:
+                got["seq_write_mbps"] = _measure(d, "write", "128k", seconds)["mb_per_s"]
+            if wanted["rand_write_iops"]:
+                d.secure_erase()
+                got["rand_write_iops"] = _measure(d, "randwrite", "4k", min(seconds, 2.0))["iops"]
+            if wanted["seq_read_mbps"] or wanted["rand_read_iops"]:
+                d.secure_erase()
+                d.fill()
+                if wanted["seq_read_mbps"]:
+                    got["seq_read_mbps"] = _measure(d, "read", "128k", seconds)["mb_per_s"]
+                if wanted["rand_read_iops"]:
+                    got["rand_read_iops"] = _measure(d, "randread", "4k", seconds)["iops"]
+        for k, v in got.items():
+            label = {"seq_read_mbps": "128K sequential read", "seq_write_mbps": "128K sequential write",
+                     "rand_read_iops": "4K random read", "rand_write_iops": "4K random write"}[k]
+            unit = "MB/s" if k.endswith("mbps") else "IOPS"
+            err = abs(v - wanted[k]) / wanted[k]
+            rows.append(Row("datasheet", f"{name}: {label} QD32 ({cond})", wanted[k], v, unit, "10%", err <= DATASHEET_TOLERANCE))
+        del d
+        if progress:
+            progress(i + 1, len(presets))
+    return rows
+
+
+def markdown(rows: list[Row]) -> str:
+    out = []
+    for group in dict.fromkeys(r.group for r in rows):
+        g = [r for r in rows if r.group == group]
+        passed = sum(r.passed for r in g)
+        out.append(f"### {group}: {passed} of {len(g)} pass\n")
+        out.append("| check | expected | simulated | unit | error | tolerance | pass |")
+        out.append("|---|---:|---:|---|---:|---|---|")
+        for r in g:
+            out.append(f"| {r.item} | {r.expected:,.4g} | {r.simulated:,.4g} | {r.unit} | {r.error_pct:+.2f}% | {r.tolerance} | {'yes' if r.passed else '**no**'} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def validate(groups=("theory", "physics", "datasheet"), presets: list[str] | None = None, out: str | Path | None = None,
+             quick: bool = False, progress: bool = True) -> list[Row]:
+    """Run the checks; write validation.md and validation.json into `out` if given."""
+    import sys
+
+    presets = presets or preset_names()
+
+    def bar(label):
+        t0 = time.monotonic()
+
+        def update(i, n):
+            if progress:
+                print(f"\r{label}: {i}/{n}  {time.monotonic() - t0:5.0f} s", end="" if i < n else "\n", file=sys.stderr, flush=True)
+        return update
+
+    rows: list[Row] = []
+    for g in groups:
+        if g == "theory":
+            rows += theory_rows(**({"ops": (7, 50), "greedy_b": (64,), "d_choices": (1, 10)} if quick else {}), progress=bar("theory"))
+        elif g == "physics":
+            rows += physics_rows(presets, seconds=1.0 if quick else 2.0, progress=bar("physics"))
+        elif g == "datasheet":
+            rows += datasheet_rows(presets, seconds=2.0 if quick else 5.0, steady_drive_writes=0.5 if quick else 1.5, progress=bar("datasheet"))
+        else:
+            raise SsdlabError(f"validate: unknown group '{g}'; accepted: theory, physics, datasheet")
+    if out:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "validation.md").write_text(markdown(rows) + "\n")
+        (out / "validation.json").write_text(json.dumps([asdict(r) | {"error_pct": r.error_pct} for r in rows], indent=2) + "\n")
+    return rows
+
+
+def run_cli(args) -> int:
+    groups = args.groups.split(",") if args.groups else ["theory", "physics", "datasheet"]
+    presets = args.drives or None
+    if presets:
+        known = set(preset_names())
+        for p in presets:
+            if p not in known and not p.endswith(".toml"):
+                raise SsdlabError(f"unknown drive '{p}'; accepted: preset names (see `ssdlab drives`) or .toml files")
+    rows = validate(groups, presets, args.out, args.quick, not args.quiet)
+    print(markdown(rows))
+    for g in dict.fromkeys(r.group for r in rows):
+        rs = [r for r in rows if r.group == g]
+        print(f"{g}: {sum(r.passed for r in rs)} of {len(rs)} pass")
+    if args.out:
+        print(f"wrote {Path(args.out) / 'validation.md'} and validation.json")
+    return 0
+
+
+def add_parser(sub) -> None:
+    v = sub.add_parser("validate", help="check the model against theory, physics and every datasheet (table of residuals)",
+                       description=__doc__.split("\n\n")[0])
+    v.add_argument("drives", nargs="*", help="presets to check (default: all)")
+    v.add_argument("--groups", help="comma-separated: theory, physics, datasheet (default: all)")
+    v.add_argument("--out", help="directory for validation.md and validation.json")
+    v.add_argument("--quick", action="store_true", help="fewer theory cases, shorter measurements")
+    v.add_argument("--quiet", action="store_true")
+    v.set_defaults(func=run_cli)
