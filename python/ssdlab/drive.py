@@ -224,6 +224,14 @@ class Drive:
         if end > first:
             self._sim.fill_untimed(first, end - first)
 
+    def random_writes(self, drive_writes: float, size_bytes: int | None = None, seed: int | None = None) -> None:
+        """`drive_writes` x the span's units of uniform 4 KiB random writes over the first
+        `size_bytes` (default: the whole drive), without simulating time: the FTL state such a
+        run reaches (steady state after about 1.5 drive writes), in a fraction of the time."""
+        unit = self.geometry["mapping_unit_bytes"]
+        span = self.geometry["logical_units"] if size_bytes is None else min(self.geometry["logical_units"], size_bytes // unit)
+        self._sim.random_writes_untimed(0, span, int(drive_writes * span), self.seed if seed is None else seed)
+
     def run(self, job: Job | dict, progress: bool = False) -> Result:
         """Run one job to its end and return what it measured. `progress`: True for a progress
         line on stderr, or an object with update(sim_s, ios, fraction) and close()."""

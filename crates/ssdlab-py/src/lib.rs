@@ -57,6 +57,28 @@ impl Simulation {
         self.dev.now().seconds_f64()
     }
 
+    /// Untimed uniform random writes of `writes` units over first..first+span.
+    fn random_writes_untimed(
+        &mut self,
+        py: Python<'_>,
+        first_unit: u32,
+        span: u32,
+        writes: u64,
+        seed: u64,
+    ) -> PyResult<()> {
+        self.idle_check()?;
+        if span == 0 || first_unit as u64 + span as u64 > self.dev.geometry.logical_units {
+            return Err(PyValueError::new_err(format!(
+                "random writes: units {first_unit}..{} beyond the drive's {}",
+                first_unit as u64 + span as u64,
+                self.dev.geometry.logical_units
+            )));
+        }
+        let dev = &mut self.dev;
+        py.allow_threads(|| dev.random_writes_untimed(first_unit, span, writes, seed));
+        Ok(())
+    }
+
     fn secure_erase(&mut self) -> PyResult<()> {
         self.idle_check()?;
         self.dev.secure_erase();

@@ -564,6 +564,26 @@ impl Device {
         self.buffer_free_units = self.buffer_free_units + before - self.ftl.buffered_host_units();
     }
 
+    /// Write `writes` logical units drawn uniformly from `first..first + span` without timing:
+    /// the FTL state (maps, valid counts, wear) that as many 4 KiB random writes reach, in no
+    /// simulated time. Garbage collection decides exactly as in a timed run (its decisions
+    /// depend on the writes, not on time); used to reach steady state quickly.
+    pub fn random_writes_untimed(&mut self, first: u32, span: u32, writes: u64, seed: u64) {
+        assert_eq!(
+            self.outstanding(),
+            0,
+            "untimed writes with commands outstanding"
+        );
+        assert!(span > 0 && first as u64 + span as u64 <= self.geometry.logical_units);
+        let before = self.ftl.buffered_host_units();
+        let mut rng = crate::rng::Rng::derive(seed, "untimed-random-writes");
+        for _ in 0..writes {
+            let lba = first + rng.below(span as u64) as u32;
+            self.ftl.write_unit(lba, &mut crate::ftl::NullSink);
+        }
+        self.buffer_free_units = self.buffer_free_units + before - self.ftl.buffered_host_units();
+    }
+
     /// Secure erase: every block erased, the map empty (untimed).
     pub fn secure_erase(&mut self) {
         assert_eq!(

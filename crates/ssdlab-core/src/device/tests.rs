@@ -292,3 +292,27 @@ fn background_collection_uses_idle_time() {
     assert!(dev.now() < until);
     dev.ftl.verify().unwrap();
 }
+
+#[test]
+fn untimed_random_writes_reach_a_consistent_steady_state() {
+    let mut dev = filled(&example(), 4);
+    let n = dev.geometry.logical_units as u32;
+    dev.random_writes_untimed(0, n, 3 * n as u64, 9);
+    dev.ftl.verify().unwrap();
+    assert_eq!(dev.ftl.counters.host_units_written, 4 * n as u64);
+    assert!(dev.ftl.counters.gc_units_copied > 0);
+    // A timed job continues from that state (the write buffer accounting agrees).
+    let r = run(
+        &mut dev,
+        Job {
+            rw: "randwrite".into(),
+            bs: "4k".into(),
+            iodepth: 32,
+            number_ios: Some(20_000),
+            ..Job::default()
+        },
+    );
+    assert_eq!(r.summary.write.ios, 20_000);
+    assert!(r.summary.write_amplification > 1.5);
+    dev.ftl.verify().unwrap();
+}
