@@ -340,6 +340,22 @@ def config_text(name_or_path: str) -> tuple[str, str]:
     return preset_path(name_or_path).read_text(), name_or_path
 
 
+def dump_toml(cfg: dict) -> str:
+    """A drive configuration (as tomllib reads it) back to TOML: top-level keys, then tables."""
+    def value(v) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, str):
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return repr(v)
+    lines = [f"{k} = {value(v)}" for k, v in cfg.items() if not isinstance(v, dict)]
+    for section, table in cfg.items():
+        if isinstance(table, dict):
+            lines.append(f"[{section}]")
+            lines += [f"{k} = {value(v)}" for k, v in table.items()]
+    return "\n".join(lines) + "\n"
+
+
 def describe_text(text: str, source: str) -> dict:
     """describe() of a drive configuration without building the drive (no tables allocated)."""
     try:

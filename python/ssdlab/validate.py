@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from . import _ssdlab
-from .drive import Drive, config_text, preset_names
+from .drive import Drive, config_text, dump_toml, preset_names
 from .errors import SsdlabError
 from .job import Job
 
@@ -145,54 +145,118 @@ def physics_rows(presets: list[str], seconds: float = 2.0, progress=None) -> lis
     return rows
 
 
+FIGURES = {"seq_read_mbps": ("128K sequential read", "MB/s"), "seq_write_mbps": ("128K sequential write", "MB/s"),
+           "rand_read_iops": ("4K random read", "IOPS"), "rand_write_iops": ("4K random write", "IOPS")}
+
+
+def measure_figures(text: str, source: str, wanted: list[str], enterprise: bool, seconds: float,
+                    steady_drive_writes: float) -> dict:
+    """The datasheet figures of a drive configuration, measured as vendors rate them: QD32,
+    full span; fresh for client drives, full at steady state for enterprise drives."""
+    d = Drive(text, source)
+    got = {}
+    if enterprise:
+        d.fill()
+        d.random_writes(steady_drive_writes)  # untimed: the same FTL state, sooner
+        for k, rw, bs in (("rand_write_iops", "randwrite", "4k"), ("rand_read_iops", "randread", "4k"),
+                          ("seq_read_mbps", "read", "128k"), ("seq_write_mbps", "write", "128k")):
+            if k in wanted:
+                m = _measure(d, rw, bs, seconds)
+                got[k] = m["iops"] if k.endswith("iops") else m["mb_per_s"]
+        return got
+    if "seq_write_mbps" in wanted:
+        got["seq_write_mbps"] = _measure(d, "write", "128k", seconds)["mb_per_s"]
+    if "rand_write_iops" in wanted:
+        d.secure_erase()
+        got["rand_write_iops"] = _measure(d, "randwrite", "4k", min(seconds, 2.0))["iops"]
+    if "seq_read_mbps" in wanted or "rand_read_iops" in wanted:
+        d.secure_erase()
+        d.fill()
+        if "seq_read_mbps" in wanted:
+            got["seq_read_mbps"] = _measure(d, "read", "128k", seconds)["mb_per_s"]
+        if "rand_read_iops" in wanted:
+            got["rand_read_iops"] = _measure(d, "randread", "4k", seconds)["iops"]
+    return got
+
+
+def _ratings(cfg: dict) -> tuple[dict, bool]:
+    sheet = cfg.get("datasheet", {})
+    return {k: sheet[k] for k in FIGURES if sheet.get(k)}, sheet.get("segment") == "enterprise"
+
+
 def datasheet_rows(presets: list[str], seconds: float = 5.0, steady_drive_writes: float = 1.5, progress=None) -> list[Row]:
     rows = []
     for i, name in enumerate(presets):
-        cfg = _cfg(name)
-        sheet = cfg.get("datasheet", {})
-        wanted = {k: sheet.get(k) for k in ("seq_read_mbps", "seq_write_mbps", "rand_read_iops", "rand_write_iops")}
-        if not any(wanted.values()):
-            continue
-        enterprise = sheet.get("segment") == "enterprise"
-        cond = "steady state" if enterprise else "fresh"
-        d = Drive.open(name)
-        got = {}
-        if enterprise:
-            # Full drive at steady state: fill, then random writes of `steady_drive_writes` x the
-            # user capacity; each figure measured from that state.
-            d.fill()
-            d.random_writes(steady_drive_writes)  # untimed: the same FTL state, sooner
-            if wanted["rand_write_iops"]:
-                got["rand_write_iops"] = _measure(d, "randwrite", "4k", seconds)["iops"]
-            if wanted["rand_read_iops"]:
-                got["rand_read_iops"] = _measure(d, "randread", "4k", seconds)["iops"]
-            if wanted["seq_read_mbps"]:
-                got["seq_read_mbps"] = _measure(d, "read", "128k", seconds)["mb_per_s"]
-            if wanted["seq_write_mbps"]:
-                got["seq_write_mbps"] = _measure(d, "write", "128k", seconds)["mb_per_s"]
-        else:
-            if wanted["seq_write_mbps"]:
-                got["seq_write_mbps"] = _measure(d, "write", "128k", seconds)["mb_per_s"]
-            if wanted["rand_write_iops"]:
-                d.secure_erase()
-                got["rand_write_iops"] = _measure(d, "randwrite", "4k", min(seconds, 2.0))["iops"]
-            if wanted["seq_read_mbps"] or wanted["rand_read_iops"]:
-                d.secure_erase()
-                d.fill()
-                if wanted["seq_read_mbps"]:
-                    got["seq_read_mbps"] = _measure(d, "read", "128k", seconds)["mb_per_s"]
-                if wanted["rand_read_iops"]:
-                    got["rand_read_iops"] = _measure(d, "randread", "4k", seconds)["iops"]
-        for k, v in got.items():
-            label = {"seq_read_mbps": "128K sequential read", "seq_write_mbps": "128K sequential write",
-                     "rand_read_iops": "4K random read", "rand_write_iops": "4K random write"}[k]
-            unit = "MB/s" if k.endswith("mbps") else "IOPS"
-            err = abs(v - wanted[k]) / wanted[k]
-            rows.append(Row("datasheet", f"{name}: {label} QD32 ({cond})", wanted[k], v, unit, "10%", err <= DATASHEET_TOLERANCE))
-        del d
+        text, source = config_text(name)
+        cfg = tomllib.loads(text)
+        wanted, enterprise = _ratings(cfg)
+        if wanted:
+            got = measure_figures(text, source, list(wanted), enterprise, seconds, steady_drive_writes)
+            cond = "steady state" if enterprise else "fresh"
+            for k, v in got.items():
+                label, unit = FIGURES[k]
+                err = abs(v - wanted[k]) / wanted[k]
+                rows.append(Row("datasheet", f"{cfg.get('name', name)}: {label} QD32 ({cond})", wanted[k], v, unit, "10%",
+                                err <= DATASHEET_TOLERANCE))
         if progress:
             progress(i + 1, len(presets))
     return rows
+
+
+# Parameters whose value is calibrated or assumed rather than read off the reference data.
+SENSITIVITY_PARAMETERS = (
+    ("controller", "command_ns", "calibrated per controller"),
+    ("host", "link_protocol_efficiency", "ASSUMED"),
+    ("ftl", "write_buffer_bytes", "ASSUMED"),
+    ("nand", "program_page_us", "nand-parts.toml typical"),
+    ("nand", "read_page_us", "nand-parts.toml maximum"),
+)
+SENSITIVITY_PRESETS = ("micron-p400e-200", "crucial-m500-480", "crucial-m550-512", "micron-p420m-700")
+
+
+def sensitivity(presets=SENSITIVITY_PRESETS, step: float = 0.10, seconds: float = 3.0, steady_drive_writes: float = 1.0,
+                progress=None) -> list[dict]:
+    """How each datasheet figure moves when each calibrated or assumed parameter moves by
+    +-`step` (one preset per controller by default)."""
+    out = []
+    jobs = [(p, sec, key, why) for p in presets for sec, key, why in SENSITIVITY_PARAMETERS]
+    base_cache = {}
+    for i, (name, sec, key, why) in enumerate(jobs):
+        text, source = config_text(name)
+        cfg = tomllib.loads(text)
+        wanted, enterprise = _ratings(cfg)
+        if not wanted:
+            continue
+        if name not in base_cache:
+            base_cache[name] = measure_figures(text, source, list(wanted), enterprise, seconds, steady_drive_writes)
+        base = base_cache[name]
+        value = cfg[sec].get(key, 0.95 if key == "link_protocol_efficiency" else None)
+        moved = {}
+        for sign in (+1, -1):
+            v = value * (1 + sign * step)
+            if key == "link_protocol_efficiency":
+                v = min(v, 1.0)
+            if isinstance(value, int):
+                v = int(round(v))
+            c = {k: dict(t) if isinstance(t, dict) else t for k, t in cfg.items()}
+            c[sec][key] = v
+            moved[sign] = (v, measure_figures(dump_toml(c), source, list(wanted), enterprise, seconds, steady_drive_writes))
+        for fig in base:
+            out.append({"drive": cfg.get("name", name), "parameter": f"{sec}.{key}", "source": why, "value": value,
+                        "figure": FIGURES[fig][0], "base": base[fig],
+                        "plus_value": moved[+1][0], "plus_pct": 100 * (moved[+1][1][fig] / base[fig] - 1),
+                        "minus_value": moved[-1][0], "minus_pct": 100 * (moved[-1][1][fig] / base[fig] - 1)})
+        if progress:
+            progress(i + 1, len(jobs))
+    return out
+
+
+def sensitivity_markdown(rows: list[dict]) -> str:
+    out = ["| drive | parameter | source | value | figure | base | +10% | -10% |", "|---|---|---|---:|---|---:|---:|---:|"]
+    for r in rows:
+        out.append(f"| {r['drive']} | {r['parameter']} | {r['source']} | {r['value']:g} | {r['figure']} | {r['base']:,.1f} | "
+                   f"{r['plus_pct']:+.1f}% | {r['minus_pct']:+.1f}% |")
+    return "\n".join(out) + "\n"
 
 
 def markdown(rows: list[Row]) -> str:
@@ -209,20 +273,22 @@ def markdown(rows: list[Row]) -> str:
     return "\n".join(out)
 
 
+def _bar(label):
+    import sys
+    t0 = time.monotonic()
+
+    def update(i, n):
+        print(f"\r{label}: {i}/{n}  {time.monotonic() - t0:5.0f} s", end="" if i < n else "\n", file=sys.stderr, flush=True)
+    return update
+
+
 def validate(groups=("theory", "physics", "datasheet"), presets: list[str] | None = None, out: str | Path | None = None,
              quick: bool = False, progress: bool = True) -> list[Row]:
     """Run the checks; write validation.md and validation.json into `out` if given."""
-    import sys
-
     presets = presets or preset_names()
 
     def bar(label):
-        t0 = time.monotonic()
-
-        def update(i, n):
-            if progress:
-                print(f"\r{label}: {i}/{n}  {time.monotonic() - t0:5.0f} s", end="" if i < n else "\n", file=sys.stderr, flush=True)
-        return update
+        return _bar(label) if progress else None
 
     rows: list[Row] = []
     for g in groups:
@@ -250,6 +316,18 @@ def run_cli(args) -> int:
         for p in presets:
             if p not in known and not p.endswith(".toml"):
                 raise SsdlabError(f"unknown drive '{p}'; accepted: preset names (see `ssdlab drives`) or .toml files")
+    if args.sensitivity:
+        rows = sensitivity(args.drives or SENSITIVITY_PRESETS, seconds=2.0 if args.quick else 3.0,
+                           progress=None if args.quiet else _bar("sensitivity"))
+        text = sensitivity_markdown(rows)
+        print(text)
+        if args.out:
+            out = Path(args.out)
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "sensitivity.md").write_text(text)
+            (out / "sensitivity.json").write_text(json.dumps(rows, indent=2) + "\n")
+            print(f"wrote {out / 'sensitivity.md'} and sensitivity.json")
+        return 0
     rows = validate(groups, presets, args.out, args.quick, not args.quiet)
     print(markdown(rows))
     for g in dict.fromkeys(r.group for r in rows):
@@ -267,5 +345,8 @@ def add_parser(sub) -> None:
     v.add_argument("--groups", help="comma-separated: theory, physics, datasheet (default: all)")
     v.add_argument("--out", help="directory for validation.md and validation.json")
     v.add_argument("--quick", action="store_true", help="fewer theory cases, shorter measurements")
+    v.add_argument("--sensitivity", action="store_true",
+                   help="instead: how each datasheet figure moves when each calibrated or assumed parameter moves by 10%% "
+                        "(one preset per controller unless drives are named)")
     v.add_argument("--quiet", action="store_true")
     v.set_defaults(func=run_cli)

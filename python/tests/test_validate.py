@@ -65,3 +65,16 @@ def test_validate_cli_writes_tables(tmp_path, small_toml):
     assert "physics: 3 of 3 pass" in p.stdout
     bad = subprocess.run([sys.executable, "-m", "ssdlab.cli", "validate", "--groups", "colour"], capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown group 'colour'" in bad.stderr
+
+
+def test_sensitivity_shows_which_parameters_matter(tmp_path, small_toml):
+    from ssdlab.validate import sensitivity
+    rated = tmp_path / "rated.toml"
+    rated.write_text(small_toml.read_text() + "\n[datasheet]\nsegment = \"client\"\nrand_read_iops = 60000\n")
+    rows = sensitivity([str(rated)], seconds=0.5)
+    by = {r["parameter"]: r for r in rows}
+    assert set(by) == {"controller.command_ns", "host.link_protocol_efficiency", "ftl.write_buffer_bytes",
+                       "nand.program_page_us", "nand.read_page_us"}
+    # 4 KiB random reads at QD32 on this drive are bound by NAND reads, not the controller.
+    assert by["nand.read_page_us"]["plus_pct"] < -5
+    assert abs(by["nand.program_page_us"]["plus_pct"]) < 1

@@ -123,6 +123,14 @@ pub struct ControllerConfig {
     /// DRAM on the drive, bytes (holds the mapping table; informational).
     #[serde(default)]
     pub dram_bytes: u64,
+    /// Data the controller moves to the host per second at most (its read data path: ECC
+    /// decode, DRAM, host DMA), MB/s; 0 for no limit below the link's.
+    #[serde(default)]
+    pub read_mb_per_s: f64,
+    /// Data the controller takes from the host per second at most (write data path: buffer,
+    /// ECC encode, RAIN parity), MB/s; 0 for no limit below the link's.
+    #[serde(default)]
+    pub write_mb_per_s: f64,
 }
 
 /// Garbage-collection victim policy.
@@ -487,6 +495,14 @@ impl DriveConfig {
         if f.gc_d_choices == 0 {
             return Err(err("ftl.gc_d_choices", "accepted: 1 or more"));
         }
+        for (field, v) in [
+            ("controller.read_mb_per_s", self.controller.read_mb_per_s),
+            ("controller.write_mb_per_s", self.controller.write_mb_per_s),
+        ] {
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err(err(field, "accepted: 0 (no limit) or a positive MB/s"));
+            }
+        }
         if self.controller.command_ns == 0 {
             return Err(err("controller.command_ns", "must be at least 1"));
         }
@@ -576,6 +592,8 @@ pub(crate) mod tests {
                 name: "test".into(),
                 command_ns: 5_000,
                 dram_bytes: 0,
+                read_mb_per_s: 0.0,
+                write_mb_per_s: 0.0,
             },
             ftl: FtlConfig {
                 user_capacity_bytes: 4 * 64 * 32 * 16384 * 85 / 100,

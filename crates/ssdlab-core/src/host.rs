@@ -2,7 +2,9 @@
 //!
 //! SATA: one half-duplex link (data and frames share it), NCQ depth at most 32. NVMe over
 //! PCIe: one timeline per direction, deep queues. Every command costs the controller
-//! `command_ns` of firmware time on a single FIFO processor, which caps IOPS.
+//! `command_ns` of firmware time on a single FIFO processor, which caps IOPS; data crosses at
+//! the link's rate or the controller's data-path rate (`read_mb_per_s`, `write_mb_per_s`),
+//! whichever is slower.
 
 use crate::config::{ControllerConfig, HostConfig, HostInterfaceKind};
 use crate::time::{transfer_duration, SimDuration, SimTime};
@@ -12,6 +14,10 @@ use crate::timeline::{FifoTimeline, GapTimeline};
 pub struct HostInterface {
     pub kind: HostInterfaceKind,
     link_bytes_per_s: u64,
+    /// Data rate to the host and from the host: the link's, or the controller's data path
+    /// where that is slower.
+    read_bytes_per_s: u64,
+    write_bytes_per_s: u64,
     link_command: SimDuration,
     /// Host to device (SATA: the only link timeline).
     to_device: GapTimeline,
@@ -24,9 +30,19 @@ pub struct HostInterface {
 
 impl HostInterface {
     pub fn new(host: &HostConfig, controller: &ControllerConfig) -> Self {
+        let link = host.link_bytes_per_s();
+        let capped = |mb_per_s: f64| {
+            if mb_per_s > 0.0 {
+                link.min((mb_per_s * 1e6) as u64)
+            } else {
+                link
+            }
+        };
         HostInterface {
             kind: host.interface,
-            link_bytes_per_s: host.link_bytes_per_s(),
+            link_bytes_per_s: link,
+            read_bytes_per_s: capped(controller.read_mb_per_s),
+            write_bytes_per_s: capped(controller.write_mb_per_s),
             link_command: SimDuration(host.link_command_ns),
             to_device: GapTimeline::default(),
             to_host: GapTimeline::default(),
@@ -41,13 +57,18 @@ impl HostInterface {
         self.controller.reserve(now, self.command) + self.command
     }
 
-    fn link_duration(&self, bytes: u64, with_command_frames: bool) -> SimDuration {
+    fn link_duration(&self, to_host: bool, bytes: u64, with_command_frames: bool) -> SimDuration {
         let frames = if with_command_frames {
             self.link_command.ns()
         } else {
             0
         };
-        SimDuration(frames + transfer_duration(bytes, self.link_bytes_per_s).ns())
+        let rate = if to_host {
+            self.read_bytes_per_s
+        } else {
+            self.write_bytes_per_s
+        };
+        SimDuration(frames + transfer_duration(bytes, rate).ns())
     }
 
     /// Move `bytes` from host to drive, no earlier than `earliest`; returns the end.
@@ -80,7 +101,7 @@ impl HostInterface {
         bytes: u64,
         with_command_frames: bool,
     ) -> SimTime {
-        let d = self.link_duration(bytes, with_command_frames);
+        let d = self.link_duration(to_host, bytes, with_command_frames);
         // SATA is half duplex: both directions share one wire.
         let link = match (to_host, self.kind) {
             (true, HostInterfaceKind::Nvme) => &mut self.to_host,

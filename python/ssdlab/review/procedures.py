@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..drive import Drive, config_text, describe_text
+from ..drive import Drive, config_text, describe_text, dump_toml
 from ..errors import SsdlabError
 from ..job import Job, _parse_size_arg
 
@@ -377,7 +377,7 @@ def endurance(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Out
     cfg["nand"]["dies"] = replica_dies
     cfg["nand"]["channels"] = min(cfg["nand"]["channels"], replica_dies)
     cfg["ftl"]["user_capacity_bytes"] = int(cfg["ftl"]["user_capacity_bytes"] * scale) // 4096 * 4096
-    d = Drive(_dump_toml(cfg), f"{label} replica", seed)
+    d = Drive(dump_toml(cfg), f"{label} replica", seed)
     ent = cfg.get("datasheet", {}).get("segment") == "enterprise"
     tracker.step("fill")
     d.secure_erase()
@@ -429,26 +429,6 @@ def endurance(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Out
     hist = pd.DataFrame({"erase_count": e1.astype(np.int64)}).value_counts().rename("blocks").reset_index().sort_values("erase_count")
     return [Outcome("endurance", label, "", summary, {"tbw": pd.DataFrame([{"drive": label, "projected_tbw": tbw, "rated_tbw": rated}]),
                                                      "erase_counts": hist}, time.perf_counter() - t0)]
-
-
-def _dump_toml(cfg: dict) -> str:
-    lines = []
-    for k, v in cfg.items():
-        if not isinstance(v, dict):
-            lines.append(f"{k} = {_toml_value(v)}")
-    for section, table in cfg.items():
-        if isinstance(table, dict):
-            lines.append(f"[{section}]")
-            lines += [f"{k} = {_toml_value(v)}" for k, v in table.items()]
-    return "\n".join(lines) + "\n"
-
-
-def _toml_value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return repr(v)
 
 
 def storage_bench(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
