@@ -29,6 +29,18 @@ CONTROLLER_COMMAND_NS = {
     "idt-32ch-pcie": (1_270, "1e9 / 785K IOPS: P320h random-read rating"),
 }
 
+# Controller data-path rates (MB/s; 0 = only the link limits), calibrated once per controller
+# on the sequential ratings of its drives where the NAND is far from the limit. See
+# docs/fidelity.md for the residuals.
+CONTROLLER_DATA_PATH = {
+    "marvell-88ss9174": (405, 0, "read: 405 MB/s, the middle of the P400m (380) and P400e (430-440) sequential-read ratings; "
+                                 "write: none (the m4 256GB 250, P400e 240 and P400m 310 MB/s disagree by 29%)"),
+    "marvell-88ss9187": (500, 400, "M500 480GB/960GB sequential ratings (500 read, 400 write), 32-64 dies: NAND far from the limit"),
+    "marvell-88ss9189": (550, 500, "M550 512GB/1TB sequential ratings (550 read, 500 write)"),
+    "idt-32ch-pcie": (3250, 0, "read: the middle of P320h 3200 and P420m 3300 MB/s; write: none (P320h SLC 1900, P420m MLC 600-630)"),
+}
+
+
 # Channel bus as each controller runs it (nand-parts.toml header: ONFI 2.x about 200 MB/s;
 # ONFI 3.0 up to 400 MB/s, the 88SS9187/9189 run it at about 330 MB/s).
 def bus_mb_per_s(controller: str, onfi: str) -> float:
@@ -233,6 +245,8 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
         f'name = "{d["controller"]}"',
         f"command_ns = {command_ns}             # calibrated per controller: {command_src}",
         f"dram_bytes = {dram_bytes}",
+        f"read_mb_per_s = {CONTROLLER_DATA_PATH[d['controller']][0]}             # calibrated per controller: see the note below",
+        f"write_mb_per_s = {CONTROLLER_DATA_PATH[d['controller']][1]}            # {CONTROLLER_DATA_PATH[d['controller']][2]}",
         "",
         "[ftl]",
         f"user_capacity_bytes = {cap * 10**9}",

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from ssdlab import _ssdlab
-from ssdlab.validate import alpha_of, ceilings, datasheet_rows, physics_rows, theory_rows, _cfg
+from ssdlab.validate import alpha_of, ceilings, physics_rows, theory_rows, _cfg
 
 
 def test_op_conventions():
@@ -44,16 +44,21 @@ def test_physics_ceilings_hold(small_toml):
     assert rows[0].simulated > 0.9 * rows[0].expected
 
 
-# One datasheet row per controller family that runs fast enough for CI.
-@pytest.mark.parametrize("preset, item", [
-    ("crucial-m500-120", "4K random read"),     # 88SS9187
-    ("crucial-m550-128", "128K sequential write"),  # 88SS9189
+# One datasheet row per controller (the full table: `ssdlab validate --groups datasheet`).
+@pytest.mark.parametrize("preset, figure", [
+    ("crucial-m500-120", "seq_read_mbps"),     # 88SS9187 (client, fresh)
+    ("crucial-m550-128", "rand_read_iops"),    # 88SS9189 (client, fresh)
+    ("micron-p400e-50", "seq_write_mbps"),     # 88SS9174 (enterprise, sequential steady state)
+    ("micron-p320h-175", "seq_read_mbps"),     # IDT PCIe (enterprise, sequential steady state)
 ])
-def test_datasheet_row_per_controller(preset, item):
-    rows = [r for r in datasheet_rows([preset], seconds=2.0) if item in r.item]
-    assert len(rows) == 1
-    r = rows[0]
-    assert r.passed, (r.item, r.expected, r.simulated)
+def test_datasheet_row_per_controller(preset, figure):
+    from ssdlab.drive import config_text
+    from ssdlab.validate import DATASHEET_TOLERANCE, _ratings, measure_figures
+    import tomllib
+    text, source = config_text(preset)
+    rated, enterprise = _ratings(tomllib.loads(text))
+    got = measure_figures(text, source, [figure], enterprise, 2.0, 1.0)[figure]
+    assert abs(got - rated[figure]) / rated[figure] <= DATASHEET_TOLERANCE, (preset, figure, got, rated[figure])
 
 
 def test_validate_cli_writes_tables(tmp_path, small_toml):

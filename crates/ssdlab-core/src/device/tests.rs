@@ -322,18 +322,53 @@ fn controller_data_path_caps_sequential_throughput() {
     let mut cfg = example();
     let base = {
         let mut dev = filled(&cfg, 1);
-        run(&mut dev, Job { rw: "read".into(), bs: "128k".into(), iodepth: 32, number_ios: Some(4000), ..Job::default() })
-            .summary
-            .read
-            .mb_per_s
+        run(
+            &mut dev,
+            Job {
+                rw: "read".into(),
+                bs: "128k".into(),
+                iodepth: 32,
+                number_ios: Some(4000),
+                ..Job::default()
+            },
+        )
+        .summary
+        .read
+        .mb_per_s
     };
     cfg.controller.read_mb_per_s = 0.5 * base;
     cfg.controller.write_mb_per_s = 50.0;
     let mut dev = filled(&cfg, 1);
-    let r = run(&mut dev, Job { rw: "read".into(), bs: "128k".into(), iodepth: 32, number_ios: Some(4000), ..Job::default() });
+    let r = run(
+        &mut dev,
+        Job {
+            rw: "read".into(),
+            bs: "128k".into(),
+            iodepth: 32,
+            number_ios: Some(4000),
+            ..Job::default()
+        },
+    );
     let got = r.summary.read.mb_per_s;
-    assert!(got <= 0.5 * base * 1.001 && got > 0.45 * base, "{got} vs cap {}", 0.5 * base);
+    assert!(
+        got <= 0.5 * base * 1.001 && got > 0.45 * base,
+        "{got} vs cap {}",
+        0.5 * base
+    );
     let mut dev = Device::new(&cfg, 1).unwrap();
-    let w = run(&mut dev, Job { rw: "write".into(), bs: "128k".into(), iodepth: 32, number_ios: Some(2000), ..Job::default() });
-    assert!(w.summary.write.mb_per_s <= 50.0 * 1.001, "{}", w.summary.write.mb_per_s);
+    let w = run(
+        &mut dev,
+        Job {
+            rw: "write".into(),
+            bs: "128k".into(),
+            iodepth: 32,
+            number_ios: Some(2000),
+            ..Job::default()
+        },
+    );
+    assert!(
+        w.summary.write.mb_per_s <= 50.0 * 1.001,
+        "{}",
+        w.summary.write.mb_per_s
+    );
 }
