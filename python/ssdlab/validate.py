@@ -218,6 +218,8 @@ def datasheet_rows(presets: list[str], seconds: float = 5.0, steady_drive_writes
 # Parameters whose value is calibrated or assumed rather than read off the reference data.
 SENSITIVITY_PARAMETERS = (
     ("controller", "command_ns", "calibrated per controller"),
+    ("controller", "read_mb_per_s", "calibrated per controller"),
+    ("controller", "write_mb_per_s", "calibrated per controller"),
     ("host", "link_protocol_efficiency", "ASSUMED"),
     ("ftl", "write_buffer_bytes", "ASSUMED"),
     ("nand", "program_page_us", "nand-parts.toml typical"),
@@ -243,6 +245,8 @@ def sensitivity(presets=SENSITIVITY_PRESETS, step: float = 0.10, seconds: float 
             base_cache[name] = measure_figures(text, source, list(wanted), enterprise, seconds, steady_drive_writes)
         base = base_cache[name]
         value = cfg[sec].get(key, 0.95 if key == "link_protocol_efficiency" else None)
+        if not value:
+            continue  # not set for this drive (0 = no limit): nothing to move
         moved = {}
         for sign in (+1, -1):
             v = value * (1 + sign * step)

@@ -78,6 +78,7 @@ def test_sensitivity_shows_which_parameters_matter(tmp_path, small_toml):
     rated.write_text(small_toml.read_text() + "\n[datasheet]\nsegment = \"client\"\nrand_read_iops = 60000\n")
     rows = sensitivity([str(rated)], seconds=0.5)
     by = {r["parameter"]: r for r in rows}
+    # The test drive sets no controller data-path rates (0 = none): those rows are left out.
     assert set(by) == {"controller.command_ns", "host.link_protocol_efficiency", "ftl.write_buffer_bytes",
                        "nand.program_page_us", "nand.read_page_us"}
     # 4 KiB random reads at QD32 on this drive are bound by NAND reads, not the controller.
