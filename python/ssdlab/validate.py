@@ -275,6 +275,24 @@ def sensitivity_markdown(rows: list[dict]) -> str:
     return "\n".join(out) + "\n"
 
 
+def scaling_rows(datasheet: list[Row]) -> list[Row]:
+    """The capacity-scaling facts the model must predict without per-drive tuning, from the
+    datasheet rows: M500 random write rises from 120GB to 480GB and is flat from 480GB to 960GB;
+    the M550 128GB beats the M500 120GB."""
+    rw = {r.item.split(":")[0]: r.simulated for r in datasheet if "4K random write" in r.item}
+    rows = []
+    if {"crucial-m500-120", "crucial-m500-480"} <= rw.keys():
+        a, b = rw["crucial-m500-120"], rw["crucial-m500-480"]
+        rows.append(Row("scaling", "M500 4K random write rises from 120GB to 480GB (480/120 ratio > 1.1)", 1.1, b / a, "ratio", "> 1.1", b / a > 1.1))
+    if {"crucial-m500-480", "crucial-m500-960"} <= rw.keys():
+        a, b = rw["crucial-m500-480"], rw["crucial-m500-960"]
+        rows.append(Row("scaling", "M500 4K random write flat from 480GB to 960GB (960/480 ratio)", 1.0, b / a, "ratio", "+-10%", abs(b / a - 1) <= 0.10))
+    if {"crucial-m500-120", "crucial-m550-128"} <= rw.keys():
+        a, b = rw["crucial-m500-120"], rw["crucial-m550-128"]
+        rows.append(Row("scaling", "M550 128GB beats M500 120GB at 4K random write (ratio > 1)", 1.0, b / a, "ratio", "> 1", b / a > 1.0))
+    return rows
+
+
 def markdown(rows: list[Row]) -> str:
     out = []
     for group in dict.fromkeys(r.group for r in rows):
@@ -313,7 +331,8 @@ def validate(groups=("theory", "physics", "datasheet"), presets: list[str] | Non
         elif g == "physics":
             rows += physics_rows(presets, seconds=1.0 if quick else 2.0, progress=bar("physics"))
         elif g == "datasheet":
-            rows += datasheet_rows(presets, seconds=2.0 if quick else 5.0, steady_drive_writes=0.5 if quick else 1.5, progress=bar("datasheet"))
+            ds = datasheet_rows(presets, seconds=2.0 if quick else 5.0, steady_drive_writes=0.5 if quick else 1.5, progress=bar("datasheet"))
+            rows += ds + scaling_rows(ds)
         else:
             raise SsdlabError(f"validate: unknown group '{g}'; accepted: theory, physics, datasheet")
     if out:

@@ -84,3 +84,13 @@ def test_sensitivity_shows_which_parameters_matter(tmp_path, small_toml):
     # 4 KiB random reads at QD32 on this drive are bound by NAND reads, not the controller.
     assert by["nand.read_page_us"]["plus_pct"] < -5
     assert abs(by["nand.program_page_us"]["plus_pct"]) < 1
+
+
+def test_scaling_rows_from_datasheet_rows():
+    from ssdlab.validate import Row, scaling_rows
+    ds = [Row("datasheet", f"{n}: 4K random write QD32 (fresh)", 1, v, "IOPS", "10%", True)
+          for n, v in (("crucial-m500-120", 37_000), ("crucial-m500-480", 80_000), ("crucial-m500-960", 80_000), ("crucial-m550-128", 92_000))]
+    rows = scaling_rows(ds)
+    assert [r.passed for r in rows] == [True, True, True]
+    ds[2] = Row("datasheet", "crucial-m500-960: 4K random write QD32 (fresh)", 1, 95_000, "IOPS", "10%", True)
+    assert [r.passed for r in scaling_rows(ds)] == [True, False, True]
