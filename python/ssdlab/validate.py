@@ -158,37 +158,39 @@ def measure_figures(text: str, source: str, wanted: list[str], enterprise: bool,
     """The datasheet figures of a drive configuration, measured as vendors rate them: QD32,
     full span; fresh for client drives, full at steady state for enterprise drives."""
     d = Drive(text, source)
-    got = {}
+    got: dict = {}
     if enterprise:
         # Steady state for the workload measured (as SNIA's performance test specification
         # has it): sequential figures after sequential preconditioning (the drive written
         # twice in order), random figures after random 4 KiB preconditioning.
         d.fill()
         d.fill()
-        if "seq_write_mbps" in wanted:
-            got["seq_write_mbps"] = _measure(d, "write", "128k", seconds)["mb_per_s"]
-        if "seq_read_mbps" in wanted:
-            got["seq_read_mbps"] = _measure(d, "read", "128k", seconds)["mb_per_s"]
+        _measure_wanted(d, got, wanted, ("seq_write_mbps", "seq_read_mbps"), seconds)
         if "rand_write_iops" in wanted or "rand_read_iops" in wanted:
             d.random_writes(steady_drive_writes)  # untimed: the same FTL state, sooner
-            if "rand_write_iops" in wanted:
-                got["rand_write_iops"] = _measure(d, "randwrite", "4k", seconds)["iops"]
-            if "rand_read_iops" in wanted:
-                got["rand_read_iops"] = _measure(d, "randread", "4k", seconds)["iops"]
+            _measure_wanted(d, got, wanted, ("rand_write_iops", "rand_read_iops"), seconds)
         return got
-    if "seq_write_mbps" in wanted:
-        got["seq_write_mbps"] = _measure(d, "write", "128k", seconds)["mb_per_s"]
+    _measure_wanted(d, got, wanted, ("seq_write_mbps",), seconds)
     if "rand_write_iops" in wanted:
         d.secure_erase()
-        got["rand_write_iops"] = _measure(d, "randwrite", "4k", min(seconds, 2.0))["iops"]
+        _measure_wanted(d, got, wanted, ("rand_write_iops",), min(seconds, 2.0))
     if "seq_read_mbps" in wanted or "rand_read_iops" in wanted:
         d.secure_erase()
         d.fill()
-        if "seq_read_mbps" in wanted:
-            got["seq_read_mbps"] = _measure(d, "read", "128k", seconds)["mb_per_s"]
-        if "rand_read_iops" in wanted:
-            got["rand_read_iops"] = _measure(d, "randread", "4k", seconds)["iops"]
+        _measure_wanted(d, got, wanted, ("seq_read_mbps", "rand_read_iops"), seconds)
     return got
+
+
+WORKLOADS = {"seq_write_mbps": ("write", "128k"), "seq_read_mbps": ("read", "128k"),
+             "rand_write_iops": ("randwrite", "4k"), "rand_read_iops": ("randread", "4k")}
+
+
+def _measure_wanted(d: Drive, got: dict, wanted, keys, seconds: float) -> None:
+    for k in keys:
+        if k in wanted:
+            rw, bs = WORKLOADS[k]
+            m = _measure(d, rw, bs, seconds)
+            got[k] = m["iops"] if k.endswith("iops") else m["mb_per_s"]
 
 
 def _ratings(cfg: dict) -> tuple[dict, bool]:

@@ -317,58 +317,39 @@ fn untimed_random_writes_reach_a_consistent_steady_state() {
     dev.ftl.verify().unwrap();
 }
 
+/// A job of `n` IOs.
+fn job(rw: &str, bs: &str, iodepth: u32, n: u64) -> Job {
+    Job {
+        rw: rw.into(),
+        bs: bs.into(),
+        iodepth,
+        number_ios: Some(n),
+        ..Job::default()
+    }
+}
+
 #[test]
 fn controller_data_path_caps_sequential_throughput() {
     let mut cfg = example();
-    let base = {
-        let mut dev = filled(&cfg, 1);
-        run(
-            &mut dev,
-            Job {
-                rw: "read".into(),
-                bs: "128k".into(),
-                iodepth: 32,
-                number_ios: Some(4000),
-                ..Job::default()
-            },
-        )
+    let base = run(&mut filled(&cfg, 1), job("read", "128k", 32, 4000))
         .summary
         .read
-        .mb_per_s
-    };
+        .mb_per_s;
     cfg.controller.read_mb_per_s = 0.5 * base;
     cfg.controller.write_mb_per_s = 50.0;
-    let mut dev = filled(&cfg, 1);
-    let r = run(
-        &mut dev,
-        Job {
-            rw: "read".into(),
-            bs: "128k".into(),
-            iodepth: 32,
-            number_ios: Some(4000),
-            ..Job::default()
-        },
-    );
-    let got = r.summary.read.mb_per_s;
+    let got = run(&mut filled(&cfg, 1), job("read", "128k", 32, 4000))
+        .summary
+        .read
+        .mb_per_s;
     assert!(
         got <= 0.5 * base * 1.001 && got > 0.45 * base,
         "{got} vs cap {}",
         0.5 * base
     );
     let mut dev = Device::new(&cfg, 1).unwrap();
-    let w = run(
-        &mut dev,
-        Job {
-            rw: "write".into(),
-            bs: "128k".into(),
-            iodepth: 32,
-            number_ios: Some(2000),
-            ..Job::default()
-        },
-    );
-    assert!(
-        w.summary.write.mb_per_s <= 50.0 * 1.001,
-        "{}",
-        w.summary.write.mb_per_s
-    );
+    let w = run(&mut dev, job("write", "128k", 32, 2000))
+        .summary
+        .write
+        .mb_per_s;
+    assert!(w <= 50.0 * 1.001, "{w}");
 }
