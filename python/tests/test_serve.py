@@ -61,6 +61,20 @@ queue_depth_max = 32
 """
 
 
+_STARTED: list = []
+
+
+@pytest.fixture(autouse=True)
+def _no_server_outlives_its_test():
+    """A test that fails before stopping its server must not leave it running."""
+    yield
+    while _STARTED:
+        proc = _STARTED.pop().proc
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+
+
 class Served:
     """`ssdlab serve` as a subprocess on a Unix socket."""
 
@@ -72,6 +86,7 @@ class Served:
             [sys.executable, "-m", "ssdlab.cli", "serve", "--drive", drive, "--socket", str(self.sock),
              "--stats-json", str(self.stats_path), *extra],
             stdout=self.log, stderr=subprocess.STDOUT, text=True)
+        _STARTED.append(self)
         deadline = time.time() + 60
         while not self.sock.exists():
             assert self.proc.poll() is None, self.output()

@@ -1,5 +1,5 @@
 //! The simulation thread: owns the drive and its data, takes requests from every connection,
-//! submits them to the model, and hands each reply to its connection's writer when the model
+//! submits them to the model, and writes each reply to its connection when the model
 //! completes it (`Pace::Model`: when the wall clock reaches the completion time;
 //! `Pace::None`: as soon as the simulation gets there).
 
@@ -9,6 +9,7 @@ use ssdlab_core::stats::Histogram;
 use ssdlab_core::time::SimTime;
 use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
+
 use std::time::{Duration, Instant};
 
 /// How replies are timed.
@@ -41,7 +42,7 @@ pub(crate) struct Request {
     pub arrived: Instant,
 }
 
-/// A reply for a connection's writer.
+/// A reply to write to a connection.
 pub(crate) struct Reply {
     pub handle: u64,
     pub error: u32,
@@ -53,7 +54,7 @@ pub(crate) struct Reply {
 pub(crate) enum Msg {
     Open {
         conn: u64,
-        replies: Sender<Reply>,
+        replies: std::sync::Arc<crate::ReplySink>,
     },
     Request {
         conn: u64,
@@ -105,7 +106,7 @@ struct Inflight {
 }
 
 struct Conn {
-    replies: Sender<Reply>,
+    replies: std::sync::Arc<crate::ReplySink>,
     outstanding: u64,
     closing: bool,
 }
@@ -213,7 +214,7 @@ impl Engine {
             };
             self.handle(msg);
         }
-        // Every connection's writer finishes once its sender is gone.
+        // Each connection closes once its reader has let go of it too.
         self.conns.clear();
         self.snapshot()
     }
@@ -254,7 +255,7 @@ impl Engine {
                 engine.stats.errors += 1;
             }
             if let Some(c) = engine.conns.get(&conn) {
-                let _ = c.replies.send(Reply {
+                c.replies.send(Reply {
                     handle: req.handle,
                     error,
                     read: data.map(|d| (req.offset, d)),
@@ -405,7 +406,7 @@ impl Engine {
         let Some(c) = self.conns.get_mut(&f.conn) else {
             return;
         };
-        let _ = c.replies.send(Reply {
+        c.replies.send(Reply {
             handle: f.handle,
             error: 0,
             read,

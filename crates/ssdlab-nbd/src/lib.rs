@@ -2,7 +2,7 @@
 //! nbdcopy, fio's nbd engine, a VM) use it as a disk.
 //!
 //! Threads: one accepts connections; each connection has a reader (handshake, then requests)
-//! and a writer (replies, possibly out of order); one engine thread owns the drive
+//! (replies are written, possibly out of order, by the engine); one engine thread owns the drive
 //! ([`ssdlab_core::device::Device`]) and the data kept with its physical units
 //! ([`store::DataStore`]). The simulation core stays free of I/O: this crate is its only
 //! link to sockets and the wall clock.
@@ -321,32 +321,17 @@ fn serve_connection(
             None => return Ok(()),
         }
     };
-    let (reply_tx, reply_rx) = channel::<Reply>();
-    let writer = std::thread::Builder::new()
-        .name(format!("ssdlab-write-{conn}"))
-        .spawn(move || {
-            let mut w = BufWriter::with_capacity(256 * 1024, write_half);
-            let result = (|| -> io::Result<()> {
-                while let Ok(r) = reply_rx.recv() {
-                    conn::write_reply(&mut w, &r, session)?;
-                    while let Ok(r) = reply_rx.try_recv() {
-                        conn::write_reply(&mut w, &r, session)?;
-                    }
-                    w.flush()?;
-                }
-                Ok(())
-            })();
-            // Drain what is left so the engine never blocks on a vanished client.
-            while reply_rx.recv().is_ok() {}
-            if let Ok(mut s) = w.into_inner() {
-                let _ = s.flush();
-                s.shutdown();
-            }
-            result
-        })?;
+    // Replies are written by whoever has them (the engine, or this reader for refusals),
+    // straight to the socket: no thread hop per reply.
+    let replies = Arc::new(ReplySink {
+        w: Mutex::new(Some(BufWriter::with_capacity(256 * 1024, write_half))),
+        session,
+        conn,
+        log,
+    });
     let _ = engine.send(Msg::Open {
         conn,
-        replies: reply_tx.clone(),
+        replies: replies.clone(),
     });
     let result = loop {
         match conn::read_request(&mut reader, export) {
@@ -364,7 +349,7 @@ fn serve_connection(
                 if log {
                     eprintln!("ssdlab serve: client {conn}: refused: {why}");
                 }
-                let _ = reply_tx.send(Reply {
+                replies.send(Reply {
                     handle,
                     error,
                     read: None,
@@ -376,14 +361,43 @@ fn serve_connection(
         }
     };
     let _ = engine.send(Msg::Closed { conn });
-    drop(reply_tx);
-    let written = writer.join();
-    if let (Ok(Err(e)), true) = (written, log) {
-        if e.kind() != io::ErrorKind::BrokenPipe {
-            eprintln!("ssdlab serve: client {conn}: writing replies: {e}");
+    result
+}
+
+/// The write half of a connection. The socket is shut down when the last holder (the reader
+/// thread, or the engine once every command is answered) lets go of it.
+pub(crate) struct ReplySink {
+    w: Mutex<Option<BufWriter<Stream>>>,
+    session: Session,
+    conn: u64,
+    log: bool,
+}
+
+impl ReplySink {
+    /// Write one reply now. A client that stopped reading loses its replies, nobody else's.
+    pub(crate) fn send(&self, r: Reply) {
+        let mut guard = self.w.lock().expect("reply writer");
+        let Some(w) = guard.as_mut() else {
+            return;
+        };
+        if let Err(e) = conn::write_reply(w, &r, self.session).and_then(|_| w.flush()) {
+            if self.log && e.kind() != io::ErrorKind::BrokenPipe {
+                eprintln!("ssdlab serve: client {}: writing replies: {e}", self.conn);
+            }
+            *guard = None;
         }
     }
-    result
+}
+
+impl Drop for ReplySink {
+    fn drop(&mut self) {
+        if let Some(w) = self.w.get_mut().ok().and_then(|w| w.take()) {
+            if let Ok(mut s) = w.into_inner() {
+                let _ = s.flush();
+                s.shutdown();
+            }
+        }
+    }
 }
 
 /// Reads from the buffered reader, writes to the other half of the socket.
