@@ -232,6 +232,12 @@ class Drive:
         span = self.geometry["logical_units"] if size_bytes is None else min(self.geometry["logical_units"], size_bytes // unit)
         self._sim.random_writes_untimed(0, span, int(drive_writes * span), self.seed if seed is None else seed)
 
+    def fill_read_reach(self, seconds: float) -> None:
+        """Fill what a sequential read from LBA 0 can reach in `seconds`: it can move no more
+        than the host link's line rate carries, and reads nothing beyond (filling the rest of
+        a large drive would only cost time)."""
+        self.fill(int(link_line_bytes_per_s(self.config) * seconds * 1.05) + (1 << 20))
+
     def run(self, job: Job | dict, progress: bool = False) -> Result:
         """Run one job to its end and return what it measured. `progress`: True for a progress
         line on stderr, or an object with update(sim_s, ios, fraction) and close()."""
@@ -338,6 +344,15 @@ def config_text(name_or_path: str) -> tuple[str, str]:
         except OSError as e:
             raise SsdlabError(f"{name_or_path}: cannot read: {e.strerror}") from None
     return preset_path(name_or_path).read_text(), name_or_path
+
+
+def link_line_bytes_per_s(cfg: dict) -> float:
+    """The host link after line encoding, before protocol overhead (the physical cap)."""
+    h = cfg["host"]
+    if h.get("interface", "sata") == "sata":
+        return h.get("sata_line_gbit_per_s", 6.0) * 1e9 / 10
+    lane = {1: 2.5e9 / 10, 2: 5e9 / 10, 3: 8e9 * 128 / 130 / 8, 4: 16e9 * 128 / 130 / 8}[h.get("pcie_generation", 3)]
+    return lane * h.get("pcie_lanes", 4)
 
 
 def dump_toml(cfg: dict) -> str:

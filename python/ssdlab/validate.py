@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from . import _ssdlab
-from .drive import Drive, config_text, dump_toml, preset_names
+from .drive import Drive, config_text, dump_toml, link_line_bytes_per_s, preset_names
 from .errors import SsdlabError
 from .job import Job
 
@@ -82,15 +82,6 @@ def _cfg(name: str) -> dict:
     return tomllib.loads(config_text(name)[0])
 
 
-def link_line_bytes_per_s(cfg: dict) -> float:
-    """The host link after line encoding, before protocol overhead (the physical cap)."""
-    h = cfg["host"]
-    if h.get("interface", "sata") == "sata":
-        return h.get("sata_line_gbit_per_s", 6.0) * 1e9 / 10
-    lane = {1: 2.5e9 / 10, 2: 5e9 / 10, 3: 8e9 * 128 / 130 / 8, 4: 16e9 * 128 / 130 / 8}[h.get("pcie_generation", 3)]
-    return lane * h.get("pcie_lanes", 4)
-
-
 def ceilings(cfg: dict) -> dict:
     """Physical ceilings from the geometry (bytes/s, IOPS)."""
     n = cfg["nand"]
@@ -116,11 +107,6 @@ def _measure(d: Drive, rw: str, bs: str, seconds: float, qd: int = 32) -> dict:
     return r.summary[op]
 
 
-def _fill_reach(d: Drive, seconds: float, cfg: dict) -> None:
-    """Fill what a sequential read can reach in `seconds` (it reads nothing beyond)."""
-    d.fill(int(link_line_bytes_per_s(cfg) * seconds * 1.1) + (1 << 20))
-
-
 def physics_rows(presets: list[str], seconds: float = 2.0, progress=None) -> list[Row]:
     rows = []
     for i, name in enumerate(presets):
@@ -132,7 +118,7 @@ def physics_rows(presets: list[str], seconds: float = 2.0, progress=None) -> lis
         ws = d.run(Job(rw="write", bs="128k", iodepth=32, runtime_s=2 * seconds, time_based=True)).series
         w = ws.write_mb_per_s.iloc[len(ws) // 2:].mean() * 1e6
         d.secure_erase()
-        _fill_reach(d, seconds, cfg)
+        d.fill_read_reach(seconds)
         r = _measure(d, "read", "128k", seconds)["mb_per_s"] * 1e6
         d.secure_erase()
         span = min(8 << 30, d.user_bytes) // 4096 * 4096

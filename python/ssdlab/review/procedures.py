@@ -199,24 +199,14 @@ def four_corners(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[
         run(f"4K random write QD{qd}", d, Job(rw="randwrite", bs="4k", iodepth=qd, size=str(span), runtime_s=p["random_s"], time_based=True))
     tracker.step("128K sequential read")
     d.secure_erase()
-    # A sequential read can reach no further than the host link carries in the run: filling
-    # beyond that changes nothing the test reads.
-    reach = _round_down(int(_link_bytes_per_s(d) * p["seq_s"] * 1.05) + 128 * KIB, 128 * KIB)
     whole = _round_down(d.user_bytes, 128 * KIB)
-    d.fill(min(reach, whole))
+    d.fill_read_reach(p["seq_s"])
     run("128K sequential read QD1", d, Job(rw="read", bs="128k", iodepth=1, size=str(whole), runtime_s=p["seq_s"], time_based=True))
     tracker.step("128K sequential write")
     d.secure_erase()
     run("128K sequential write QD1", d, Job(rw="write", bs="128k", iodepth=1, size=str(whole), runtime_s=p["seq_s"], time_based=True))
     table = pd.DataFrame(rows)
     return [Outcome("four-corners", label, "", {r["test"]: r["mb_per_s"] for r in rows}, {"results": table}, time.perf_counter() - t0)]
-
-
-def _link_bytes_per_s(d: Drive) -> float:
-    host = d.config["host"]
-    if host.get("interface", "sata") == "sata":
-        return host.get("sata_line_gbit_per_s", 6.0) * 1e9 * 0.8 / 8
-    return host.get("pcie_lanes", 4) * {1: 250e6, 2: 500e6, 3: 985e6, 4: 1969e6}.get(host.get("pcie_generation", 3), 985e6)
 
 
 def sequential_qd(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
@@ -233,8 +223,7 @@ def sequential_qd(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list
     rows.append({"test": f"sequential write {p['bs']} QD{p['qd']}", "mb_per_s": r.summary["write"]["mb_per_s"], "iops": r.summary["write"]["iops"]})
     tracker.step("sequential read")
     d.secure_erase()
-    reach = _round_down(int(_link_bytes_per_s(d) * p["duration_s"] * 1.05) + bs, bs)
-    d.fill(min(reach, whole))
+    d.fill_read_reach(p["duration_s"])
     r = d.run(Job(rw="read", bs=p["bs"], iodepth=p["qd"], size=str(whole), runtime_s=p["duration_s"], time_based=True), progress=tracker)
     rows.append({"test": f"sequential read {p['bs']} QD{p['qd']}", "mb_per_s": r.summary["read"]["mb_per_s"], "iops": r.summary["read"]["iops"]})
     return [Outcome("sequential-qd", label, "", {r["test"]: r["mb_per_s"] for r in rows}, {"results": pd.DataFrame(rows)}, time.perf_counter() - t0)]
