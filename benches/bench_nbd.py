@@ -1,4 +1,6 @@
-"""NBD emulator speed, side by side in one run: fio 4 KiB random writes at QD16 through its nbd
+"""NBD emulator speed and pacing fidelity. Pacing: fio 4 KiB random reads at QD32 against
+`ssdlab serve --pace model` (crucial-m500-120, fast-filled) next to what `ssdlab run` predicts
+for the same job (target: within 10%). Speed, side by side in one run: fio 4 KiB random writes at QD16 through its nbd
 engine against `ssdlab serve --pace none` and against `nbdkit memory` (the baseline: an NBD
 server that only copies bytes). Prints both IOPS and their ratio (target: ssdlab >= half of
 nbdkit). Never fails on a figure.
@@ -22,6 +24,32 @@ def fio_iops(uri: str, span: str, runtime: int, out: Path) -> float:
                     "--output-format=json", f"--output={out}"], check=True, capture_output=True)
     text = out.read_text()
     return json.loads(text[text.index("{"):])["jobs"][0]["write"]["iops"]
+
+
+def paced_fidelity(tmp: Path, drive: str = "crucial-m500-120", runtime: int = 10) -> dict:
+    import ssdlab
+    sock = tmp / "p.sock"
+    proc = subprocess.Popen([sys.executable, "-m", "ssdlab.cli", "serve", "--drive", drive, "--socket", str(sock),
+                             "--precondition", "fast-fill", "--quiet", "--stats-json", str(tmp / "p.json")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(sock, proc)
+        out = tmp / "paced.json"
+        subprocess.run(["fio", "--name=paced", "--ioengine=nbd", f"--uri=nbd+unix:///?socket={sock}", "--rw=randread",
+                        "--bs=4k", "--iodepth=32", "--size=8g", f"--runtime={runtime}", "--time_based", "--ramp_time=1",
+                        "--output-format=json", f"--output={out}"], check=True, capture_output=True)
+        text = out.read_text()
+        measured = json.loads(text[text.index("{"):])["jobs"][0]["read"]["iops"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    late = json.loads((tmp / "p.json").read_text())
+    d = ssdlab.Drive.preset(drive)
+    d.precondition("fast-fill")
+    predicted = d.run(ssdlab.Job(rw="randread", bs="4k", iodepth=32, size="8g", runtime_s=runtime, time_based=True)).summary["read"]["iops"]
+    return {"paced_fio_randread_qd32_iops": round(measured), "ssdlab_run_predicted_iops": round(predicted),
+            "paced_error_pct": round(100 * (measured - predicted) / predicted, 2),
+            "paced_late_p50_us": late["late_p50_us"], "paced_late_p99_us": late["late_p99_us"]}
 
 
 def wait_for(path: Path, proc: subprocess.Popen) -> None:
@@ -59,7 +87,9 @@ def main() -> None:
                 proc.terminate()
                 proc.wait(timeout=60)
         stats = json.loads((tmp / "stats.json").read_text())
+        paced = paced_fidelity(tmp)
     print(json.dumps({
+        **paced,
         "workload": f"fio nbd engine, 4 KiB randwrite, QD16, {args.span} span, {args.runtime} s",
         "nbdkit_memory_iops": round(results["nbdkit-memory"]),
         "ssdlab_pace_none_iops": round(results["ssdlab-pace-none"]),
