@@ -41,6 +41,53 @@ CONTROLLER_DATA_PATH = {
 }
 
 
+# Firmware behaviour under sustained load, per controller and firmware family (client drives
+# are rated fresh, enterprise drives at steady state; the M500 and M500DC share the 88SS9187
+# with different firmware). `gc_copy_ns` is the processor time per unit garbage collection
+# copies (controller.gc_copy_ns_per_unit), calibrated once per family on the 88SS9187: the
+# client family on the one client steady-state measurement (measurements.md: M500 960GB
+# consistency floor about 2,600 IOPS), the enterprise family on the M500DC steady-state
+# random-write ratings of the capacities the NAND does not bound (480GB 35K, 800GB 24K IOPS).
+# Controllers without such data carry the nearest family's value over, scaled by their
+# per-command firmware time (the same processor work on a slower or faster processor):
+# ASSUMED. docs/fidelity.md gives the fits and their residuals.
+GC_COPY_NS_9187 = {"client": 33_000, "enterprise": 21_000}
+FIRMWARE_SOURCE = {
+    ("marvell-88ss9187", "client"): "calibrated: M500 960GB consistency floor (measurements.md)",
+    ("marvell-88ss9187", "enterprise"): "calibrated: M500DC 480GB/800GB steady-state random-write ratings",
+}
+# When foreground collection runs (ftl.gc_foreground_mode). The m4's firmware defers cleanup
+# (drives.toml: fast random writes "achieved by not defragmenting on the fly"; a sequential
+# pass after random writes is far slower, a second one recovers); the others collect paced
+# with host writes (measurements.md: the M500 holds a floor "with the per-second values
+# consistent around it"); ASSUMED for the drives without a measurement.
+GC_MODE = {"crucial-m4": ("deferred", "drives.toml m4 note: not defragmenting on the fly")}
+# Host command latency outside the drive's serialised resources (host.command_latency_ns).
+# ASSUMED: SATA 20 us = AHCI driver path about 6 us (Intel's NVMe-versus-AHCI comparison:
+# 6 us AHCI, 2.8 us NVMe) plus the FPDMA queued protocol's frames and the firmware's command
+# and completion handling; PCIe 10 us.
+COMMAND_LATENCY_NS = {"sata": 20_000, "pcie": 10_000}
+MAP_JOURNAL_ENTRY_BYTES = 8   # ASSUMED: 4-byte LBA + 4-byte physical address per record
+
+
+def firmware(controller: str, family: str) -> tuple[int, str]:
+    """gc_copy_ns_per_unit of a controller's firmware family, and where it comes from."""
+    if (controller, family) in FIRMWARE_SOURCE:
+        return GC_COPY_NS_9187[family], FIRMWARE_SOURCE[(controller, family)]
+    ratio = CONTROLLER_COMMAND_NS[controller][0] / CONTROLLER_COMMAND_NS["marvell-88ss9187"][0]
+    value = int(round(GC_COPY_NS_9187[family] * ratio, -2))
+    return value, (f"ASSUMED: 88SS9187 {family} firmware's {GC_COPY_NS_9187[family]} ns carried over, "
+                   f"x {ratio:.3f} (command_ns ratio)")
+
+
+def map_blocks_per_die(logical_units: int, dies: int, block_bytes: int) -> int:
+    """Blocks per die for the map's persistence: room for the whole map (4 bytes per 4 KiB
+    unit) and as much journal (a checkpoint is due when the journal is as long as the map), plus
+    one block for block summaries and the block being reclaimed."""
+    map_bytes = logical_units * 4
+    return -(-2 * map_bytes // (dies * block_bytes)) + 1
+
+
 # Channel bus as each controller runs it (nand-parts.toml header: ONFI 2.x about 200 MB/s;
 # ONFI 3.0 up to 400 MB/s, the 88SS9187/9189 run it at about 330 MB/s).
 def bus_mb_per_s(controller: str, onfi: str) -> float:
@@ -201,6 +248,7 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
             'interface = "sata"',
             "sata_line_gbit_per_s = 6.0      # drives.toml controller host = sata-6g",
             "queue_depth_max = 32            # NCQ",
+            f"command_latency_ns = {COMMAND_LATENCY_NS['sata']}     # ASSUMED: AHCI driver ~6 us + FPDMA frames and firmware command path (docs/model.md)",
         ]
         buffer = 4 << 20
         buffer_note = "drives.toml (M500): under 5 MB of user data is ever buffered in DRAM; the same is ASSUMED for every Marvell SATA drive"
@@ -211,6 +259,7 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
             f"pcie_generation = {gen}            # drives.toml controller host = pcie-gen2-x8",
             f"pcie_lanes = {lanes}",
             "queue_depth_max = 1024          # ASSUMED",
+            f"command_latency_ns = {COMMAND_LATENCY_NS['pcie']}     # ASSUMED: driver ~3 us + doorbell, interrupt and firmware command path",
         ]
         buffer = 16 << 20
         buffer_note = "ASSUMED: 16 MiB (enough to keep every die programming)"
@@ -219,6 +268,14 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
         "# Edit a copy freely: every field is documented in crates/ssdlab-core/src/config.rs.",
     ]
     sheet, sheet_notes = datasheet_lines(key, i, d)
+    family = "enterprise" if key in ENTERPRISE else "client"
+    copy_ns, copy_src = firmware(d["controller"], family)
+    gc_mode, gc_mode_src = GC_MODE.get(key, ("paced", "ASSUMED: collects paced with host writes (see docs/fidelity.md)"))
+    page_bytes = page
+    block_bytes = planes * ppb * page_bytes
+    logical_units = cap * 10**9 // 4096
+    meta_blocks = map_blocks_per_die(logical_units, dies, block_bytes)
+    map_pages = -(-logical_units // (page_bytes // 4))
     for n in notes + part_notes + sheet_notes:
         out.append(f"# {n}")
     out += [
@@ -247,18 +304,25 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
         f"dram_bytes = {dram_bytes}",
         f"read_mb_per_s = {CONTROLLER_DATA_PATH[d['controller']][0]}             # calibrated per controller: see the note below",
         f"write_mb_per_s = {CONTROLLER_DATA_PATH[d['controller']][1]}            # {CONTROLLER_DATA_PATH[d['controller']][2]}",
+        f"gc_copy_ns_per_unit = {copy_ns}     # {family} firmware; {copy_src}",
+        "gc_victim_ns = 0                # not separable from gc_copy_ns_per_unit with one measurement",
         "",
         "[ftl]",
         f"user_capacity_bytes = {cap * 10**9}",
         "mapping_unit_bytes = 4096",
         f"write_buffer_bytes = {buffer}      # {buffer_note}",
         f"rain_data_pages_per_parity = {rain}",
-        "reserved_blocks_per_die = 0",
+        "reserved_blocks_per_die = 0       # defects come out of the part's spare blocks (the 128 Gbit part has 1048 blocks per plane for a nominal 1024)",
         'gc_policy = "greedy"',
         "gc_foreground_free_blocks_min = 3",
-        'gc_foreground_mode = "burst"     # ASSUMED per controller: whole victims collected at once (see docs/fidelity.md)',
+        f'gc_foreground_mode = "{gc_mode}"     # {gc_mode_src}',
         "gc_background_free_blocks_target = 6",
+        "gc_deferred_free_blocks_target = 8   # ASSUMED (deferred mode only)",
         "gc_background_idle_us = 5000",
+        f"map_journal_entry_bytes = {MAP_JOURNAL_ENTRY_BYTES}     # ASSUMED: 4-byte LBA + 4-byte physical address",
+        f"map_checkpoint_journal_pages = {map_pages}   # ASSUMED: a checkpoint when the journal is as long as the map ({map_pages} map pages)",
+        f"map_blocks_per_die = {meta_blocks}          # map + as much journal + 1, rounded up to blocks",
+        "block_summary_pages = true",
         "",
         "[host]",
         *host_lines,

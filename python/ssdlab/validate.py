@@ -10,15 +10,24 @@ rating. Prints and writes (Markdown and JSON) a table of expected, simulated, er
 - datasheet: sequential 128 KiB read/write and 4 KiB random read/write at QD32 over the full
   span, fresh for client drives, at steady state for enterprise drives, against drives.toml.
   Tolerance 10%.
+- consistency: methodology.md section 1 on every preset at 0% and 25% extra spare area: the
+  steady-state mean, floor (1st percentile of per-second IOPS) and coefficient of variation
+  over 1400-2000 s (enterprise presets: the last third of 7200 s), and the calibration row
+  (measurements.md, M500 960GB floor) with its residual. `--ablate MECHANISM` switches one
+  firmware mechanism off in every preset, so each mechanism's contribution shows.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 import tomllib
-from dataclasses import asdict, dataclass
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from . import _ssdlab
 from .drive import Drive, config_text, dump_toml, link_line_bytes_per_s, preset_names
@@ -42,6 +51,7 @@ class Row:
     tolerance: str
     passed: bool
     note: str = ""
+    extra: dict = field(default_factory=dict)
 
     def __post_init__(self):  # numpy scalars to plain Python, for JSON
         self.expected, self.simulated, self.passed = float(self.expected), float(self.simulated), bool(self.passed)
@@ -281,10 +291,195 @@ def scaling_rows(datasheet: list[Row]) -> list[Row]:
     return rows
 
 
+# The calibration set (../shared/reference/measurements.md): the one client steady-state figure.
+CONSISTENCY_MEASURED = {("crucial-m500-960", 0): ("floor", 2600.0, "measurements.md: M500 960GB holds a floor of about 2,600 IOPS")}
+CONSISTENCY_TOLERANCE = 0.10
+CONSISTENCY_SPARES = (0, 25)
+
+# Each firmware mechanism and the preset fields that switch it off (`--ablate`).
+ABLATIONS = {
+    "gc-cost": ({"controller": {"gc_copy_ns_per_unit": 0, "gc_victim_ns": 0}},
+                "garbage collection costs the controller's processor nothing"),
+    "gc-scheduling": ({"ftl": {"gc_foreground_mode": "paced"}},
+                      "every preset collects paced with host writes (no deferred or burst collection)"),
+    "map-persistence": ({"ftl": {"map_journal_entry_bytes": 0, "block_summary_pages": False, "map_blocks_per_die": 0}},
+                        "no map journal, checkpoints or block summaries, and their blocks serve garbage collection"),
+    "held-spare": ({"ftl": {"rain_data_pages_per_parity": 0, "reserved_blocks_per_die": 0}},
+                   "RAIN parity and the defect reserve are spare area for garbage collection instead"),
+    "command-latency": ({"host": {"command_latency_ns": 0}}, "no per-command latency outside the drive's resources"),
+}
+
+
+def ablated_text(text: str, mechanism: str | None) -> str:
+    """A drive configuration with one firmware mechanism switched off."""
+    if not mechanism:
+        return text
+    if mechanism not in ABLATIONS:
+        raise SsdlabError(f"--ablate: unknown mechanism '{mechanism}'; accepted: {', '.join(ABLATIONS)}")
+    cfg = tomllib.loads(text)
+    for section, fields in ABLATIONS[mechanism][0].items():
+        cfg[section].update(fields)
+    return dump_toml(cfg)
+
+
+def consistency_windows(enterprise: bool, quick: bool) -> tuple[float, float, float]:
+    """(run length, window start, window end) in seconds: methodology.md section 1 and the
+    issue's definition (client 1400-2000 s of 2000 s, enterprise the last third of 7200 s).
+    Quick enterprise runs reach steady state with untimed random writes first (see
+    consistency_measure) and keep a 300 s window."""
+    if not enterprise:
+        return 2000.0, 1400.0, 2000.0
+    if quick:
+        return 300.0, 0.0, 300.0
+    return 7200.0, 4800.0, 7200.0
+
+
+def consistency_measure(args: tuple) -> dict:
+    """One consistency run (secure erase, fill of the written span, 4 KiB QD32 random writes
+    over it): the steady-state figures of the window. Module-level so processes can run it."""
+    name, spare, mechanism, quick, seed = args
+    text, source = config_text(name)
+    cfg = tomllib.loads(text)
+    enterprise = cfg.get("datasheet", {}).get("segment") == "enterprise"
+    duration, w0, w1 = consistency_windows(enterprise, quick)
+    d = Drive(ablated_text(text, mechanism), source, seed)
+    unit = d.geometry["mapping_unit_bytes"]
+    span = int(d.user_bytes * (100 - spare) / 100) // unit * unit
+    d.secure_erase()
+    d.fill(span)
+    if enterprise and quick:
+        d.random_writes(2.0, span)  # untimed: the steady state a long timed run reaches
+    t0 = time.perf_counter()
+    r = d.run(Job(name="consistency", rw="randwrite", bs="4k", iodepth=32, size=str(span), runtime_s=duration, time_based=True))
+    t = r.series["time_s"].to_numpy()
+    iops = r.series["write_iops"].to_numpy()
+    w = iops[(t > w0) & (t <= w1)]
+    mean = float(w.mean()) if len(w) else 0.0
+    return {"drive": cfg.get("name", name), "spare_pct": spare, "enterprise": enterprise, "window_s": [w0, w1],
+            "mean_iops": mean, "floor_iops": float(np.percentile(w, 1)) if len(w) else 0.0,
+            "cv": float(w.std() / mean) if mean else 0.0, "min_iops": float(w.min()) if len(w) else 0.0,
+            "waf": r.summary["write_amplification"], "wall_s": time.perf_counter() - t0,
+            "series": iops.tolist() if not enterprise else []}
+
+
+def consistency_rows(presets: list[str], spares=CONSISTENCY_SPARES, mechanism: str | None = None, quick: bool = False,
+                     jobs: int | None = None, progress=None, series_out: dict | None = None) -> list[Row]:
+    """The consistency prediction table (and the calibration row) for `presets`."""
+    if mechanism:
+        if mechanism not in ABLATIONS:
+            raise SsdlabError(f"--ablate: unknown mechanism '{mechanism}'; accepted: {', '.join(ABLATIONS)}")
+    tasks = [(p, s, mechanism, quick, 0) for p in presets for s in spares]
+    # Largest drives first, so the pool does not end on one long run.
+    tasks.sort(key=lambda t: -describe_size(t[0]))
+    results = []
+    workers = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
+    with ProcessPoolExecutor(workers) as pool:
+        for i, res in enumerate(pool.map(consistency_measure, tasks)):
+            results.append(res)
+            if progress:
+                progress(i + 1, len(tasks))
+    order = {(p, s): i for i, (p, s, *_) in enumerate((t for t in sorted(tasks, key=lambda t: (presets.index(t[0]), t[1]))))}
+    results.sort(key=lambda r: order.get((r["drive"], r["spare_pct"]), 0))
+    rows = []
+    for r in results:
+        series = r.pop("series")
+        if series_out is not None and series:
+            series_out[(r["drive"], r["spare_pct"])] = series
+        measured = CONSISTENCY_MEASURED.get((r["drive"], r["spare_pct"]))
+        label = f"{r['drive']} spare {r['spare_pct']}%" + (f" [{mechanism} off]" if mechanism else "")
+        if measured and not mechanism:
+            key, value, source = measured
+            sim = r[f"{key}_iops"]
+            rows.append(Row("consistency", f"{label}: calibration ({key})", value, sim, "IOPS", "10%",
+                            abs(sim - value) / value <= CONSISTENCY_TOLERANCE, note=source, extra=r))
+        else:
+            rows.append(Row("consistency", f"{label}: prediction", float("nan"), r["floor_iops"], "IOPS", "prediction", True,
+                            extra=r))
+    return rows
+
+
+CHART_DRIVES = ("crucial-m4-256", "crucial-m500-960", "crucial-m500-120", "crucial-m550-1024")
+
+
+def consistency_chart(series: dict, out: Path, drives=CHART_DRIVES) -> list[Path]:
+    """The consistency charts of the client families side by side (per-second IOPS, log y, each
+    spare-area variant a line): consistency.html (plotly embedded, offline) and, where a
+    headless Chromium is available, consistency.png."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    drives = [d for d in drives if any(k[0] == d for k in series)]
+    if not drives:
+        return []
+    cols = 2
+    rows = -(-len(drives) // cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=drives, horizontal_spacing=0.08, vertical_spacing=0.12)
+    colours = {0: "#1f77b4", 25: "#d62728"}
+    for i, d in enumerate(drives):
+        for (name, spare), iops in sorted(series.items()):
+            if name != d:
+                continue
+            fig.add_trace(go.Scattergl(x=np.arange(1, len(iops) + 1), y=np.maximum(iops, 1), mode="markers",
+                                       marker={"size": 2, "color": colours.get(spare)}, name=f"spare {spare}%",
+                                       showlegend=i == 0), row=i // cols + 1, col=i % cols + 1)
+        fig.update_yaxes(type="log", range=[-0.1, 5], title_text="IOPS" if i % cols == 0 else None, row=i // cols + 1, col=i % cols + 1)
+        fig.update_xaxes(title_text="time, s", row=i // cols + 1, col=i % cols + 1)
+    fig.update_layout(title="4 KiB random writes QD32 after a sequential fill: IOPS per second (model predictions; "
+                            "M500 960GB at 0% is the calibration; seconds with no completion at 1)", height=420 * rows, width=1200,
+                      legend={"orientation": "h", "y": -0.08}, margin={"l": 60, "r": 20, "t": 80, "b": 60})
+    out.mkdir(parents=True, exist_ok=True)
+    html_path = out / "consistency.html"
+    fig.write_html(html_path, include_plotlyjs=True)
+    paths = [html_path]
+    try:
+        from playwright.sync_api import sync_playwright
+
+        from .review.report import chromium_path
+        exe = chromium_path()
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"]) if exe else p.chromium.launch()
+            page = browser.new_page(viewport={"width": 1220, "height": 420 * rows + 20})
+            page.goto(html_path.resolve().as_uri())
+            page.wait_for_selector(".main-svg")
+            page.screenshot(path=str(out / "consistency.png"), full_page=True)
+            browser.close()
+        paths.append(out / "consistency.png")
+    except Exception as e:  # no Playwright or no browser: the HTML is still there
+        print(f"consistency.png not written ({type(e).__name__}: {e}); consistency.html has the charts")
+    return paths
+
+
+def describe_size(name: str) -> float:
+    try:
+        return tomllib.loads(config_text(name)[0])["ftl"]["user_capacity_bytes"]
+    except (KeyError, SsdlabError):
+        return 0.0
+
+
+def consistency_markdown(rows: list[Row]) -> str:
+    out = ["| drive | spare | window s | steady mean IOPS | floor (p1) IOPS | CV | WAF | measured | error | pass |",
+           "|---|---:|---|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        e = r.extra
+        measured = "" if r.tolerance == "prediction" else f"{r.expected:,.0f}"
+        err = "" if r.tolerance == "prediction" else f"{r.error_pct:+.1f}%"
+        ok = "" if r.tolerance == "prediction" else ("yes" if r.passed else "**no**")
+        name = r.item.split(" spare ")[0]
+        out.append(f"| {name} | {e['spare_pct']}% | {e['window_s'][0]:g}-{e['window_s'][1]:g} | {e['mean_iops']:,.0f} | "
+                   f"{e['floor_iops']:,.0f} | {e['cv']:.3f} | {e['waf']:.2f} | {measured} | {err} | {ok} |")
+    return "\n".join(out) + "\n"
+
+
 def markdown(rows: list[Row]) -> str:
     out = []
     for group in dict.fromkeys(r.group for r in rows):
         g = [r for r in rows if r.group == group]
+        if group == "consistency":
+            checked = [r for r in g if r.tolerance != "prediction"]
+            out.append(f"### consistency: {sum(r.passed for r in checked)} of {len(checked)} calibration rows pass, "
+                       f"{len(g) - len(checked)} predictions\n")
+            out.append(consistency_markdown(g))
+            continue
         passed = sum(r.passed for r in g)
         out.append(f"### {group}: {passed} of {len(g)} pass\n")
         out.append("| check | expected | simulated | unit | error | tolerance | pass |")
@@ -305,7 +500,7 @@ def _bar(label):
 
 
 def validate(groups=("theory", "physics", "datasheet"), presets: list[str] | None = None, out: str | Path | None = None,
-             quick: bool = False, progress: bool = True) -> list[Row]:
+             quick: bool = False, progress: bool = True, ablate: str | None = None, jobs: int | None = None) -> list[Row]:
     """Run the checks; write validation.md and validation.json into `out` if given."""
     presets = presets or preset_names()
 
@@ -321,8 +516,14 @@ def validate(groups=("theory", "physics", "datasheet"), presets: list[str] | Non
         elif g == "datasheet":
             ds = datasheet_rows(presets, seconds=2.0 if quick else 5.0, steady_drive_writes=0.5 if quick else 1.5, progress=bar("datasheet"))
             rows += ds + scaling_rows(ds)
+        elif g == "consistency":
+            series: dict = {}
+            rows += consistency_rows(presets, mechanism=ablate, quick=quick, jobs=jobs, progress=bar("consistency"),
+                                     series_out=series)
+            if out and not ablate:
+                consistency_chart(series, Path(out))
         else:
-            raise SsdlabError(f"validate: unknown group '{g}'; accepted: theory, physics, datasheet")
+            raise SsdlabError(f"validate: unknown group '{g}'; accepted: theory, physics, datasheet, consistency")
     if out:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
@@ -351,11 +552,17 @@ def run_cli(args) -> int:
             (out / "sensitivity.json").write_text(json.dumps(rows, indent=2) + "\n")
             print(f"wrote {out / 'sensitivity.md'} and sensitivity.json")
         return 0
-    rows = validate(groups, presets, args.out, args.quick, not args.quiet)
+    if args.ablate and args.ablate not in ABLATIONS:
+        raise SsdlabError(f"--ablate: unknown mechanism '{args.ablate}'; accepted: {', '.join(ABLATIONS)}")
+    if args.ablate and "consistency" not in groups:
+        raise SsdlabError("--ablate applies to the consistency group: add --groups consistency")
+    rows = validate(groups, presets, args.out, args.quick, not args.quiet, ablate=args.ablate, jobs=args.jobs)
     print(markdown(rows))
     for g in dict.fromkeys(r.group for r in rows):
         rs = [r for r in rows if r.group == g]
-        print(f"{g}: {sum(r.passed for r in rs)} of {len(rs)} pass")
+        checked = [r for r in rs if r.tolerance != "prediction"]
+        predictions = f", {len(rs) - len(checked)} predictions" if len(checked) < len(rs) else ""
+        print(f"{g}: {sum(r.passed for r in checked)} of {len(checked)} pass{predictions}")
     if args.out:
         print(f"wrote {Path(args.out) / 'validation.md'} and validation.json")
     return 0
@@ -365,9 +572,16 @@ def add_parser(sub) -> None:
     v = sub.add_parser("validate", help="check the model against theory, physics and every datasheet (table of residuals)",
                        description=__doc__.split("\n\n")[0])
     v.add_argument("drives", nargs="*", help="presets to check (default: all)")
-    v.add_argument("--groups", help="comma-separated: theory, physics, datasheet (default: all)")
+    v.add_argument("--groups", help="comma-separated: theory, physics, datasheet, consistency (default: theory, physics, "
+                                    "datasheet; consistency runs the 2000 s / 7200 s test on every preset twice: hours on two "
+                                    "cores, about one with --quick)")
+    v.add_argument("--ablate", metavar="MECHANISM",
+                   help="with the consistency group: switch one firmware mechanism off in every preset; one of: "
+                        + ", ".join(f"{k} ({v[1]})" for k, v in ABLATIONS.items()))
+    v.add_argument("--jobs", type=int, help="parallel runs (default: all cores)")
     v.add_argument("--out", help="directory for validation.md and validation.json")
-    v.add_argument("--quick", action="store_true", help="fewer theory cases, shorter measurements")
+    v.add_argument("--quick", action="store_true", help="fewer theory cases, shorter measurements; enterprise consistency "
+                                                         "from untimed steady state with a 300 s window")
     v.add_argument("--sensitivity", action="store_true",
                    help="instead: how each datasheet figure moves when each calibrated or assumed parameter moves by 10%% "
                         "(one preset per controller unless drives are named)")

@@ -99,6 +99,13 @@ pub struct NandConfig {
     /// Rated program/erase cycles per block.
     #[serde(default)]
     pub pe_cycles_rated: u32,
+    /// On-die copy-back: garbage collection moves a page inside the die (read to the page
+    /// register, program from it) without crossing the channel bus or the controller's ECC.
+    /// The IMFT 128 Gbit part supports it within a plane (MT29F128G08CBECB datasheet:
+    /// "Copyback operations supported within the plane from which data is read"); firmware
+    /// that re-checks ECC on every move does not use it.
+    #[serde(default)]
+    pub copyback: bool,
 }
 
 fn default_bus_command_ns() -> u64 {
@@ -131,6 +138,17 @@ pub struct ControllerConfig {
     /// ECC encode, RAIN parity), MB/s; 0 for no limit below the link's.
     #[serde(default)]
     pub write_mb_per_s: f64,
+    /// Firmware time on the controller's processor per mapping unit that garbage collection
+    /// copies (map look-up and validity check, ECC decode and re-encode as the data passes
+    /// through the controller, the map update), nanoseconds. The processor is the one that
+    /// takes host commands (`command_ns`), so collection and host commands queue for it.
+    /// 0: collection costs the processor nothing.
+    #[serde(default)]
+    pub gc_copy_ns_per_unit: u64,
+    /// Firmware time per garbage-collection victim (choosing it, reading its block summary,
+    /// erase bookkeeping), nanoseconds, on the same processor.
+    #[serde(default)]
+    pub gc_victim_ns: u64,
 }
 
 /// Garbage-collection victim policy.
@@ -147,16 +165,26 @@ pub enum GcPolicy {
     DChoices,
 }
 
-/// How foreground garbage collection shares a die with host writes.
+/// When foreground garbage collection runs and how much host work it admits meanwhile.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum GcForegroundMode {
-    /// Copy victim data in proportion to host writes: smooth, no stalls.
+    /// Copy victim data in proportion to host writes while a die is below
+    /// `gc_foreground_free_blocks_min`: a flat line, host writes throttled evenly.
     Paced,
     /// The same average pace, in victim-sized bites: when the owed copying covers the victim's
     /// valid data, the whole victim is collected at once and host programs on that die wait
-    /// behind it (what makes the steady state of the SATA drives of this generation noisy).
+    /// behind it.
     Burst,
+    /// On demand: nothing until a die must open a block and has fewer than
+    /// `gc_foreground_free_blocks_min` free; then that die is collected back up to the minimum
+    /// while the host write that needed the block waits.
+    OnDemand,
+    /// Deferred (lazy): nothing until a die is down to its last free block; then every die
+    /// is collected up to `gc_deferred_free_blocks_target` at once, host writes waiting behind
+    /// it (drives.toml, Crucial m4: fast random writes "achieved by not defragmenting on the
+    /// fly").
+    Deferred,
 }
 
 /// The flash translation layer.
@@ -191,10 +219,14 @@ pub struct FtlConfig {
     /// blocks. >= gc_foreground_free_blocks_min.
     #[serde(default = "default_gc_background_free_blocks_target")]
     pub gc_background_free_blocks_target: u32,
+    /// Deferred collection brings every die up to this many free blocks. >= 3.
+    #[serde(default = "default_gc_deferred_free_blocks_target")]
+    pub gc_deferred_free_blocks_target: u32,
     /// Idle time before background collection starts, microseconds.
     #[serde(default = "default_gc_background_idle_us")]
     pub gc_background_idle_us: u64,
-    /// Garbage-collected data goes to its own open block, apart from host writes.
+    /// Garbage-collected data goes to its own open block, apart from host writes. Only `true`
+    /// is accepted (a shared stream could take a die's last free block for copied data).
     #[serde(default = "default_true")]
     pub gc_separate_stream: bool,
     /// Dynamic wear levelling: allocate the least-worn free block.
@@ -204,6 +236,24 @@ pub struct FtlConfig {
     /// spread (max - min) exceeds this. 0 disables.
     #[serde(default = "default_wear_leveling_static_spread_max")]
     pub wear_leveling_static_spread_max: u32,
+    /// Map persistence: bytes of one journal record of a map update (LBA and new physical
+    /// address). Every host write, TRIM and GC move appends one; a full NAND page of records
+    /// is programmed. 0: map persistence not modelled (no metadata writes).
+    #[serde(default)]
+    pub map_journal_entry_bytes: u32,
+    /// Journal pages written between two checkpoints of the map: at a checkpoint every map
+    /// page dirtied since the last one (one NAND page holds page_size / 4 entries) is
+    /// programmed, which bounds the journal replayed at power-up. >= 1 when persistence is on.
+    #[serde(default)]
+    pub map_checkpoint_journal_pages: u32,
+    /// Blocks per die the firmware holds for map pages, journal and block summaries (not
+    /// available to user data or garbage collection). >= 1 when persistence is on.
+    #[serde(default)]
+    pub map_blocks_per_die: u32,
+    /// A summary page (the block's physical-to-logical list, for rebuilding the map) is
+    /// programmed into the metadata blocks when a data block is sealed.
+    #[serde(default)]
+    pub block_summary_pages: bool,
 }
 
 fn default_mapping_unit_bytes() -> u32 {
@@ -223,6 +273,9 @@ fn default_gc_foreground_mode() -> GcForegroundMode {
 }
 fn default_gc_background_free_blocks_target() -> u32 {
     6
+}
+fn default_gc_deferred_free_blocks_target() -> u32 {
+    8
 }
 fn default_gc_background_idle_us() -> u64 {
     5_000
@@ -263,6 +316,12 @@ pub struct HostConfig {
     pub link_command_ns: u64,
     /// Commands the drive accepts at once (NCQ: at most 32). The host queues the rest.
     pub queue_depth_max: u32,
+    /// Latency every command carries that no resource of the drive serialises (host driver
+    /// and AHCI/NVMe doorbell and interrupt path, firmware command and completion handling),
+    /// nanoseconds. Commands overlap in it, so it bounds low queue depths (QD / latency) and
+    /// vanishes under the throughput caps at deep queues.
+    #[serde(default)]
+    pub command_latency_ns: u64,
 }
 
 fn default_link_protocol_efficiency() -> f64 {
@@ -425,10 +484,49 @@ impl DriveConfig {
         let parity_pus = pus_per_block.checked_div(rain_period).unwrap_or(0);
         let data_pus_per_block = pus_per_block - parity_pus;
         let blocks_per_die = n.blocks_per_plane;
-        if f.reserved_blocks_per_die >= blocks_per_die {
+        let held_blocks_per_die = f.reserved_blocks_per_die as u64 + f.map_blocks_per_die as u64;
+        if held_blocks_per_die >= blocks_per_die as u64 {
             return Err(err(
                 "ftl.reserved_blocks_per_die",
-                "must leave blocks to write",
+                format!(
+                    "{} reserved + {} map blocks per die leave none of the {blocks_per_die} to write",
+                    f.reserved_blocks_per_die, f.map_blocks_per_die
+                ),
+            ));
+        }
+        if f.map_journal_entry_bytes > 0 {
+            if f.map_journal_entry_bytes > n.page_size_bytes {
+                return Err(err(
+                    "ftl.map_journal_entry_bytes",
+                    format!(
+                        "{}; accepted: 0 (off) up to the page size {}",
+                        f.map_journal_entry_bytes, n.page_size_bytes
+                    ),
+                ));
+            }
+            if f.map_checkpoint_journal_pages == 0 {
+                return Err(err(
+                    "ftl.map_checkpoint_journal_pages",
+                    "accepted: 1 or more when ftl.map_journal_entry_bytes > 0",
+                ));
+            }
+            if f.map_blocks_per_die == 0 {
+                return Err(err(
+                    "ftl.map_blocks_per_die",
+                    "accepted: 1 or more when ftl.map_journal_entry_bytes > 0 (the metadata needs blocks)",
+                ));
+            }
+        }
+        if !f.gc_separate_stream {
+            return Err(err(
+                "ftl.gc_separate_stream",
+                "false is not supported: copied data shares the host's open block, and collection could take a die's last free block; accepted: true",
+            ));
+        }
+        if f.gc_deferred_free_blocks_target < 3 {
+            return Err(err(
+                "ftl.gc_deferred_free_blocks_target",
+                "accepted: 3 or more",
             ));
         }
         let units_per_block = units_per_pu * pus_per_block;
@@ -440,7 +538,7 @@ impl DriveConfig {
                 format!("{physical_units} mapping units in all; the map holds at most {} (use a larger ftl.mapping_unit_bytes)", u32::MAX - 1),
             ));
         }
-        let usable_blocks = dies as u64 * (blocks_per_die - f.reserved_blocks_per_die) as u64;
+        let usable_blocks = dies as u64 * (blocks_per_die as u64 - held_blocks_per_die);
         let usable_units = usable_blocks * data_units_per_block as u64;
         let logical_units = f.user_capacity_bytes / unit as u64;
         if logical_units == 0 {
@@ -451,7 +549,13 @@ impl DriveConfig {
         }
         // Each die must keep its open blocks and the collection reserve beyond its share of
         // user data, or garbage collection could find no block worth collecting.
-        let reserve_blocks_per_die = f.gc_foreground_free_blocks_min as u64 + 2;
+        let reserve_blocks_per_die =
+            f.gc_foreground_free_blocks_min
+                .max(match f.gc_foreground_mode {
+                    GcForegroundMode::Deferred => f.gc_deferred_free_blocks_target,
+                    _ => 0,
+                }) as u64
+                + 2;
         let spare_units = usable_units as i64
             - logical_units as i64
             - (dies as u64 * reserve_blocks_per_die * data_units_per_block as u64) as i64;
@@ -587,6 +691,7 @@ pub(crate) mod tests {
                 multi_plane_overhead_pct: 2.0,
                 cache_program: true,
                 pe_cycles_rated: 3000,
+                copyback: false,
             },
             controller: ControllerConfig {
                 name: "test".into(),
@@ -594,6 +699,8 @@ pub(crate) mod tests {
                 dram_bytes: 0,
                 read_mb_per_s: 0.0,
                 write_mb_per_s: 0.0,
+                gc_copy_ns_per_unit: 0,
+                gc_victim_ns: 0,
             },
             ftl: FtlConfig {
                 user_capacity_bytes: 4 * 64 * 32 * 16384 * 85 / 100,
@@ -606,10 +713,15 @@ pub(crate) mod tests {
                 gc_foreground_free_blocks_min: 3,
                 gc_foreground_mode: GcForegroundMode::Paced,
                 gc_background_free_blocks_target: 6,
+                gc_deferred_free_blocks_target: 8,
                 gc_background_idle_us: 5000,
                 gc_separate_stream: true,
                 wear_leveling_dynamic: true,
                 wear_leveling_static_spread_max: 0,
+                map_journal_entry_bytes: 0,
+                map_checkpoint_journal_pages: 0,
+                map_blocks_per_die: 0,
+                block_summary_pages: false,
             },
             host: HostConfig {
                 interface: HostInterfaceKind::Sata,
@@ -619,6 +731,7 @@ pub(crate) mod tests {
                 link_protocol_efficiency: 0.95,
                 link_command_ns: 1000,
                 queue_depth_max: 32,
+                command_latency_ns: 0,
             },
             datasheet: Datasheet::default(),
         }
@@ -652,6 +765,35 @@ pub(crate) mod tests {
         let mut c = small();
         c.host.queue_depth_max = 64;
         assert_eq!(c.validate().unwrap_err().field, "host.queue_depth_max");
+    }
+
+    #[test]
+    fn shared_gc_stream_is_rejected_not_a_panic_later() {
+        // Regression: with gc_separate_stream = false the free pool could empty and panic
+        // ("die 0: free pool empty") in the middle of a run.
+        let mut c = small();
+        c.ftl.gc_separate_stream = false;
+        let e = c.validate().unwrap_err();
+        assert_eq!(e.field, "ftl.gc_separate_stream");
+        assert!(e.message.contains("accepted: true"), "{e}");
+    }
+
+    #[test]
+    fn map_persistence_needs_its_blocks_and_checkpoints() {
+        let mut c = small();
+        c.ftl.map_journal_entry_bytes = 8;
+        c.ftl.map_checkpoint_journal_pages = 4;
+        assert_eq!(c.validate().unwrap_err().field, "ftl.map_blocks_per_die");
+        c.ftl.map_blocks_per_die = 2;
+        c.ftl.map_checkpoint_journal_pages = 0;
+        assert_eq!(
+            c.validate().unwrap_err().field,
+            "ftl.map_checkpoint_journal_pages"
+        );
+        c.ftl.map_checkpoint_journal_pages = 4;
+        let with_meta = c.validate().unwrap();
+        // The metadata blocks are spare that does not serve garbage collection.
+        assert!(with_meta.usable_bytes < small().validate().unwrap().usable_bytes);
     }
 
     #[test]

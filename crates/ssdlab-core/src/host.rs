@@ -1,14 +1,15 @@
-//! The host interface and the controller's command processor.
+//! The host interface: the link and the command latency.
 //!
 //! SATA: one half-duplex link (data and frames share it), NCQ depth at most 32. NVMe over
-//! PCIe: one timeline per direction, deep queues. Every command costs the controller
-//! `command_ns` of firmware time on a single FIFO processor, which caps IOPS; data crosses at
-//! the link's rate or the controller's data-path rate (`read_mb_per_s`, `write_mb_per_s`),
-//! whichever is slower.
+//! PCIe: one timeline per direction, deep queues. Data crosses at the link's rate or the
+//! controller's data-path rate (`read_mb_per_s`, `write_mb_per_s`), whichever is slower. Every
+//! command also carries `host.command_latency_ns` that no resource serialises (driver,
+//! doorbell, interrupt and the firmware's command path), so low queue depths are bound by it.
+//! The firmware's processing of the command is the controller's ([`crate::device`]).
 
 use crate::config::{ControllerConfig, HostConfig, HostInterfaceKind};
 use crate::time::{transfer_duration, SimDuration, SimTime};
-use crate::timeline::{FifoTimeline, GapTimeline};
+use crate::timeline::GapTimeline;
 
 #[derive(Clone, Debug)]
 pub struct HostInterface {
@@ -23,8 +24,8 @@ pub struct HostInterface {
     to_device: GapTimeline,
     /// Device to host (NVMe only).
     to_host: GapTimeline,
-    controller: FifoTimeline,
-    command: SimDuration,
+    /// Latency of every command outside the drive's serialised resources.
+    pub command_latency: SimDuration,
     pub queue_depth_max: u32,
 }
 
@@ -46,15 +47,9 @@ impl HostInterface {
             link_command: SimDuration(host.link_command_ns),
             to_device: GapTimeline::default(),
             to_host: GapTimeline::default(),
-            controller: FifoTimeline::default(),
-            command: SimDuration(controller.command_ns),
+            command_latency: SimDuration(host.command_latency_ns),
             queue_depth_max: host.queue_depth_max,
         }
-    }
-
-    /// The firmware takes up a command arriving at `now`; returns when it is processed.
-    pub fn process_command(&mut self, now: SimTime) -> SimTime {
-        self.controller.reserve(now, self.command) + self.command
     }
 
     fn link_duration(&self, to_host: bool, bytes: u64, with_command_frames: bool) -> SimDuration {

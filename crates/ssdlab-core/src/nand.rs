@@ -99,17 +99,24 @@ impl Nand {
         (die % self.channels) as usize
     }
 
-    /// Program `planes` pages (one per plane) on `die`, data available from `data_ready`.
-    /// Returns (when the die can take its next operation, when the array finishes): in cache
-    /// mode the next operation may start its data-in as soon as this one's array time begins.
+    /// Program `planes` pages (one per plane) on `die`, data available from `data_ready`;
+    /// without `data_in` the data is already in the die's page register (copy-back) and only
+    /// the command crosses the bus. Returns (when the die can take its next operation, when
+    /// the array finishes): in cache mode the next operation may start its data-in as soon as
+    /// this one's array time begins.
     pub fn program(
         &mut self,
         now: SimTime,
         data_ready: SimTime,
         die: u32,
         planes: u32,
+        data_in: bool,
     ) -> (SimTime, SimTime) {
-        let bytes = planes as u64 * self.page_size_bytes;
+        let bytes = if data_in {
+            planes as u64 * self.page_size_bytes
+        } else {
+            0
+        };
         let channel = self.channel_of(die);
         let d = &mut self.dies[die as usize];
         let register_free = if self.timing.cache_program {
@@ -204,7 +211,7 @@ mod tests {
         let mut end = SimTime::ZERO;
         for _ in 0..programs_per_die {
             for die in 0..8 {
-                end = end.max(nand.program(SimTime::ZERO, SimTime::ZERO, die, 2).1);
+                end = end.max(nand.program(SimTime::ZERO, SimTime::ZERO, die, 2, true).1);
             }
         }
         let bytes = programs_per_die * 8 * 2 * 16384;
@@ -225,8 +232,8 @@ mod tests {
         let mut plain = Nand::new(&cfg, &g);
         let (mut a, mut b) = (SimTime::ZERO, SimTime::ZERO);
         for _ in 0..10 {
-            a = cached.program(SimTime::ZERO, SimTime::ZERO, 0, 2).1;
-            b = plain.program(SimTime::ZERO, SimTime::ZERO, 0, 2).1;
+            a = cached.program(SimTime::ZERO, SimTime::ZERO, 0, 2, true).1;
+            b = plain.program(SimTime::ZERO, SimTime::ZERO, 0, 2, true).1;
         }
         // 32 KiB at 330 MB/s is ~99 us per page pair; without cache mode each one adds it.
         let transfer_ns = cached.timing.bus_ns(32768).ns();
@@ -237,8 +244,8 @@ mod tests {
     fn two_plane_costs_two_percent_more_than_two_dies() {
         let (cfg, g) = m500_120_nand();
         let mut nand = Nand::new(&cfg, &g);
-        let two_plane = nand.program(SimTime::ZERO, SimTime::ZERO, 0, 2).1;
-        let single = nand.program(SimTime::ZERO, SimTime::ZERO, 1, 1).1;
+        let two_plane = nand.program(SimTime::ZERO, SimTime::ZERO, 0, 2, true).1;
+        let single = nand.program(SimTime::ZERO, SimTime::ZERO, 1, 1, true).1;
         let array_two = two_plane.ns() - nand.timing.bus_ns(32768).ns();
         let array_one = single.ns() - nand.timing.bus_ns(16384).ns();
         assert_eq!(array_two * 100, array_one * 102);

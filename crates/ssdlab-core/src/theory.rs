@@ -8,7 +8,7 @@
 //! page's fate does not depend on the block it sits in, so the models hold for it.
 
 use crate::config::{DriveConfig, GcPolicy};
-use crate::ftl::{Ftl, NullSink};
+use crate::ftl::{Ftl, HostWrite, NullSink};
 use crate::rng::Rng;
 
 /// FIFO (and, for large b, any order-preserving collector): A = alpha / (alpha + W0(-alpha e^-alpha)).
@@ -160,14 +160,14 @@ pub fn simulate_waf(cfg: &DriveConfig, warmup: f64, measure: f64, seed: u64) -> 
     let mut rng = Rng::derive(seed, "theory/writes");
     ftl.fill_untimed(0, n as u32);
     for _ in 0..(warmup * n as f64) as u64 {
-        ftl.write_unit(rng.below(n) as u32, &mut NullSink);
+        ftl.write_unit(HostWrite::untimed(rng.below(n) as u32), &mut NullSink);
     }
     let (h0, g0) = (
         ftl.counters.host_units_written,
         ftl.counters.gc_units_copied,
     );
     for _ in 0..(measure * n as f64) as u64 {
-        ftl.write_unit(rng.below(n) as u32, &mut NullSink);
+        ftl.write_unit(HostWrite::untimed(rng.below(n) as u32), &mut NullSink);
     }
     let host = (ftl.counters.host_units_written - h0) as f64;
     (host + (ftl.counters.gc_units_copied - g0) as f64) / host

@@ -94,6 +94,14 @@ def _positive(name):
     return check
 
 
+def _nonnegative(name):
+    def check(v):
+        if not (isinstance(v, (int, float)) and v >= 0):
+            raise SsdlabError(f"{name} {v}: must be >= 0")
+        return v
+    return check
+
+
 def _qd_list(name):
     def check(v):
         for q in v:
@@ -314,12 +322,16 @@ def qd_scaling(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Ou
     write workload (reads follow the write test before them). Full LBA span."""
     label = drive_label(source)
     t0 = time.perf_counter()
-    pre = p["precondition_s"] or (7200 if segment(source) == "enterprise" else 2000)
     d = _new(source, seed)
     tracker.step("precondition")
     d.secure_erase()
     d.fill()
-    d.run(Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=pre, time_based=True), progress=tracker)
+    # Steady state as methodology.md asks: `steady_drive_writes` drive writes of 4 KiB random
+    # writes applied untimed (the FTL state a timed run reaches: collection decides on the
+    # writes, not on time), then `precondition_s` timed so the queues and buffer settle too.
+    if p["steady_drive_writes"]:
+        d.random_writes(p["steady_drive_writes"])
+    d.run(Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=p["precondition_s"], time_based=True), progress=tracker)
     rows = []
     first = True
     for name, job, writes in QD_WORKLOADS:
@@ -510,7 +522,8 @@ PROCEDURES: dict[str, Procedure] = {
         "qd": Param(1, "queue depth of the sequential passes", _positive("qd")),
     }, lambda p: [0.5, 1, 0.5, 0.5, 1.2, 0.5]),
     "qd-scaling": Procedure("qd-scaling", qd_scaling, {
-        "precondition_s": Param(None, "seconds of QD32 random writes to reach steady state (default 2000; 7200 for enterprise)", lambda v: v if v is None else _positive("precondition_s")(v)),
+        "steady_drive_writes": Param(1.5, "drive writes of 4 KiB random writes (untimed) to reach steady state first; 0 for none", _nonnegative("steady_drive_writes")),
+        "precondition_s": Param(300, "seconds of timed QD32 random writes after them", _positive("precondition_s")),
         "topup_s": Param(300, "seconds of QD32 random writes before each later write workload", _positive("topup_s")),
         "step_s": Param(180, "seconds at each queue depth", _positive("step_s")),
         "qds": Param([1, 2, 4, 8, 16, 32, 64, 128], "queue depths", _qd_list("qds")),

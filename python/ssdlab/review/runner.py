@@ -22,7 +22,7 @@ QUICK = {
     "sequential-qd": {"duration_s": 20},
     "transfer-size": {"span": "64m"},
     "trim": {"random_s": 300, "positions": 20},
-    "qd-scaling": {"precondition_s": 600, "topup_s": 60, "step_s": 20},
+    "qd-scaling": {"steady_drive_writes": 0.5, "precondition_s": 60, "topup_s": 60, "step_s": 20},
     "endurance": {"cycles": 5},
     "storage-bench": {"fraction": 0.01},
 }

@@ -7,15 +7,19 @@
 //! firmware processing (`Dispatch`), a command completing (`Complete`), and a host program
 //! finishing, which frees write-buffer space (`ProgramDone`).
 
-mod backend;
+mod controller;
+mod kernel;
+mod scheduler;
 
 use crate::config::{DriveConfig, Geometry};
-use crate::ftl::{Ftl, UNMAPPED};
+use crate::ftl::{Ftl, HostWrite, UNMAPPED};
 use crate::host::HostInterface;
 use crate::nand::Nand;
 use crate::stats::IntervalSeries;
 use crate::time::{SimDuration, SimTime};
-use backend::{Backend, NandOp};
+use controller::FlushWaits;
+pub use controller::{Processor, WriteBuffer};
+use scheduler::{NandOp, Scheduler};
 use std::collections::VecDeque;
 
 /// Host command kinds.
@@ -105,7 +109,7 @@ pub struct Device {
     pub config: DriveConfig,
     pub geometry: Geometry,
     pub ftl: Ftl,
-    back: Backend,
+    sched: Scheduler,
     host: HostInterface,
     slots: Vec<Slot>,
     free_slots: Vec<u32>,
@@ -114,11 +118,11 @@ pub struct Device {
     host_queue: VecDeque<u32>,
     /// Writes waiting for write-buffer space, in arrival order.
     write_wait: VecDeque<u32>,
-    buffer_free_units: u64,
-    pub buffer_units: u64,
+    /// The controller's DRAM write buffer.
+    pub buffer: WriteBuffer,
     completions: Vec<Completion>,
     /// FLUSH and FUA commands waiting for the host programs queued before them, per die.
-    flush_waits: Vec<(u32, Vec<u64>)>,
+    flush_waits: FlushWaits,
     /// When the device last became idle (no command in it).
     idle_since: SimTime,
     gc_idle: SimDuration,
@@ -134,11 +138,12 @@ impl Device {
         let buffer_units = config.ftl.write_buffer_bytes / unit_bytes;
         Ok(Device {
             ftl: Ftl::new(&config.ftl, &geometry, seed),
-            back: Backend::new(
+            sched: Scheduler::new(
                 Nand::new(&config.nand, &geometry),
+                Processor::new(&config.controller),
                 geometry.dies,
-                geometry.planes_per_die,
                 unit_bytes,
+                config.nand.copyback,
             ),
             host: HostInterface::new(&config.host, &config.controller),
             slots: Vec::new(),
@@ -146,10 +151,9 @@ impl Device {
             in_device: 0,
             host_queue: VecDeque::new(),
             write_wait: VecDeque::new(),
-            buffer_free_units: buffer_units,
-            buffer_units,
+            buffer: WriteBuffer::new(buffer_units),
             completions: Vec::new(),
-            flush_waits: Vec::new(),
+            flush_waits: FlushWaits::default(),
             idle_since: SimTime::ZERO,
             gc_idle: SimDuration::from_us(config.ftl.gc_background_idle_us),
             jobs_started: 0,
@@ -162,7 +166,7 @@ impl Device {
     /// independent, unlike the NAND's count of programs started.
     pub fn pages_committed(&self) -> u64 {
         let c = &self.ftl.counters;
-        (c.pu_programs_host + c.pu_programs_gc + c.pu_programs_parity)
+        (c.pu_programs_host + c.pu_programs_gc + c.pu_programs_parity + c.pu_programs_meta)
             * self.geometry.planes_per_die as u64
     }
 
@@ -183,7 +187,7 @@ impl Device {
     }
 
     pub fn now(&self) -> SimTime {
-        self.back.now
+        self.sched.kernel.now
     }
 
     pub fn user_bytes(&self) -> u64 {
@@ -191,11 +195,16 @@ impl Device {
     }
 
     pub fn nand(&self) -> &Nand {
-        &self.back.nand
+        &self.sched.nand
     }
 
     pub fn host_interface(&self) -> &HostInterface {
         &self.host
+    }
+
+    /// The controller's processor (host commands and garbage collection).
+    pub fn processor(&self) -> &Processor {
+        &self.sched.processor
     }
 
     /// Commands submitted and not yet completed.
@@ -205,7 +214,7 @@ impl Device {
 
     /// Time of the next internal event, if any.
     pub fn next_event_time(&self) -> Option<SimTime> {
-        self.back.peek_time()
+        self.sched.kernel.peek_time()
     }
 
     /// Completed commands since the last call.
@@ -216,7 +225,7 @@ impl Device {
     /// Submit a host command at time `at`: not before the current time, and not after the next
     /// pending event (process events up to `at` first), so decisions stay in time order.
     pub fn submit(&mut self, io: HostIo, at: SimTime) {
-        assert!(at >= self.back.now, "submission in the past");
+        assert!(at >= self.sched.kernel.now, "submission in the past");
         debug_assert!(
             self.next_event_time().is_none_or(|t| t >= at),
             "submission at {at:?} skips events pending before it"
@@ -228,7 +237,7 @@ impl Device {
             io.length_bytes,
             self.user_bytes()
         );
-        self.back.now = at;
+        self.sched.kernel.now = at;
         let unit = self.geometry.mapping_unit_bytes as u64;
         let (first, end) = if io.length_bytes == 0 {
             (0, 0)
@@ -272,25 +281,32 @@ impl Device {
 
     fn start(&mut self, slot: u32) {
         self.in_device += 1;
-        let done = self.host.process_command(self.back.now);
-        self.back.push_monotone(done, Event::Dispatch(slot));
+        // The command reaches the firmware after the latency outside the drive's resources
+        // (it overlaps other commands' work), then queues for the processor.
+        let now = self.sched.kernel.now;
+        let done = self
+            .sched
+            .processor
+            .command(now, now + self.host.command_latency);
+        self.sched
+            .kernel
+            .push_usually_in_order(done, Event::Dispatch(slot));
     }
 
     /// Process the next internal event. Returns false if there was none.
     pub fn step(&mut self) -> bool {
-        let Some((t, event)) = self.back.pop() else {
+        let Some((t, event)) = self.sched.kernel.pop() else {
             return false;
         };
-        debug_assert!(t >= self.back.now);
-        self.back.now = t;
+        debug_assert!(t >= self.sched.kernel.now);
+        self.sched.kernel.now = t;
         match event {
             Event::Dispatch(slot) => self.dispatch(slot),
             Event::Complete(slot) => self.complete(slot),
-            Event::DieReady(die) => self.back.die_ready(die),
+            Event::DieReady(die) => self.sched.die_ready(die),
             Event::ProgramDone(die, units) => {
-                self.back.host_program_done(die);
-                self.buffer_free_units += units as u64;
-                debug_assert!(self.buffer_free_units <= self.buffer_units);
+                self.sched.host_program_done(die);
+                self.buffer.release(units as u64);
                 self.release_flushes();
                 self.admit_writes();
             }
@@ -307,7 +323,7 @@ impl Device {
     }
 
     fn dispatch(&mut self, slot: u32) {
-        let now = self.back.now;
+        let now = self.sched.kernel.now;
         let s = self.slots[slot as usize];
         match s.io.kind {
             IoKind::Read => {
@@ -321,31 +337,31 @@ impl Device {
                 let head_partial = !s.io.offset_bytes.is_multiple_of(unit);
                 let tail_partial = !(s.io.offset_bytes + s.io.length_bytes).is_multiple_of(unit);
                 if head_partial || tail_partial {
-                    self.back.begin_wait(slot);
+                    self.sched.begin_wait(slot);
                     if head_partial {
                         self.enqueue_reads(slot, s.next_unit, s.next_unit + 1);
                     }
                     if tail_partial && (s.end_unit - 1 != s.next_unit || !head_partial) {
                         self.enqueue_reads(slot, s.end_unit - 1, s.end_unit);
                     }
-                    if !self.back.end_wait(slot) {
+                    if !self.sched.end_wait(slot) {
                         return; // continues in read_ready
                     }
-                    self.slots[slot as usize].rmw_ready = self.back.read_waits[slot as usize].ready;
+                    self.slots[slot as usize].rmw_ready =
+                        self.sched.read_waits[slot as usize].ready;
                 }
                 self.write_wait.push_back(slot);
                 self.admit_writes();
             }
             IoKind::Trim => {
-                self.ftl.journal_tag = s.io.tag;
                 for lba in s.next_unit..s.end_unit {
-                    self.ftl.trim_unit(lba);
+                    self.ftl.trim_unit(lba, s.io.tag, &mut self.sched);
                 }
                 let end = self.host.to_device(now, now, 0, true);
-                self.back.push(end, Event::Complete(slot));
+                self.sched.kernel.push(end, Event::Complete(slot));
             }
             IoKind::Flush => {
-                self.ftl.flush(&mut self.back);
+                self.ftl.flush(&mut self.sched);
                 self.wait_for_programs(slot);
             }
         }
@@ -354,14 +370,14 @@ impl Device {
     /// Read logical units `first..end` of a host read; the data goes to the host when the
     /// last NAND read is done (`read_ready`).
     fn read_units(&mut self, slot: u32, first: u32, end: u32) {
-        self.back.begin_wait(slot);
+        self.sched.begin_wait(slot);
         self.enqueue_reads(slot, first, end);
-        if self.back.end_wait(slot) {
-            let ready = self.back.read_waits[slot as usize].ready;
-            if ready <= self.back.now {
+        if self.sched.end_wait(slot) {
+            let ready = self.sched.read_waits[slot as usize].ready;
+            if ready <= self.sched.kernel.now {
                 self.read_ready(slot);
             } else {
-                self.back.push(ready, Event::ReadReady(slot));
+                self.sched.kernel.push(ready, Event::ReadReady(slot));
             }
         }
     }
@@ -401,9 +417,9 @@ impl Device {
         }
         let die = self.ftl.die_of(first_ppn);
         let planes = self.ftl.planes_spanned(first_ppn, last_ppn);
-        let bytes = (last_ppn - first_ppn + 1) as u64 * self.back.unit_bytes;
-        self.back.read_waits[slot as usize].pending += 1;
-        self.back.enqueue(
+        let bytes = (last_ppn - first_ppn + 1) as u64 * self.sched.unit_bytes;
+        self.sched.read_waits[slot as usize].pending += 1;
+        self.sched.enqueue(
             die,
             NandOp::HostRead {
                 planes,
@@ -415,12 +431,12 @@ impl Device {
 
     /// All NAND data of a command is in the controller.
     fn read_ready(&mut self, slot: u32) {
-        let now = self.back.now;
+        let now = self.sched.kernel.now;
         let s = self.slots[slot as usize];
         match s.io.kind {
             IoKind::Read => {
                 let end = self.host.to_host(now, now, s.io.length_bytes, true);
-                self.back.push(end, Event::Complete(slot));
+                self.sched.kernel.push(end, Event::Complete(slot));
             }
             _ => {
                 // Read-modify-write data is in: the write can take buffer space.
@@ -433,35 +449,37 @@ impl Device {
 
     /// Move waiting writes into the buffer, in arrival order, as far as space allows.
     fn admit_writes(&mut self) {
-        let now = self.back.now;
+        let now = self.sched.kernel.now;
         let unit = self.geometry.mapping_unit_bytes as u64;
         while let Some(&slot) = self.write_wait.front() {
-            if self.buffer_free_units == 0 {
+            if self.buffer.free_units() == 0 {
                 break;
             }
             let s = self.slots[slot as usize];
             let first_chunk = s.next_unit == (s.io.offset_bytes / unit) as u32;
-            let count = ((s.end_unit - s.next_unit) as u64).min(self.buffer_free_units) as u32;
-            self.buffer_free_units -= count as u64;
+            let count = self.buffer.take((s.end_unit - s.next_unit) as u64) as u32;
             let bytes = (count as u64 * unit).min(s.io.length_bytes);
             let arrived = self
                 .host
                 .to_device(now, s.rmw_ready.max(now), bytes, first_chunk);
-            self.back.host_data_ready = arrived;
-            self.ftl.journal_tag = s.io.tag;
             for lba in s.next_unit..s.next_unit + count {
-                self.ftl.write_unit(lba, &mut self.back);
+                let w = HostWrite {
+                    lba,
+                    tag: s.io.tag,
+                    data_ready: arrived,
+                };
+                self.ftl.write_unit(w, &mut self.sched);
             }
             let s = &mut self.slots[slot as usize];
             s.next_unit += count;
             if s.next_unit == s.end_unit {
                 self.write_wait.pop_front();
                 if s.io.fua {
-                    self.ftl.flush(&mut self.back);
+                    self.ftl.flush(&mut self.sched);
                     self.slots[slot as usize].rmw_ready = arrived;
                     self.wait_for_programs(slot);
                 } else {
-                    self.back.push(arrived, Event::Complete(slot));
+                    self.sched.kernel.push(arrived, Event::Complete(slot));
                 }
             }
         }
@@ -469,8 +487,8 @@ impl Device {
 
     /// Complete `slot` once every host program queued so far has finished.
     fn wait_for_programs(&mut self, slot: u32) {
-        let targets = self.back.host_programs_queued();
-        self.flush_waits.push((slot, targets));
+        let targets = self.sched.host_programs_queued();
+        self.flush_waits.add(slot, targets);
         self.release_flushes();
     }
 
@@ -478,26 +496,26 @@ impl Device {
         if self.flush_waits.is_empty() {
             return;
         }
-        let now = self.back.now;
-        let mut i = 0;
-        while i < self.flush_waits.len() {
-            if self.back.host_programs_done_reach(&self.flush_waits[i].1) {
-                let (slot, _) = self.flush_waits.swap_remove(i);
-                let s = self.slots[slot as usize];
-                let at = if s.io.kind == IoKind::Write {
-                    s.rmw_ready.max(now)
-                } else {
-                    now
-                };
-                let end = if s.io.kind == IoKind::Flush {
-                    self.host.to_device(now, at, 0, true)
-                } else {
-                    at
-                };
-                self.back.push(end, Event::Complete(slot));
+        let now = self.sched.kernel.now;
+        let (sched, slots, host) = (&mut self.sched, &self.slots, &mut self.host);
+        let mut released = Vec::new();
+        self.flush_waits.release_reached(
+            |t| sched.host_programs_done_reach(t),
+            |slot| released.push(slot),
+        );
+        for slot in released {
+            let s = slots[slot as usize];
+            let at = if s.io.kind == IoKind::Write {
+                s.rmw_ready.max(now)
             } else {
-                i += 1;
-            }
+                now
+            };
+            let end = if s.io.kind == IoKind::Flush {
+                host.to_device(now, at, 0, true)
+            } else {
+                at
+            };
+            sched.kernel.push(end, Event::Complete(slot));
         }
     }
 
@@ -506,7 +524,7 @@ impl Device {
         self.completions.push(Completion {
             io: s.io,
             submitted: s.submitted,
-            completed: self.back.now,
+            completed: self.sched.kernel.now,
         });
         self.free_slots.push(slot);
         self.in_device -= 1;
@@ -514,7 +532,7 @@ impl Device {
             self.start(next);
         }
         if self.in_device == 0 {
-            self.idle_since = self.back.now;
+            self.idle_since = self.sched.kernel.now;
         }
     }
 
@@ -525,7 +543,7 @@ impl Device {
             self.run_until(until);
             return;
         }
-        let from = self.idle_since.max(self.back.now) + self.gc_idle;
+        let from = self.idle_since.max(self.sched.kernel.now) + self.gc_idle;
         loop {
             // Next background decision: the die that can start soonest, with work to do.
             let mut best: Option<(SimTime, u32)> = None;
@@ -533,8 +551,8 @@ impl Device {
                 if !self.ftl.background_work_pending(die) {
                     continue;
                 }
-                if let Some(at) = self.back.die_idle_from(die) {
-                    let at = at.max(from).max(self.back.now);
+                if let Some(at) = self.sched.die_idle_from(die) {
+                    let at = at.max(from).max(self.sched.kernel.now);
                     if best.is_none_or(|(t, _)| at < t) {
                         best = Some((at, die));
                     }
@@ -546,8 +564,8 @@ impl Device {
                     self.step();
                 }
                 (Some((at, die)), _) if at < until => {
-                    self.back.now = at;
-                    self.ftl.collect_background_step(die, &mut self.back);
+                    self.sched.kernel.now = at;
+                    self.ftl.collect_background_step(die, &mut self.sched);
                 }
                 _ => break,
             }
@@ -561,7 +579,8 @@ impl Device {
         let before = self.ftl.buffered_host_units();
         self.ftl.fill_untimed(first_unit, count);
         // Units of the last, partial PU sit in the write buffer, as after a timed fill.
-        self.buffer_free_units = self.buffer_free_units + before - self.ftl.buffered_host_units();
+        self.buffer
+            .held_changed(before, self.ftl.buffered_host_units());
     }
 
     /// Write `writes` logical units drawn uniformly from `first..first + span` without timing:
@@ -579,9 +598,11 @@ impl Device {
         let mut rng = crate::rng::Rng::derive(seed, "untimed-random-writes");
         for _ in 0..writes {
             let lba = first + rng.below(span as u64) as u32;
-            self.ftl.write_unit(lba, &mut crate::ftl::NullSink);
+            self.ftl
+                .write_unit(HostWrite::untimed(lba), &mut crate::ftl::NullSink);
         }
-        self.buffer_free_units = self.buffer_free_units + before - self.ftl.buffered_host_units();
+        self.buffer
+            .held_changed(before, self.ftl.buffered_host_units());
     }
 
     /// Secure erase: every block erased, the map empty (untimed).
@@ -593,7 +614,7 @@ impl Device {
         );
         self.run_until(SimTime(u64::MAX));
         self.ftl.secure_erase();
-        self.buffer_free_units = self.buffer_units;
+        self.buffer.empty();
     }
 }
 

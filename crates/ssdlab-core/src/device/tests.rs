@@ -353,3 +353,174 @@ fn controller_data_path_caps_sequential_throughput() {
         .mb_per_s;
     assert!(w <= 50.0 * 1.001, "{w}");
 }
+
+// ----- firmware mechanisms (issue: firmware under sustained load) ------------------------------
+
+/// The example drive with every firmware mechanism on.
+fn firmware_example() -> DriveConfig {
+    let mut cfg = example();
+    cfg.controller.gc_copy_ns_per_unit = 30_000;
+    cfg.controller.gc_victim_ns = 200_000;
+    cfg.ftl.map_journal_entry_bytes = 8;
+    cfg.ftl.map_checkpoint_journal_pages = 4;
+    cfg.ftl.map_blocks_per_die = 2;
+    cfg.ftl.block_summary_pages = true;
+    cfg.host.command_latency_ns = 20_000;
+    cfg
+}
+
+/// Per-interval write IOPS of a timed random-write run after `warm` drive writes untimed.
+fn random_write_series(cfg: &DriveConfig, seconds: f64, interval_ms: u64) -> (JobResult, Device) {
+    let mut dev = filled(cfg, 1);
+    let n = dev.geometry.logical_units as u32;
+    dev.random_writes_untimed(0, n, 2 * n as u64, 5);
+    let job = Job {
+        rw: "randwrite".into(),
+        iodepth: 32,
+        runtime_s: Some(seconds),
+        time_based: true,
+        log_interval_s: interval_ms as f64 / 1e3,
+        ..Job::default()
+    };
+    let r = run(&mut dev, job);
+    (r, dev)
+}
+
+#[test]
+fn firmware_mechanisms_are_deterministic() {
+    let once = || {
+        let (r, dev) = random_write_series(&firmware_example(), 3.0, 100);
+        (
+            serde_json::to_string(&r.summary).unwrap(),
+            serde_json::to_string(&r.series).unwrap(),
+            dev.ftl.state_digest(),
+            dev.processor().busy_ns(),
+        )
+    };
+    assert_eq!(once(), once());
+}
+
+#[test]
+fn gc_processor_cost_makes_the_processor_the_bound() {
+    // With collection costing the processor (far more than the NAND here), steady-state IOPS
+    // fall, and the processor is busy nearly all the time: host commands x command_ns + copies x copy cost ~ elapsed.
+    let free = random_write_series(&example(), 4.0, 1000).0;
+    let mut cfg = example();
+    cfg.controller.gc_copy_ns_per_unit = 400_000;
+    let (r, dev) = random_write_series(&cfg, 4.0, 1000);
+    let (iops_free, iops_cost) = (free.summary.write.iops, r.summary.write.iops);
+    assert!(iops_cost < 0.7 * iops_free, "{iops_cost} vs {iops_free}");
+    let busy = r.summary.write.ios as f64 * cfg.controller.command_ns as f64
+        + r.summary.gc_units_copied as f64 * 400_000.0;
+    let elapsed = r.summary.elapsed_s * 1e9;
+    // Above 1 by the copies decided but still queued when the run ends.
+    assert!(
+        busy / elapsed > 0.9 && busy / elapsed < 1.2,
+        "processor busy {:.3}",
+        busy / elapsed
+    );
+    assert!(dev.processor().gc_busy_ns > 0);
+    dev.ftl.verify().unwrap();
+}
+
+#[test]
+fn deferred_gc_gives_minimums_far_below_the_mean() {
+    let series = |mode| {
+        let mut cfg = example();
+        cfg.controller.gc_copy_ns_per_unit = 20_000;
+        cfg.ftl.gc_foreground_mode = mode;
+        cfg.ftl.gc_deferred_free_blocks_target = 5;
+        let (r, dev) = random_write_series(&cfg, 6.0, 50);
+        dev.ftl.verify().unwrap();
+        let w: Vec<f64> = r.series.write_ios.iter().map(|&x| x as f64).collect();
+        let w = &w[..w.len() - 1];
+        let mean = w.iter().sum::<f64>() / w.len() as f64;
+        let min = w.iter().cloned().fold(f64::INFINITY, f64::min);
+        (mean, min, dev.ftl.counters.gc_deferred_rounds)
+    };
+    let (mean_d, min_d, rounds) = series(crate::config::GcForegroundMode::Deferred);
+    let (mean_p, min_p, _) = series(crate::config::GcForegroundMode::Paced);
+    assert!(rounds > 0);
+    assert!(min_d < 0.1 * mean_d, "deferred: min {min_d}, mean {mean_d}");
+    assert!(min_p > 0.5 * mean_p, "paced: min {min_p}, mean {mean_p}");
+}
+
+#[test]
+fn on_demand_gc_keeps_the_free_reserve_and_invariants() {
+    let mut cfg = example();
+    cfg.ftl.gc_foreground_mode = crate::config::GcForegroundMode::OnDemand;
+    let (r, dev) = random_write_series(&cfg, 3.0, 1000);
+    assert!(r.summary.gc_units_copied > 0);
+    for die in 0..dev.geometry.dies {
+        assert!(dev.ftl.free_blocks(die) >= 1);
+    }
+    dev.ftl.verify().unwrap();
+}
+
+#[test]
+fn command_latency_pipelines_qd1_pays_it_qd32_does_not() {
+    let measure = |latency_ns: u64, qd: u32| {
+        let mut cfg = example();
+        cfg.host.command_latency_ns = latency_ns;
+        let mut dev = filled(&cfg, 1);
+        run(&mut dev, job("randread", "4k", qd, 20_000))
+            .summary
+            .read
+    };
+    let l = 200_000u64;
+    let (qd1, qd1_l) = (measure(0, 1), measure(l, 1));
+    // QD1: every command waits the latency in full; IOPS = 1 / (latency + service).
+    let added_us = qd1_l.latency_us_mean - qd1.latency_us_mean;
+    assert!(
+        (added_us - l as f64 / 1e3).abs() < 1.0,
+        "added {added_us} us"
+    );
+    let expect = 1e6 / qd1_l.latency_us_mean;
+    assert!(
+        (qd1_l.iops - expect).abs() / expect < 0.01,
+        "{} vs {expect}",
+        qd1_l.iops
+    );
+    // QD32: commands overlap in it; the drive's throughput cap is unchanged.
+    let (qd32, qd32_l) = (measure(0, 32), measure(l, 32));
+    assert!(
+        (qd32_l.iops - qd32.iops).abs() / qd32.iops < 0.05,
+        "{} vs {}",
+        qd32_l.iops,
+        qd32.iops
+    );
+}
+
+#[test]
+fn copyback_keeps_gc_data_off_the_bus() {
+    let mut cfg = example();
+    cfg.controller.gc_copy_ns_per_unit = 30_000;
+    let (_, plain) = random_write_series(&cfg, 3.0, 1000);
+    cfg.nand.copyback = true;
+    let (_, copyback) = random_write_series(&cfg, 3.0, 1000);
+    let per_copy =
+        |d: &Device| d.nand().counters.bus_bytes as f64 / d.ftl.counters.host_units_written as f64;
+    assert!(
+        per_copy(&copyback) < per_copy(&plain),
+        "{} vs {}",
+        per_copy(&copyback),
+        per_copy(&plain)
+    );
+    assert_eq!(copyback.processor().gc_busy_ns, 0);
+}
+
+#[test]
+fn map_persistence_writes_are_counted_in_write_amplification() {
+    let mut cfg = example();
+    let (base, _) = random_write_series(&cfg, 2.0, 1000);
+    cfg.ftl.map_journal_entry_bytes = 8;
+    cfg.ftl.map_checkpoint_journal_pages = 2;
+    cfg.ftl.map_blocks_per_die = 2;
+    cfg.ftl.block_summary_pages = true;
+    let (r, dev) = random_write_series(&cfg, 2.0, 1000);
+    let c = &dev.ftl.counters;
+    assert!(c.meta_journal_pages > 0 && c.meta_map_pages > 0 && c.meta_summary_pages > 0);
+    assert!(c.map_checkpoints > 0);
+    assert!(r.summary.write_amplification > base.summary.write_amplification);
+    dev.ftl.verify().unwrap();
+}

@@ -38,14 +38,20 @@ fn measured_waf(cfg: &DriveConfig, seed: u64) -> f64 {
     let mut rng = Rng::new(seed);
     ftl.fill_untimed(0, n);
     for _ in 0..5 * n as u64 {
-        ftl.write_unit(rng.below(n as u64) as u32, &mut NullSink);
+        ftl.write_unit(
+            HostWrite::untimed(rng.below(n as u64) as u32),
+            &mut NullSink,
+        );
     }
     let (h0, g0) = (
         ftl.counters.host_units_written,
         ftl.counters.gc_units_copied,
     );
     for _ in 0..5 * n as u64 {
-        ftl.write_unit(rng.below(n as u64) as u32, &mut NullSink);
+        ftl.write_unit(
+            HostWrite::untimed(rng.below(n as u64) as u32),
+            &mut NullSink,
+        );
     }
     ftl.verify().unwrap();
     let host = (ftl.counters.host_units_written - h0) as f64;
@@ -97,7 +103,7 @@ fn every_policy_keeps_invariants() {
         let n = ftl.logical_units();
         let mut rng = Rng::new(9);
         for i in 0..20 * n {
-            ftl.write_unit(rng.below(n) as u32, &mut NullSink);
+            ftl.write_unit(HostWrite::untimed(rng.below(n) as u32), &mut NullSink);
             if i % 5000 == 0 {
                 ftl.verify().unwrap_or_else(|e| panic!("{policy:?}: {e}"));
             }
@@ -121,7 +127,10 @@ fn static_wear_leveling_bounds_spread() {
         ftl.fill_untimed(0, n);
         let mut rng = Rng::new(2);
         for _ in 0..60 * n as u64 {
-            ftl.write_unit(rng.below((n / 10) as u64) as u32, &mut NullSink);
+            ftl.write_unit(
+                HostWrite::untimed(rng.below((n / 10) as u64) as u32),
+                &mut NullSink,
+            );
         }
         ftl.verify().unwrap();
         let ec = ftl.erase_counts();
@@ -221,14 +230,14 @@ proptest! {
         let mut rng = Rng::new(seed);
         for _ in 0..3 * n {
             let l = rng.below(n as u64) as u32;
-            ftl.write_unit(l, &mut NullSink);
+            ftl.write_unit(HostWrite::untimed(l), &mut NullSink);
             live.insert(l);
         }
         for op in ops {
             match op {
-                Op::Write(l) => { let l = l % n; ftl.write_unit(l, &mut NullSink); live.insert(l); }
-                Op::WriteRange(l, c) => for x in l..(l + c).min(n) { ftl.write_unit(x, &mut NullSink); live.insert(x); },
-                Op::Trim(l, c) => for x in l..(l + c).min(n) { ftl.trim_unit(x); live.remove(&x); },
+                Op::Write(l) => { let l = l % n; ftl.write_unit(HostWrite::untimed(l), &mut NullSink); live.insert(l); }
+                Op::WriteRange(l, c) => for x in l..(l + c).min(n) { ftl.write_unit(HostWrite::untimed(x), &mut NullSink); live.insert(x); },
+                Op::Trim(l, c) => for x in l..(l + c).min(n) { ftl.trim_unit(x, 0, &mut NullSink); live.remove(&x); },
                 Op::Flush => ftl.flush(&mut NullSink),
                 Op::Background(d) => { ftl.collect_background_step(d % ftl.geometry.dies, &mut NullSink); },
             }
@@ -254,8 +263,44 @@ fn burst_mode_keeps_invariants_and_terminates() {
     ftl.fill_untimed(0, n as u32);
     let mut rng = Rng::new(9);
     for _ in 0..10 * n {
-        ftl.write_unit(rng.below(n) as u32, &mut NullSink);
+        ftl.write_unit(HostWrite::untimed(rng.below(n) as u32), &mut NullSink);
     }
     ftl.verify().unwrap();
     assert!(ftl.counters.gc_units_copied > 0);
+}
+
+#[test]
+fn map_checkpoints_program_the_map_pages_dirtied() {
+    // 8 KiB pages hold 2048 map entries; journal records of 8 bytes: 1024 per page.
+    let mut cfg = small();
+    cfg.ftl.map_journal_entry_bytes = 8;
+    cfg.ftl.map_checkpoint_journal_pages = 1;
+    cfg.ftl.map_blocks_per_die = 2;
+    cfg.ftl.user_capacity_bytes = cfg.ftl.user_capacity_bytes * 9 / 10;
+    let g = cfg.validate().unwrap();
+    let entries_per_map_page = 8192 / 4;
+    let records_per_journal_page = 8192 / 8;
+    let checkpoint_pages = |map_pages_touched: u32| {
+        let mut ftl = Ftl::new(&cfg.ftl, &g, 1);
+        let span = map_pages_touched * entries_per_map_page;
+        assert!(span as u64 <= g.logical_units);
+        let mut rng = Rng::derive(1, "t");
+        // One journal page of updates per checkpoint, each spread over `span`.
+        let updates = 20 * records_per_journal_page;
+        for _ in 0..updates {
+            ftl.write_unit(
+                HostWrite::untimed(rng.below(span as u64) as u32),
+                &mut NullSink,
+            );
+        }
+        ftl.verify().unwrap();
+        let c = &ftl.counters;
+        // GC moves are map updates too: every journal page is one checkpoint.
+        assert_eq!(c.map_checkpoints, c.meta_journal_pages);
+        c.meta_map_pages as f64 / c.map_checkpoints as f64
+    };
+    // 1024 updates over one map page dirty it; over 4 pages, all 4 (each misses with e^-256).
+    assert_eq!(checkpoint_pages(1), 1.0);
+    let four = checkpoint_pages(4);
+    assert!(four > 3.9 && four <= 4.0, "{four}");
 }

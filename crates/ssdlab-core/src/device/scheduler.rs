@@ -1,36 +1,27 @@
-//! The NAND side of the device: per-die operation queues and what the FTL's decisions cost in
-//! time.
+//! The flash scheduler: per-die operation queues, and what the FTL's decisions cost in time on
+//! dies, channel buses and the controller's processor.
 //!
 //! Each die runs its operations one after another. An operation is timed when the die can
 //! start it (`DieReady`), not when it is decided, so bus transfers are reserved near the
 //! current time and a burst of garbage collection queued on one die does not block the channel
 //! for the others. Host reads go ahead of queued programs, erases and GC reads, as
-//! controllers prioritise them.
+//! controllers prioritise them. A garbage-collection copy passes through the controller
+//! (bus out, processor, bus in) unless the NAND does it on the die (`nand.copyback`).
 
+use super::controller::Processor;
+use super::kernel::EventQueue;
 use super::Event;
-use crate::ftl::{NandSink, ProgramKind};
+use crate::ftl::{NandSink, Program, ProgramKind};
 use crate::nand::Nand;
 use crate::time::SimTime;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 #[derive(Clone, Copy, Debug)]
 pub(super) enum NandOp {
-    Program {
-        kind: ProgramKind,
-        host_units: u32,
-        data_ready: SimTime,
-    },
-    GcRead {
-        planes: u32,
-        bytes: u64,
-    },
-    HostRead {
-        planes: u32,
-        bytes: u64,
-        slot: u32,
-    },
-    Erase,
+    Program(Program),
+    GcRead { planes: u32, bytes: u64, units: u32 },
+    HostRead { planes: u32, bytes: u64, slot: u32 },
+    Erase { gc_victim: bool },
 }
 
 #[derive(Clone, Debug, Default)]
@@ -46,6 +37,9 @@ struct DieQueue {
     /// Host programs queued so far, and completed so far (FLUSH and FUA wait on these).
     host_programs_queued: u64,
     host_programs_done: u64,
+    /// When the data of the GC copies read so far has been processed by the controller (a GC
+    /// program of this die may start its data-in then).
+    gc_data_ready: SimTime,
 }
 
 /// Host reads waiting for their NAND reads.
@@ -55,76 +49,33 @@ pub(super) struct ReadWait {
     pub ready: SimTime,
 }
 
-pub(super) struct Backend {
+pub(super) struct Scheduler {
+    pub kernel: EventQueue,
     pub nand: Nand,
-    pub now: SimTime,
-    pub planes: u32,
+    pub processor: Processor,
     pub unit_bytes: u64,
-    events: BinaryHeap<Reverse<(SimTime, u64, Event)>>,
-    monotone: VecDeque<(SimTime, u64, Event)>,
-    sequence: u64,
+    copyback: bool,
     dies: Vec<DieQueue>,
     /// Per slot: host data reads outstanding on the NAND.
     pub read_waits: Vec<ReadWait>,
-    /// When the host data being placed now has arrived in DRAM.
-    pub host_data_ready: SimTime,
 }
 
-impl Backend {
-    pub fn new(nand: Nand, dies: u32, planes: u32, unit_bytes: u64) -> Self {
-        Backend {
+impl Scheduler {
+    pub fn new(
+        nand: Nand,
+        processor: Processor,
+        dies: u32,
+        unit_bytes: u64,
+        copyback: bool,
+    ) -> Self {
+        Scheduler {
+            kernel: EventQueue::default(),
             nand,
-            now: SimTime::ZERO,
-            planes,
+            processor,
             unit_bytes,
-            events: BinaryHeap::new(),
-            monotone: VecDeque::new(),
-            sequence: 0,
+            copyback,
             dies: vec![DieQueue::default(); dies as usize],
             read_waits: Vec::new(),
-            host_data_ready: SimTime::ZERO,
-        }
-    }
-
-    pub fn push(&mut self, at: SimTime, event: Event) {
-        debug_assert!(at >= self.now);
-        self.sequence += 1;
-        self.events.push(Reverse((at, self.sequence, event)));
-    }
-
-    /// Queue an event whose time is not earlier than that of any event queued this way before
-    /// (the controller's FIFO dispatches): a plain FIFO, merged with the heap by (time, seq),
-    /// so the order is exactly what the heap alone would give.
-    pub fn push_monotone(&mut self, at: SimTime, event: Event) {
-        debug_assert!(at >= self.now);
-        debug_assert!(self.monotone.back().is_none_or(|&(t, _, _)| t <= at));
-        self.sequence += 1;
-        self.monotone.push_back((at, self.sequence, event));
-    }
-
-    /// Time of the next event, if any.
-    #[inline]
-    pub fn peek_time(&self) -> Option<SimTime> {
-        let heap = self.events.peek().map(|Reverse((t, _, _))| *t);
-        let fifo = self.monotone.front().map(|&(t, _, _)| t);
-        match (heap, fifo) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
-    /// Remove and return the next event.
-    #[inline]
-    pub fn pop(&mut self) -> Option<(SimTime, Event)> {
-        let take_fifo = match (self.events.peek(), self.monotone.front()) {
-            (Some(Reverse((t, seq, _))), Some(&(ft, fseq, _))) => (ft, fseq) < (*t, *seq),
-            (None, Some(_)) => true,
-            _ => false,
-        };
-        if take_fifo {
-            self.monotone.pop_front().map(|(t, _, e)| (t, e))
-        } else {
-            self.events.pop().map(|Reverse((t, _, e))| (t, e))
         }
     }
 
@@ -132,22 +83,22 @@ impl Backend {
         let d = &mut self.dies[die as usize];
         match op {
             NandOp::HostRead { .. } => d.reads.push_back(op),
-            NandOp::Program {
+            NandOp::Program(Program {
                 kind: ProgramKind::Host,
                 ..
-            } => {
+            }) => {
                 d.host_programs_queued += 1;
                 d.ops.push_back(op)
             }
             _ => d.ops.push_back(op),
         }
         if !d.wakeup_pending {
-            if self.now >= d.ready_at {
+            if self.kernel.now >= d.ready_at {
                 self.start_next(die);
             } else {
                 d.wakeup_pending = true;
                 let at = d.ready_at;
-                self.push(at, Event::DieReady(die));
+                self.kernel.push(at, Event::DieReady(die));
             }
         }
     }
@@ -163,20 +114,38 @@ impl Backend {
         let Some(op) = d.reads.pop_front().or_else(|| d.ops.pop_front()) else {
             return;
         };
-        let now = self.now;
+        let gc_data_ready = d.gc_data_ready;
+        let now = self.kernel.now;
         let ready_at = match op {
-            NandOp::Program {
-                kind,
-                host_units,
-                data_ready,
-            } => {
-                let (next, end) = self.nand.program(now, data_ready, die, self.planes);
-                if kind == ProgramKind::Host {
-                    self.push(end, Event::ProgramDone(die, host_units));
+            NandOp::Program(p) => {
+                let copied = p.kind == ProgramKind::Gc && self.copyback;
+                let data_ready = match p.kind {
+                    ProgramKind::Host => p.data_ready,
+                    ProgramKind::Gc => gc_data_ready,
+                    _ => now,
+                };
+                let (next, end) = self.nand.program(now, data_ready, die, p.planes, !copied);
+                if p.kind == ProgramKind::Host {
+                    self.kernel.push(end, Event::ProgramDone(die, p.host_units));
                 }
                 next
             }
-            NandOp::GcRead { planes, bytes } => self.nand.read(now, die, planes, bytes),
+            NandOp::GcRead {
+                planes,
+                bytes,
+                units,
+            } => {
+                if self.copyback {
+                    // Into the page register only: the program takes it from there.
+                    self.nand.read(now, die, planes, 0)
+                } else {
+                    let out = self.nand.read(now, die, planes, bytes);
+                    let processed = self.processor.gc_copy(now, out, units);
+                    let d = &mut self.dies[die as usize];
+                    d.gc_data_ready = d.gc_data_ready.max(processed);
+                    out
+                }
+            }
             NandOp::HostRead {
                 planes,
                 bytes,
@@ -188,17 +157,22 @@ impl Backend {
                 w.pending -= 1;
                 if w.pending == 0 {
                     let ready = w.ready;
-                    self.push(ready, Event::ReadReady(slot));
+                    self.kernel.push(ready, Event::ReadReady(slot));
                 }
                 end
             }
-            NandOp::Erase => self.nand.erase(now, die),
+            NandOp::Erase { gc_victim } => {
+                if gc_victim {
+                    self.processor.gc_victim(now);
+                }
+                self.nand.erase(now, die)
+            }
         };
         let d = &mut self.dies[die as usize];
         d.ready_at = ready_at;
         if !d.reads.is_empty() || !d.ops.is_empty() {
             d.wakeup_pending = true;
-            self.push(ready_at, Event::DieReady(die));
+            self.kernel.push(ready_at, Event::DieReady(die));
         }
     }
 
@@ -235,7 +209,7 @@ impl Backend {
         }
         self.read_waits[s] = ReadWait {
             pending: 1,
-            ready: self.now,
+            ready: self.kernel.now,
         };
     }
 
@@ -248,32 +222,27 @@ impl Backend {
     }
 }
 
-impl NandSink for Backend {
+impl NandSink for Scheduler {
     #[inline]
-    fn program(&mut self, die: u32, kind: ProgramKind, host_units: u32) {
-        let data_ready = if kind == ProgramKind::Host {
-            self.host_data_ready
-        } else {
-            self.now
-        };
-        self.enqueue(
-            die,
-            NandOp::Program {
-                kind,
-                host_units,
-                data_ready,
-            },
-        );
+    fn program(&mut self, die: u32, program: Program) {
+        self.enqueue(die, NandOp::Program(program));
     }
 
     #[inline]
     fn gc_read(&mut self, die: u32, planes: u32, units: u32) {
         let bytes = units as u64 * self.unit_bytes;
-        self.enqueue(die, NandOp::GcRead { planes, bytes });
+        self.enqueue(
+            die,
+            NandOp::GcRead {
+                planes,
+                bytes,
+                units,
+            },
+        );
     }
 
     #[inline]
-    fn erase(&mut self, die: u32) {
-        self.enqueue(die, NandOp::Erase);
+    fn erase(&mut self, die: u32, gc_victim: bool) {
+        self.enqueue(die, NandOp::Erase { gc_victim });
     }
 }

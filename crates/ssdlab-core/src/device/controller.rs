@@ -1,0 +1,147 @@
+//! The controller: its processor (the firmware's one command processor, shared by host
+//! commands and garbage collection), its DRAM write buffer, and the FLUSH/FUA commands
+//! waiting for the NAND.
+//!
+//! Each host command costs `controller.command_ns` (which caps IOPS at 1e9 / command_ns). Each
+//! mapping unit garbage collection copies costs `controller.gc_copy_ns_per_unit` once its data
+//! is in the controller (validity check against the map, ECC decode and re-encode, the map
+//! update), and each victim `controller.gc_victim_ns`. All of it queues for the same
+//! processor, so a drive whose collection copies much spends its processor on it and admits
+//! fewer host commands: the mechanism behind the low, flat steady state of client drives of
+//! this generation (docs/model.md). The processor's timeline keeps gaps: work decided for later
+//! (a copy whose NAND read ends in the future) leaves the time before it to commands decided
+//! afterwards.
+
+use crate::config::ControllerConfig;
+use crate::time::{SimDuration, SimTime};
+use crate::timeline::GapTimeline;
+
+#[derive(Clone, Debug)]
+pub struct Processor {
+    timeline: GapTimeline,
+    command: SimDuration,
+    gc_copy_per_unit: SimDuration,
+    gc_victim: SimDuration,
+    /// Processor time spent on garbage collection, nanoseconds.
+    pub gc_busy_ns: u64,
+}
+
+impl Processor {
+    pub fn new(cfg: &ControllerConfig) -> Processor {
+        Processor {
+            timeline: GapTimeline::default(),
+            command: SimDuration(cfg.command_ns),
+            gc_copy_per_unit: SimDuration(cfg.gc_copy_ns_per_unit),
+            gc_victim: SimDuration(cfg.gc_victim_ns),
+            gc_busy_ns: 0,
+        }
+    }
+
+    /// The firmware takes up a host command that reaches it at `earliest` (decided at `now`);
+    /// returns when it is processed.
+    pub fn command(&mut self, now: SimTime, earliest: SimTime) -> SimTime {
+        self.timeline.reserve(now, earliest, self.command) + self.command
+    }
+
+    /// `units` copied units whose data is in the controller from `earliest`; returns when the
+    /// firmware has processed them (their program may start).
+    pub fn gc_copy(&mut self, now: SimTime, earliest: SimTime, units: u32) -> SimTime {
+        if self.gc_copy_per_unit.0 == 0 {
+            return earliest;
+        }
+        let d = SimDuration(self.gc_copy_per_unit.0 * units as u64);
+        self.gc_busy_ns += d.0;
+        self.timeline.reserve(now, earliest, d) + d
+    }
+
+    /// Bookkeeping of one collected victim, from `now`.
+    pub fn gc_victim(&mut self, now: SimTime) {
+        if self.gc_victim.0 > 0 {
+            self.gc_busy_ns += self.gc_victim.0;
+            self.timeline.reserve(now, now, self.gc_victim);
+        }
+    }
+
+    /// Processor time reserved so far (host commands and collection), nanoseconds.
+    pub fn busy_ns(&self) -> u64 {
+        self.timeline.busy_ns_total
+    }
+}
+
+/// The DRAM write buffer, in mapping units: host data holds space from its admission until
+/// the NAND program carrying it ends. Invariant: free_units <= units.
+#[derive(Clone, Debug)]
+pub struct WriteBuffer {
+    pub units: u64,
+    free_units: u64,
+}
+
+impl WriteBuffer {
+    pub fn new(units: u64) -> WriteBuffer {
+        WriteBuffer {
+            units,
+            free_units: units,
+        }
+    }
+
+    pub fn free_units(&self) -> u64 {
+        self.free_units
+    }
+
+    /// Take up to `wanted` units; returns how many were taken.
+    pub fn take(&mut self, wanted: u64) -> u64 {
+        let n = wanted.min(self.free_units);
+        self.free_units -= n;
+        n
+    }
+
+    pub fn release(&mut self, units: u64) {
+        self.free_units += units;
+        debug_assert!(self.free_units <= self.units);
+    }
+
+    /// Units held by host data still in partly filled program units went from `before` to
+    /// `after` (untimed writes, which never wait for programs).
+    pub fn held_changed(&mut self, before: u64, after: u64) {
+        self.free_units = self.free_units + before - after;
+    }
+
+    pub fn empty(&mut self) {
+        self.free_units = self.units;
+    }
+}
+
+/// FLUSH and FUA commands waiting until the host programs queued before them, per die, have
+/// finished.
+#[derive(Clone, Debug, Default)]
+pub struct FlushWaits {
+    waits: Vec<(u32, Vec<u64>)>,
+}
+
+impl FlushWaits {
+    /// `slot` waits until each die has finished `targets[die]` host programs.
+    pub fn add(&mut self, slot: u32, targets: Vec<u64>) {
+        self.waits.push((slot, targets));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.waits.is_empty()
+    }
+
+    /// Remove the waits that `reached` says are satisfied, calling `release` for each slot.
+    pub fn release_reached(
+        &mut self,
+        reached: impl Fn(&[u64]) -> bool,
+        mut release: impl FnMut(u32),
+    ) {
+        let mut i = 0;
+        while i < self.waits.len() {
+            if reached(&self.waits[i].1) {
+                let (slot, _) = self.waits.swap_remove(i);
+                release(slot);
+            } else {
+                i += 1;
+            }
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! Garbage collection: when the firmware collects (scheduling), which block (victim policy,
+//! static wear levelling) and the copying itself.
+
+use super::*;
+
+impl Ftl {
+    /// Foreground collection after a host PU on `die` (paced and burst scheduling): while the
+    /// die is short of free blocks, copy victim data in proportion to host writes
+    /// (v / (capacity - v) units per host unit), so a victim is freed by the time the host has
+    /// filled the space it gives back.
+    pub(super) fn collect_after_host_program<S: NandSink>(&mut self, die: u32, sink: &mut S) {
+        if matches!(
+            self.fg_mode,
+            GcForegroundMode::OnDemand | GcForegroundMode::Deferred
+        ) {
+            return;
+        }
+        let dix = die as usize;
+        if self.dies[dix].victim == NONE
+            && (self.dies[dix].free.len() >= self.fg_free_min || !self.select_victim(die))
+        {
+            return;
+        }
+        self.dies[dix].gc_credit += self.geometry.units_per_pu as f64 * self.dies[dix].gc_ratio;
+        if self.fg_mode == GcForegroundMode::Burst {
+            // Same average pace, victim-sized bites: once the credit covers the victim's
+            // valid data, collect all of it at once; host programs on the die wait behind it.
+            let victim = self.dies[dix].victim;
+            if self.dies[dix].gc_credit >= self.valid[victim as usize] as f64 {
+                while self.dies[dix].victim == victim {
+                    let copied = self.collect_step(die, sink);
+                    self.dies[dix].gc_credit -= copied as f64;
+                }
+                if self.dies[dix].free.len() >= self.fg_free_min {
+                    self.dies[dix].gc_credit = 0.0;
+                } else {
+                    self.select_victim(die);
+                }
+            }
+            return;
+        }
+        while self.dies[dix].victim != NONE && self.dies[dix].gc_credit > 0.0 {
+            let copied = self.collect_step(die, sink);
+            self.dies[dix].gc_credit -= copied as f64;
+            if self.dies[dix].victim == NONE
+                && (self.dies[dix].free.len() >= self.fg_free_min || !self.select_victim(die))
+            {
+                self.dies[dix].gc_credit = 0.0;
+                break;
+            }
+        }
+    }
+
+    /// The host stream of `die` needs a new block (on-demand and deferred scheduling). On
+    /// demand: below `gc_foreground_free_blocks_min`, collect this die back up to it. Deferred:
+    /// with the die down to its last free blocks, collect every die up to
+    /// `gc_deferred_free_blocks_target`. The flash work is queued ahead of the host programs
+    /// that follow, so host writes wait behind it.
+    pub(super) fn collect_before_host_block<S: NandSink>(&mut self, die: u32, sink: &mut S) {
+        match self.fg_mode {
+            GcForegroundMode::OnDemand => {
+                while self.dies[die as usize].free.len() < self.fg_free_min {
+                    if !self.collect_one_step(die, sink) {
+                        break;
+                    }
+                }
+            }
+            GcForegroundMode::Deferred if self.dies[die as usize].free.len() <= 2 => {
+                self.counters.gc_deferred_rounds += 1;
+                let dies = self.geometry.dies;
+                for k in 0..dies {
+                    let d = (die + k) % dies;
+                    // Bounded: a die whose sealed blocks are all full cannot gain blocks.
+                    let victims_max = self.dies[d as usize].victim_selections
+                        + self.geometry.blocks_per_die as u64;
+                    while (self.dies[d as usize].free.len() < self.deferred_free_target
+                        || self.dies[d as usize].victim != NONE)
+                        && self.dies[d as usize].victim_selections <= victims_max
+                    {
+                        if !self.collect_one_step(d, sink) {
+                            break;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// One step of collection on `die` regardless of pacing. False if there is nothing to collect.
+    pub(super) fn collect_one_step<S: NandSink>(&mut self, die: u32, sink: &mut S) -> bool {
+        if self.dies[die as usize].victim == NONE && !self.select_victim(die) {
+            return false;
+        }
+        self.collect_step(die, sink);
+        true
+    }
+
+    /// Background collection when the drive is idle: one step on `die` if it is below the
+    /// background target. Returns whether it did anything.
+    pub fn collect_background_step<S: NandSink>(&mut self, die: u32, sink: &mut S) -> bool {
+        let d = &self.dies[die as usize];
+        if d.victim == NONE && d.free.len() >= self.bg_free_target {
+            return false;
+        }
+        self.collect_one_step(die, sink)
+    }
+
+    pub fn background_work_pending(&self, die: u32) -> bool {
+        let d = &self.dies[die as usize];
+        d.victim != NONE || d.free.len() < self.bg_free_target
+    }
+
+    fn select_victim(&mut self, die: u32) -> bool {
+        let dix = die as usize;
+        if self.dies[dix].sealed_list.is_empty() {
+            return false;
+        }
+        self.dies[dix].victim_selections += 1;
+        let mut wear_leveling = false;
+        let block = match self.coldest_if_spread_exceeded(die) {
+            Some(b) => {
+                wear_leveling = true;
+                b
+            }
+            None => match self.policy {
+                GcPolicy::Greedy => self.buckets.min(die).expect("sealed blocks are in buckets"),
+                GcPolicy::Fifo => *self.dies[dix]
+                    .sealed_fifo
+                    .front()
+                    .expect("sealed blocks are queued"),
+                GcPolicy::DChoices => {
+                    let list = &self.dies[dix].sealed_list;
+                    let mut best = list[self.rng.below(list.len() as u64) as usize];
+                    for _ in 1..self.d_choices {
+                        let b = list[self.rng.below(list.len() as u64) as usize];
+                        if self.valid[b as usize] < self.valid[best as usize] {
+                            best = b;
+                        }
+                    }
+                    best
+                }
+                GcPolicy::CostBenefit => self.cost_benefit_victim(die),
+            },
+        };
+        self.unseal(block);
+        self.state[block as usize] = BlockState::Victim;
+        let v = self.valid[block as usize];
+        let capacity = self.geometry.data_units_per_block;
+        let d = &mut self.dies[dix];
+        d.victim = block;
+        d.victim_cursor = 0;
+        d.victim_for_wear_leveling = wear_leveling;
+        d.gc_ratio = if v >= capacity {
+            capacity as f64
+        } else {
+            v as f64 / (capacity - v) as f64
+        };
+        self.counters.gc_victims += 1;
+        self.counters.gc_victim_valid_units += v as u64;
+        if wear_leveling {
+            self.counters.wear_leveling_victims += 1;
+        }
+        true
+    }
+
+    fn cost_benefit_victim(&self, die: u32) -> u32 {
+        let capacity = self.geometry.data_units_per_block as f64;
+        let mut best = NONE;
+        let mut best_score = f64::NEG_INFINITY;
+        for &b in &self.dies[die as usize].sealed_list {
+            let u = self.valid[b as usize] as f64 / capacity;
+            let age = self.sequence.wrapping_sub(self.sealed_at[b as usize]) as f64 + 1.0;
+            let score = if u == 0.0 {
+                f64::INFINITY
+            } else {
+                (1.0 - u) / (2.0 * u) * age
+            };
+            if score > best_score || (score == best_score && b < best) {
+                best = b;
+                best_score = score;
+            }
+        }
+        best
+    }
+
+    /// Static wear levelling: every 16th selection, if the die's erase-count spread is past the
+    /// threshold, the least-worn sealed block (cold data) is collected instead.
+    fn coldest_if_spread_exceeded(&self, die: u32) -> Option<u32> {
+        let d = &self.dies[die as usize];
+        if self.static_spread_max == 0 || !d.victim_selections.is_multiple_of(16) {
+            return None;
+        }
+        let first = die * self.geometry.blocks_per_die;
+        let max = (first..first + self.geometry.blocks_per_die)
+            .map(|b| self.erase_count[b as usize])
+            .max()?;
+        let coldest = *d
+            .sealed_list
+            .iter()
+            .min_by_key(|&&b| (self.erase_count[b as usize], b))?;
+        (max - self.erase_count[coldest as usize] > self.static_spread_max).then_some(coldest)
+    }
+
+    /// Copy up to one PU of valid units out of `die`'s victim; erase it when it is empty.
+    /// Returns the units copied.
+    fn collect_step<S: NandSink>(&mut self, die: u32, sink: &mut S) -> u32 {
+        let g = &self.geometry;
+        let (units_per_block, units_per_pu) = (g.units_per_block, g.units_per_pu);
+        let dix = die as usize;
+        let victim = self.dies[dix].victim;
+        let base = victim * units_per_block;
+        let mut copied = 0;
+        while self.dies[dix].victim_cursor < units_per_block && copied < units_per_pu {
+            // Gather the valid units of one source PU: one (multi-plane) read for them.
+            let cursor = self.dies[dix].victim_cursor;
+            let pu_end = (cursor / units_per_pu + 1) * units_per_pu;
+            let mut scratch = std::mem::take(&mut self.scratch);
+            scratch.clear();
+            let mut c = cursor;
+            let (mut first, mut last) = (NONE, 0);
+            while c < pu_end && copied + (scratch.len() as u32) < units_per_pu {
+                let ppn = base + c;
+                if self.p2l[ppn as usize] != UNMAPPED {
+                    scratch.push(ppn);
+                    first = first.min(ppn);
+                    last = ppn;
+                }
+                c += 1;
+            }
+            self.dies[dix].victim_cursor = c;
+            if !scratch.is_empty() {
+                // Independent map loads first, so their cache misses overlap.
+                for &ppn in &scratch {
+                    crate::mem::prefetch(&self.l2p, self.p2l[ppn as usize] as usize);
+                }
+                sink.gc_read(die, self.planes_spanned(first, last), scratch.len() as u32);
+                for &ppn in &scratch {
+                    let lba = self.p2l[ppn as usize];
+                    // Out-of-band LBA checked against the map: the pair must agree.
+                    assert_eq!(
+                        self.l2p[lba as usize], ppn,
+                        "OOB LBA {lba} of ppn {ppn} disagrees with the map"
+                    );
+                    self.invalidate(lba);
+                    self.append(die, Stream::Gc, lba, sink);
+                    self.record(lba, ppn, TAG_RELOCATION);
+                    self.map_updated(lba, sink);
+                }
+                copied += scratch.len() as u32;
+            }
+            self.scratch = scratch;
+        }
+        if self.dies[dix].victim_for_wear_leveling {
+            self.counters.wear_leveling_units_copied += copied as u64;
+        } else {
+            self.counters.gc_units_copied += copied as u64;
+        }
+        if self.dies[dix].victim_cursor == units_per_block {
+            self.erase_victim(die, sink);
+        }
+        copied
+    }
+
+    fn erase_victim<S: NandSink>(&mut self, die: u32, sink: &mut S) {
+        let dix = die as usize;
+        let block = self.dies[dix].victim;
+        assert_eq!(
+            self.valid[block as usize], 0,
+            "victim {block} erased with valid data"
+        );
+        sink.erase(die, true);
+        self.erase_count[block as usize] += 1;
+        self.counters.blocks_erased += 1;
+        self.state[block as usize] = BlockState::Free;
+        let ec = self.erase_count[block as usize];
+        let d = &mut self.dies[dix];
+        d.free.push(block, ec);
+        d.victim = NONE;
+        d.victim_cursor = 0;
+    }
+}

@@ -1,0 +1,138 @@
+//! The map: the flat logical-to-physical table, its reverse (the LBA each physical unit holds
+//! in its out-of-band area), valid counts per block, and the journal of map changes that a
+//! data store follows.
+
+use super::*;
+
+impl Ftl {
+    // ----- lookups -------------------------------------------------------------------------
+
+    #[inline]
+    pub fn logical_units(&self) -> u64 {
+        self.geometry.logical_units
+    }
+
+    /// Physical unit of logical unit `lba`, or UNMAPPED.
+    #[inline]
+    pub fn lookup(&self, lba: u32) -> u32 {
+        self.l2p[lba as usize]
+    }
+
+    /// Start loading the map entry of `lba` (a write or read of it is coming).
+    #[inline]
+    pub fn prefetch_lookup(&self, lba: u32) {
+        crate::mem::prefetch(&self.l2p, lba as usize);
+    }
+
+    /// Start loading what overwriting `lba` will touch: its current reverse-map entry. Call
+    /// after `prefetch_lookup` has had time to land.
+    #[inline]
+    pub fn prefetch_overwrite(&self, lba: u32) {
+        let ppn = self.l2p[lba as usize];
+        if ppn != UNMAPPED {
+            crate::mem::prefetch(&self.p2l, ppn as usize);
+        }
+    }
+
+    /// The logical unit a physical unit holds (its out-of-band LBA), or UNMAPPED.
+    #[inline]
+    pub fn reverse(&self, ppn: u32) -> u32 {
+        self.p2l[ppn as usize]
+    }
+
+    #[inline]
+    pub fn die_of(&self, ppn: u32) -> u32 {
+        ppn / self.geometry.units_per_block / self.geometry.blocks_per_die
+    }
+
+    #[inline]
+    pub(super) fn block_of(&self, ppn: u32) -> u32 {
+        ppn / self.geometry.units_per_block
+    }
+
+    /// PU index within the drive (block * pus_per_block + pu).
+    #[inline]
+    pub fn pu_of(&self, ppn: u32) -> u32 {
+        ppn / self.geometry.units_per_pu
+    }
+
+    /// Planes a read of units `first_slot..=last_slot` of one PU touches.
+    #[inline]
+    pub fn planes_spanned(&self, first_ppn: u32, last_ppn: u32) -> u32 {
+        let upp = self.geometry.units_per_page;
+        let upu = self.geometry.units_per_pu;
+        (last_ppn % upu) / upp - (first_ppn % upu) / upp + 1
+    }
+
+    /// Is the unit still in the controller's DRAM (its PU not yet sent to the NAND)?
+    #[inline]
+    pub fn is_buffered(&self, ppn: u32) -> bool {
+        let die = &self.dies[self.die_of(ppn) as usize];
+        let block = self.block_of(ppn);
+        let pu = (ppn % self.geometry.units_per_block) / self.geometry.units_per_pu;
+        (block == die.host.block && pu == die.host.next_pu)
+            || (block == die.gc.block && pu == die.gc.next_pu)
+    }
+
+    /// Write sequence number stored with the PU holding `ppn`.
+    pub fn sequence_of(&self, ppn: u32) -> u32 {
+        self.pu_sequence[self.pu_of(ppn) as usize]
+    }
+
+    /// Host units waiting in partially filled PUs (they hold write-buffer space).
+    pub fn buffered_host_units(&self) -> u64 {
+        self.dies.iter().map(|d| d.host.host_fill as u64).sum()
+    }
+
+    pub fn mapped_units(&self) -> u64 {
+        self.mapped_units
+    }
+
+    pub fn erase_counts(&self) -> &[u32] {
+        &self.erase_count
+    }
+
+    pub fn free_blocks(&self, die: u32) -> u32 {
+        self.dies[die as usize].free.len()
+    }
+
+    pub fn free_blocks_total(&self) -> u64 {
+        self.dies.iter().map(|d| d.free.len() as u64).sum()
+    }
+
+    #[inline]
+    pub(super) fn invalidate(&mut self, lba: u32) {
+        let ppn = self.l2p[lba as usize];
+        if ppn == UNMAPPED {
+            return;
+        }
+        debug_assert_eq!(
+            self.p2l[ppn as usize], lba,
+            "forward and reverse maps disagree"
+        );
+        self.p2l[ppn as usize] = UNMAPPED;
+        self.l2p[lba as usize] = UNMAPPED;
+        self.mapped_units -= 1;
+        let block = self.block_of(ppn);
+        let v = self.valid[block as usize];
+        debug_assert!(v > 0);
+        self.valid[block as usize] = v - 1;
+        if self.sealed_pos[block as usize] != NONE && self.policy == GcPolicy::Greedy {
+            let die = block / self.geometry.blocks_per_die;
+            self.buckets.move_down(die, block, v);
+        }
+    }
+
+    /// Journal the move of `lba` from `old_ppn` to where it maps now.
+    #[inline]
+    pub(super) fn record(&mut self, lba: u32, old_ppn: u32, tag: u64) {
+        if let Some(journal) = &mut self.journal {
+            journal.push(MapChange {
+                lba,
+                old_ppn,
+                new_ppn: self.l2p[lba as usize],
+                tag,
+            });
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! Map persistence: the metadata the firmware writes so that the map survives a power cut.
+//!
+//! The flat map lives in DRAM (4 bytes per mapping unit). Every change to it (host write,
+//! TRIM, garbage-collection move) appends a record of `map_journal_entry_bytes` to a journal;
+//! each full NAND page of records is programmed. Every `map_checkpoint_journal_pages` journal
+//! pages, the map pages dirtied since the last checkpoint (one NAND page holds page_size / 4
+//! map entries) are programmed, so that at power-up only the journal since that checkpoint
+//! needs replaying. With `block_summary_pages`, sealing a data block programs one page with
+//! the block's physical-to-logical list (what a rebuild reads instead of every page's
+//! out-of-band area). This is the journal-plus-checkpoint design of page-mapped FTLs
+//! (DFTL, Gupta et al., ASPLOS 2009, keeps map pages in flash and writes back dirty ones;
+//! the journal bounds the work lost at a power cut).
+//!
+//! Metadata goes to blocks held back on every die (`map_blocks_per_die`), written as a log
+//! round-robin over the dies, `planes` pages per program; each time a die's metadata log has
+//! filled a block, one metadata block of that die is erased (ASSUMED: by then the older map
+//! pages and journal in it are superseded, so reclaiming it copies nothing). The DRAM this
+//! needs: the map itself, one journal page and one dirty bit per map page
+//! ([`Persistence::dram_bytes`]).
+
+use super::{FtlCounters, NandSink, Program, ProgramKind};
+use crate::config::{FtlConfig, Geometry};
+use crate::time::SimTime;
+
+/// Bytes of one map entry in DRAM and in a map page (a 32-bit physical unit number).
+pub const MAP_ENTRY_BYTES: u32 = 4;
+
+#[derive(Clone, Debug)]
+pub struct Persistence {
+    /// Journal records per journal page; 0 when persistence is off.
+    records_per_page: u32,
+    /// Records in the journal page being filled.
+    records: u32,
+    /// Journal pages written since the last checkpoint.
+    journal_pages: u32,
+    checkpoint_journal_pages: u32,
+    /// Mapping units covered by one map page.
+    units_per_map_page: u32,
+    /// One bit per map page: dirtied since the last checkpoint. Invariant: `dirty_pages` is
+    /// the number of bits set.
+    dirty: Vec<u64>,
+    dirty_pages: u32,
+    block_summary: bool,
+    planes: u32,
+    /// Metadata pages decided but not yet programmed (fewer than `planes`).
+    pending_pages: u32,
+    next_die: u32,
+    dies: u32,
+    pus_per_block: u32,
+    /// Per die: metadata programs into its current metadata block.
+    pus_in_block: Vec<u32>,
+    page_size_bytes: u32,
+}
+
+impl Persistence {
+    pub fn new(cfg: &FtlConfig, g: &Geometry) -> Persistence {
+        let page = g.units_per_page * g.mapping_unit_bytes;
+        let enabled = cfg.map_journal_entry_bytes > 0;
+        let units_per_map_page = page / MAP_ENTRY_BYTES;
+        let map_pages = if enabled {
+            g.logical_units.div_ceil(units_per_map_page as u64)
+        } else {
+            0
+        };
+        Persistence {
+            records_per_page: if enabled {
+                page / cfg.map_journal_entry_bytes
+            } else {
+                0
+            },
+            records: 0,
+            journal_pages: 0,
+            checkpoint_journal_pages: cfg.map_checkpoint_journal_pages,
+            units_per_map_page,
+            dirty: vec![0; map_pages.div_ceil(64) as usize],
+            dirty_pages: 0,
+            block_summary: enabled && cfg.block_summary_pages,
+            planes: g.planes_per_die,
+            pending_pages: 0,
+            next_die: 0,
+            dies: g.dies,
+            pus_per_block: g.pus_per_block,
+            pus_in_block: vec![0; g.dies as usize],
+            page_size_bytes: page,
+        }
+    }
+
+    #[inline]
+    pub fn enabled(&self) -> bool {
+        self.records_per_page > 0
+    }
+
+    /// Map pages dirtied since the last checkpoint.
+    pub fn dirty_map_pages(&self) -> u32 {
+        self.dirty_pages
+    }
+
+    /// DRAM the map and its persistence need: the table, the dirty bits, one journal page.
+    pub fn dram_bytes(&self, logical_units: u64) -> u64 {
+        logical_units * MAP_ENTRY_BYTES as u64
+            + self.dirty.len() as u64 * 8
+            + if self.enabled() {
+                self.page_size_bytes as u64
+            } else {
+                0
+            }
+    }
+
+    /// Secure erase: nothing is dirty, the journal starts again.
+    pub fn reset(&mut self) {
+        self.records = 0;
+        self.journal_pages = 0;
+        self.dirty.fill(0);
+        self.dirty_pages = 0;
+    }
+
+    /// The map entry of `lba` changed.
+    #[inline]
+    pub fn note_update<S: NandSink>(&mut self, lba: u32, c: &mut FtlCounters, sink: &mut S) {
+        let page = (lba / self.units_per_map_page) as usize;
+        let (word, bit) = (page / 64, 1u64 << (page % 64));
+        if self.dirty[word] & bit == 0 {
+            self.dirty[word] |= bit;
+            self.dirty_pages += 1;
+        }
+        self.records += 1;
+        if self.records == self.records_per_page {
+            self.journal_page_full(c, sink);
+        }
+    }
+
+    #[inline(never)]
+    fn journal_page_full<S: NandSink>(&mut self, c: &mut FtlCounters, sink: &mut S) {
+        self.records = 0;
+        self.journal_pages += 1;
+        c.meta_journal_pages += 1;
+        self.pages(1, c, sink);
+        if self.journal_pages >= self.checkpoint_journal_pages {
+            self.checkpoint(c, sink);
+        }
+    }
+
+    /// Program every dirty map page; the journal before this point is no longer needed.
+    fn checkpoint<S: NandSink>(&mut self, c: &mut FtlCounters, sink: &mut S) {
+        let pages = self.dirty_pages;
+        c.map_checkpoints += 1;
+        c.meta_map_pages += pages as u64;
+        self.dirty.fill(0);
+        self.dirty_pages = 0;
+        self.journal_pages = 0;
+        self.pages(pages, c, sink);
+    }
+
+    /// A data block was sealed: its summary page.
+    pub fn block_sealed<S: NandSink>(&mut self, c: &mut FtlCounters, sink: &mut S) {
+        if self.block_summary {
+            c.meta_summary_pages += 1;
+            self.pages(1, c, sink);
+        }
+    }
+
+    /// Queue `pages` metadata pages; program them `planes` at a time, round-robin over dies.
+    fn pages<S: NandSink>(&mut self, pages: u32, c: &mut FtlCounters, sink: &mut S) {
+        self.pending_pages += pages;
+        while self.pending_pages >= self.planes {
+            self.pending_pages -= self.planes;
+            let die = self.next_die;
+            self.next_die = (die + 1) % self.dies;
+            sink.program(
+                die,
+                Program {
+                    kind: ProgramKind::Meta,
+                    host_units: 0,
+                    planes: self.planes,
+                    data_ready: SimTime::ZERO,
+                },
+            );
+            c.pu_programs_meta += 1;
+            let n = &mut self.pus_in_block[die as usize];
+            *n += 1;
+            if *n == self.pus_per_block {
+                *n = 0;
+                sink.erase(die, false);
+                c.meta_blocks_erased += 1;
+            }
+        }
+    }
+}
