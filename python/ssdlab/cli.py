@@ -14,12 +14,12 @@ from .job import Job
 
 def _drives(args: argparse.Namespace) -> int:
     rows = [describe_preset(name) for name in preset_names()]
-    header = f"{'drive':<22} {'controller':<18} {'host':<5} {'dies':>4} {'ch':>3} {'raw GiB':>8} {'user GB':>8} {'RAIN':>6} {'OP/user':>8} {'OP/raw':>7}"
+    header = f"{'drive':<22} {'controller':<18} {'host':<5} {'dies':>4} {'ch':>3} {'raw GiB':>8} {'user GB':>8} {'RAIN':>6} {'OP/user':>8} {'OP/raw':>7} {'GC spare':>9}"
     print(header)
     print("-" * len(header))
     for r in rows:
         print(f"{r['name']:<22} {r['controller']:<18} {r['interface']:<5} {r['dies']:>4} {r['channels']:>3} "
-              f"{r['raw_gib']:>8.0f} {r['user_gb']:>8.1f} {r['rain']:>6} {r['op_of_user_pct']:>7.1f}% {r['op_of_raw_pct']:>6.1f}%")
+              f"{r['raw_gib']:>8.0f} {r['user_gb']:>8.1f} {r['rain']:>6} {r['op_of_user_pct']:>7.1f}% {r['op_of_raw_pct']:>6.1f}% {r['gc_spare_of_user_pct']:>8.1f}%")
     return 0
 
 

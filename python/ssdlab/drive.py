@@ -399,11 +399,15 @@ def describe_config(config: dict, g: dict) -> dict:
         "user_gb": g["logical_units"] * g["mapping_unit_bytes"] / 1e9,
         "op_of_user_pct": 100 * _op(g, of="user"),
         "op_of_raw_pct": 100 * _op(g, of="raw"),
+        "gc_spare_of_user_pct": 100 * _op(g, of="user", held=False),
         "rain": f"{config['ftl'].get('rain_data_pages_per_parity', 0)}:1" if config["ftl"].get("rain_data_pages_per_parity") else "none",
     }
 
 
-def _op(g: dict, of: str) -> float:
+def _op(g: dict, of: str, held: bool = True) -> float:
+    """Over-provisioning as vendors quote it (raw less RAIN parity less user capacity; the
+    blocks the firmware holds back count as spare), or with held=False the spare that garbage
+    collection can use."""
     user = g["logical_units"] * g["mapping_unit_bytes"]
-    spare = g["usable_bytes"] - user
+    spare = g["usable_bytes"] + (g["held_bytes"] if held else 0) - user
     return spare / (user if of == "user" else g["raw_bytes"])

@@ -29,6 +29,8 @@ def test_every_preset_builds_and_matches_reference_geometry():
     assert dc["op_of_raw_pct"] == pytest.approx(33.5, abs=0.2)
     m550 = describe_preset("crucial-m550-128")
     assert m550["op_of_raw_pct"] == pytest.approx(6.1, abs=0.1)  # drives.toml over_provisioning_pct
+    # The metadata blocks count in the vendor's figure but cannot serve garbage collection.
+    assert 0 < m550["gc_spare_of_user_pct"] < m550["op_of_user_pct"]
 
 
 def test_from_toml_errors_name_file_and_field(tmp_path, small_toml):

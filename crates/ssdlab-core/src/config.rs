@@ -376,8 +376,12 @@ pub struct Geometry {
     pub logical_units: u64,
     pub mapping_unit_bytes: u32,
     pub raw_bytes: u64,
-    /// Raw capacity less RAIN parity and reserved blocks: what can hold data.
+    /// Raw capacity less RAIN parity and held blocks: what can hold user data and serve GC.
     pub usable_bytes: u64,
+    /// Data capacity of the blocks the firmware holds back from user data (defect reserve,
+    /// `reserved_blocks_per_die`, and the metadata blocks, `map_blocks_per_die`): part of the
+    /// vendor's over-provisioning that garbage collection cannot use.
+    pub held_bytes: u64,
 }
 
 impl Geometry {
@@ -386,15 +390,17 @@ impl Geometry {
     pub fn is_parity_pu(&self, pu: u32) -> bool {
         self.rain_period != 0 && pu % self.rain_period == self.rain_period - 1
     }
-    /// Over-provisioning, spare / user (the "7%" convention).
+    /// Spare that garbage collection can use, spare / user (the "7%" convention): held
+    /// blocks excluded.
     pub fn over_provisioning_of_user(&self) -> f64 {
         let user = self.logical_units as f64 * self.mapping_unit_bytes as f64;
         (self.usable_bytes as f64 - user) / user
     }
-    /// Over-provisioning, spare / raw (the "effective over-provisioning" vendors quote).
+    /// Over-provisioning, spare / raw, as vendors quote it ("effective over-provisioning",
+    /// drives.toml): raw capacity less RAIN parity and user capacity, held blocks included.
     pub fn over_provisioning_of_raw(&self) -> f64 {
         let user = self.logical_units as f64 * self.mapping_unit_bytes as f64;
-        (self.usable_bytes as f64 - user) / self.raw_bytes as f64
+        ((self.usable_bytes + self.held_bytes) as f64 - user) / self.raw_bytes as f64
     }
 }
 
@@ -662,6 +668,10 @@ impl DriveConfig {
             mapping_unit_bytes: unit,
             raw_bytes,
             usable_bytes: usable_units * unit as u64,
+            held_bytes: dies as u64
+                * held_blocks_per_die
+                * data_units_per_block as u64
+                * unit as u64,
         })
     }
 }

@@ -3,9 +3,13 @@
 //! The flat map lives in DRAM (4 bytes per mapping unit). Every change to it (host write,
 //! TRIM, garbage-collection move) appends a record of `map_journal_entry_bytes` to a journal;
 //! each full NAND page of records is programmed. Every `map_checkpoint_journal_pages` journal
-//! pages, the map pages dirtied since the last checkpoint (one NAND page holds page_size / 4
-//! map entries) are programmed, so that at power-up only the journal since that checkpoint
-//! needs replaying. With `block_summary_pages`, sealing a data block programs one page with
+//! pages a checkpoint starts: the map pages dirtied since the last one (one NAND page holds
+//! page_size / 4 map entries) are programmed, spread evenly over the next
+//! `map_checkpoint_journal_pages` journal pages (the first share at once), so that the
+//! checkpoint is done before the next is due and never stalls host writes in one burst (an
+//! incremental, "fuzzy" checkpoint as databases take them: Mohan et al., ARIES, TODS 1992).
+//! At power-up the last completed checkpoint plus the journal since its start rebuild the
+//! map. With `block_summary_pages`, sealing a data block programs one page with
 //! the block's physical-to-logical list (what a rebuild reads instead of every page's
 //! out-of-band area). This is the journal-plus-checkpoint design of page-mapped FTLs
 //! (DFTL, Gupta et al., ASPLOS 2009, keeps map pages in flash and writes back dirty ones;
@@ -40,6 +44,10 @@ pub struct Persistence {
     /// the number of bits set.
     dirty: Vec<u64>,
     dirty_pages: u32,
+    /// Map pages of the running checkpoint not yet programmed, and how many go with each
+    /// journal page.
+    checkpoint_backlog: u32,
+    checkpoint_step: u32,
     block_summary: bool,
     planes: u32,
     /// Metadata pages decided but not yet programmed (fewer than `planes`).
@@ -74,6 +82,8 @@ impl Persistence {
             units_per_map_page,
             dirty: vec![0; map_pages.div_ceil(64) as usize],
             dirty_pages: 0,
+            checkpoint_backlog: 0,
+            checkpoint_step: 0,
             block_summary: enabled && cfg.block_summary_pages,
             planes: g.planes_per_die,
             pending_pages: 0,
@@ -112,6 +122,7 @@ impl Persistence {
         self.journal_pages = 0;
         self.dirty.fill(0);
         self.dirty_pages = 0;
+        self.checkpoint_backlog = 0;
     }
 
     /// The map entry of `lba` changed.
@@ -136,19 +147,28 @@ impl Persistence {
         c.meta_journal_pages += 1;
         self.pages(1, c, sink);
         if self.journal_pages >= self.checkpoint_journal_pages {
-            self.checkpoint(c, sink);
+            self.start_checkpoint(c);
+        }
+        let share = self.checkpoint_step.min(self.checkpoint_backlog);
+        if share > 0 {
+            self.checkpoint_backlog -= share;
+            c.meta_map_pages += share as u64;
+            self.pages(share, c, sink);
         }
     }
 
-    /// Program every dirty map page; the journal before this point is no longer needed.
-    fn checkpoint<S: NandSink>(&mut self, c: &mut FtlCounters, sink: &mut S) {
-        let pages = self.dirty_pages;
+    /// Every map page dirty now joins the checkpoint, programmed over the next
+    /// `checkpoint_journal_pages` journal pages; once done, the journal before this point is
+    /// no longer needed.
+    fn start_checkpoint(&mut self, c: &mut FtlCounters) {
         c.map_checkpoints += 1;
-        c.meta_map_pages += pages as u64;
+        self.checkpoint_backlog += self.dirty_pages;
+        self.checkpoint_step = self
+            .checkpoint_backlog
+            .div_ceil(self.checkpoint_journal_pages);
         self.dirty.fill(0);
         self.dirty_pages = 0;
         self.journal_pages = 0;
-        self.pages(pages, c, sink);
     }
 
     /// A data block was sealed: its summary page.

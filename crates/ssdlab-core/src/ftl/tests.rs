@@ -304,3 +304,34 @@ fn map_checkpoints_program_the_map_pages_dirtied() {
     let four = checkpoint_pages(4);
     assert!(four > 3.9 && four <= 4.0, "{four}");
 }
+
+#[test]
+fn checkpoints_are_spread_over_the_next_journal_pages() {
+    // A checkpoint every 4 journal pages, 8 map pages dirty at each: 2 map pages go with
+    // each journal page, never all 8 at once, and every checkpoint completes.
+    let mut cfg = small();
+    cfg.ftl.map_journal_entry_bytes = 8;
+    cfg.ftl.map_checkpoint_journal_pages = 4;
+    cfg.ftl.map_blocks_per_die = 2;
+    cfg.ftl.user_capacity_bytes = cfg.ftl.user_capacity_bytes * 9 / 10;
+    let g = cfg.validate().unwrap();
+    let span = 8 * 8192 / 4;
+    assert!(span as u64 <= g.logical_units);
+    let mut ftl = Ftl::new(&cfg.ftl, &g, 1);
+    let mut rng = Rng::derive(1, "t");
+    let mut largest_share = 0;
+    for _ in 0..200 * 1024 {
+        let before = ftl.counters.meta_map_pages;
+        ftl.write_unit(
+            HostWrite::untimed(rng.below(span as u64) as u32),
+            &mut NullSink,
+        );
+        largest_share = largest_share.max(ftl.counters.meta_map_pages - before);
+    }
+    ftl.verify().unwrap();
+    let c = &ftl.counters;
+    assert!(c.map_checkpoints >= 20, "{}", c.map_checkpoints);
+    assert_eq!(largest_share, 2);
+    assert!(c.meta_map_pages >= (c.map_checkpoints - 1) * 8, "{c:?}");
+    assert!(c.meta_map_pages <= c.map_checkpoints * 8, "{c:?}");
+}
