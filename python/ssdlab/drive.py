@@ -400,6 +400,8 @@ def describe_config(config: dict, g: dict) -> dict:
         "op_of_user_pct": 100 * _op(g, of="user"),
         "op_of_raw_pct": 100 * _op(g, of="raw"),
         "gc_spare_of_user_pct": 100 * _op(g, of="user", held=False),
+        "map_dram_mib": g["map_dram_bytes"] / 2**20,
+        "dram_mib": config.get("controller", {}).get("dram_bytes", 0) / 2**20,
         "rain": f"{config['ftl'].get('rain_data_pages_per_parity', 0)}:1" if config["ftl"].get("rain_data_pages_per_parity") else "none",
     }
 

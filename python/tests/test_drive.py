@@ -31,6 +31,9 @@ def test_every_preset_builds_and_matches_reference_geometry():
     assert m550["op_of_raw_pct"] == pytest.approx(6.1, abs=0.1)  # drives.toml over_provisioning_pct
     # The metadata blocks count in the vendor's figure but cannot serve garbage collection.
     assert 0 < m550["gc_spare_of_user_pct"] < m550["op_of_user_pct"]
+    # The M500 960GB's 1 GiB of DRAM (drives.toml) holds its flat map: 4 bytes per 4 KiB.
+    m500 = describe_preset("crucial-m500-960")
+    assert m500["dram_mib"] == 1024 and 894 < m500["map_dram_mib"] < 900
 
 
 def test_from_toml_errors_name_file_and_field(tmp_path, small_toml):

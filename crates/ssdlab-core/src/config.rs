@@ -127,7 +127,8 @@ pub struct ControllerConfig {
     pub name: String,
     /// Firmware time to process one host command, nanoseconds. Caps IOPS at 1e9 / this.
     pub command_ns: u64,
-    /// DRAM on the drive, bytes (holds the mapping table; informational).
+    /// DRAM on the drive, bytes: must hold the flat map and its persistence
+    /// (`Geometry::map_dram_bytes`); 0 leaves it unchecked.
     #[serde(default)]
     pub dram_bytes: u64,
     /// Data the controller moves to the host per second at most (its read data path: ECC
@@ -243,7 +244,8 @@ pub struct FtlConfig {
     pub map_journal_entry_bytes: u32,
     /// Journal pages written between two checkpoints of the map: at a checkpoint every map
     /// page dirtied since the last one (one NAND page holds page_size / 4 entries) is
-    /// programmed, which bounds the journal replayed at power-up. >= 1 when persistence is on.
+    /// programmed, spread over the next this-many journal pages; this bounds the journal
+    /// replayed at power-up. >= 1 when persistence is on.
     #[serde(default)]
     pub map_checkpoint_journal_pages: u32,
     /// Blocks per die the firmware holds for map pages, journal and block summaries (not
@@ -382,6 +384,8 @@ pub struct Geometry {
     /// `reserved_blocks_per_die`, and the metadata blocks, `map_blocks_per_die`): part of the
     /// vendor's over-provisioning that garbage collection cannot use.
     pub held_bytes: u64,
+    /// DRAM the flat map and its persistence need (`ftl::persist::map_dram_bytes`).
+    pub map_dram_bytes: u64,
 }
 
 impl Geometry {
@@ -553,6 +557,20 @@ impl DriveConfig {
                 format!("smaller than one mapping unit ({unit} bytes)"),
             ));
         }
+        let map_dram_bytes = crate::ftl::persist::map_dram_bytes(
+            logical_units,
+            n.page_size_bytes,
+            f.map_journal_entry_bytes > 0,
+        );
+        let dram = self.controller.dram_bytes;
+        if dram > 0 && map_dram_bytes > dram {
+            return Err(err(
+                "controller.dram_bytes",
+                format!(
+                    "{dram} bytes cannot hold the flat map of {logical_units} mapping units and its persistence ({map_dram_bytes} bytes); accepted: at least {map_dram_bytes}, a larger ftl.mapping_unit_bytes, or 0 (DRAM not checked)"
+                ),
+            ));
+        }
         // Each die must keep its open blocks and the collection reserve beyond its share of
         // user data, or garbage collection could find no block worth collecting.
         let reserve_blocks_per_die =
@@ -672,6 +690,7 @@ impl DriveConfig {
                 * held_blocks_per_die
                 * data_units_per_block as u64
                 * unit as u64,
+            map_dram_bytes,
         })
     }
 }
@@ -803,7 +822,30 @@ pub(crate) mod tests {
         c.ftl.map_checkpoint_journal_pages = 4;
         let with_meta = c.validate().unwrap();
         // The metadata blocks are spare that does not serve garbage collection.
-        assert!(with_meta.usable_bytes < small().validate().unwrap().usable_bytes);
+        let without = small().validate().unwrap();
+        assert!(with_meta.usable_bytes < without.usable_bytes);
+        assert_eq!(
+            with_meta.usable_bytes + with_meta.held_bytes,
+            without.usable_bytes
+        );
+        assert!(
+            (with_meta.over_provisioning_of_raw() - without.over_provisioning_of_raw()).abs()
+                < 1e-12
+        );
+        // The map needs 4 bytes per unit, its dirty bits and a journal page of DRAM.
+        let map = with_meta.logical_units * 4;
+        assert_eq!(without.map_dram_bytes, map);
+        let map_pages = with_meta.logical_units.div_ceil(8192 / 4);
+        assert_eq!(
+            with_meta.map_dram_bytes,
+            map + map_pages.div_ceil(64) * 8 + 8192
+        );
+        c.controller.dram_bytes = with_meta.map_dram_bytes - 1;
+        let e = c.validate().unwrap_err();
+        assert_eq!(e.field, "controller.dram_bytes");
+        assert!(e.message.contains("accepted: at least"), "{e}");
+        c.controller.dram_bytes = with_meta.map_dram_bytes;
+        c.validate().unwrap();
     }
 
     #[test]

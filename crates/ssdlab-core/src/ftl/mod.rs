@@ -18,7 +18,7 @@
 
 mod gc;
 mod map;
-mod persist;
+pub(crate) mod persist;
 mod verify;
 mod victim;
 

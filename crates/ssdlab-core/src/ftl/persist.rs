@@ -20,7 +20,7 @@
 //! filled a block, one metadata block of that die is erased (ASSUMED: by then the older map
 //! pages and journal in it are superseded, so reclaiming it copies nothing). The DRAM this
 //! needs: the map itself, one journal page and one dirty bit per map page
-//! ([`Persistence::dram_bytes`]).
+//! ([`map_dram_bytes`], reported as `Geometry::map_dram_bytes`).
 
 use super::{FtlCounters, NandSink, Program, ProgramKind};
 use crate::config::{FtlConfig, Geometry};
@@ -28,6 +28,17 @@ use crate::time::SimTime;
 
 /// Bytes of one map entry in DRAM and in a map page (a 32-bit physical unit number).
 pub const MAP_ENTRY_BYTES: u32 = 4;
+
+/// DRAM the map and its persistence need: the table (4 bytes per mapping unit) and, with
+/// persistence on, one dirty bit per map page and the journal page being filled.
+pub fn map_dram_bytes(logical_units: u64, page_bytes: u32, persistence: bool) -> u64 {
+    let table = logical_units * MAP_ENTRY_BYTES as u64;
+    if !persistence {
+        return table;
+    }
+    let map_pages = logical_units.div_ceil((page_bytes / MAP_ENTRY_BYTES) as u64);
+    table + map_pages.div_ceil(64) * 8 + page_bytes as u64
+}
 
 #[derive(Clone, Debug)]
 pub struct Persistence {
@@ -57,7 +68,6 @@ pub struct Persistence {
     pus_per_block: u32,
     /// Per die: metadata programs into its current metadata block.
     pus_in_block: Vec<u32>,
-    page_size_bytes: u32,
 }
 
 impl Persistence {
@@ -91,7 +101,6 @@ impl Persistence {
             dies: g.dies,
             pus_per_block: g.pus_per_block,
             pus_in_block: vec![0; g.dies as usize],
-            page_size_bytes: page,
         }
     }
 
@@ -103,17 +112,6 @@ impl Persistence {
     /// Map pages dirtied since the last checkpoint.
     pub fn dirty_map_pages(&self) -> u32 {
         self.dirty_pages
-    }
-
-    /// DRAM the map and its persistence need: the table, the dirty bits, one journal page.
-    pub fn dram_bytes(&self, logical_units: u64) -> u64 {
-        logical_units * MAP_ENTRY_BYTES as u64
-            + self.dirty.len() as u64 * 8
-            + if self.enabled() {
-                self.page_size_bytes as u64
-            } else {
-                0
-            }
     }
 
     /// Secure erase: nothing is dirty, the journal starts again.
