@@ -269,15 +269,21 @@ fn burst_mode_keeps_invariants_and_terminates() {
     assert!(ftl.counters.gc_units_copied > 0);
 }
 
-#[test]
-fn map_checkpoints_program_the_map_pages_dirtied() {
-    // 8 KiB pages hold 2048 map entries; journal records of 8 bytes: 1024 per page.
+/// The small drive with map persistence on: 8 KiB pages hold 2048 map entries, journal
+/// records of 8 bytes 1024 per page, a checkpoint every `checkpoint_journal_pages`.
+fn persistence_cfg(checkpoint_journal_pages: u32) -> (DriveConfig, Geometry) {
     let mut cfg = small();
     cfg.ftl.map_journal_entry_bytes = 8;
-    cfg.ftl.map_checkpoint_journal_pages = 1;
+    cfg.ftl.map_checkpoint_journal_pages = checkpoint_journal_pages;
     cfg.ftl.map_blocks_per_die = 2;
     cfg.ftl.user_capacity_bytes = cfg.ftl.user_capacity_bytes * 9 / 10;
     let g = cfg.validate().unwrap();
+    (cfg, g)
+}
+
+#[test]
+fn map_checkpoints_program_the_map_pages_dirtied() {
+    let (cfg, g) = persistence_cfg(1);
     let entries_per_map_page = 8192 / 4;
     let records_per_journal_page = 8192 / 8;
     let checkpoint_pages = |map_pages_touched: u32| {
@@ -309,12 +315,7 @@ fn map_checkpoints_program_the_map_pages_dirtied() {
 fn checkpoints_are_spread_over_the_next_journal_pages() {
     // A checkpoint every 4 journal pages, 8 map pages dirty at each: 2 map pages go with
     // each journal page, never all 8 at once, and every checkpoint completes.
-    let mut cfg = small();
-    cfg.ftl.map_journal_entry_bytes = 8;
-    cfg.ftl.map_checkpoint_journal_pages = 4;
-    cfg.ftl.map_blocks_per_die = 2;
-    cfg.ftl.user_capacity_bytes = cfg.ftl.user_capacity_bytes * 9 / 10;
-    let g = cfg.validate().unwrap();
+    let (cfg, g) = persistence_cfg(4);
     let span = 8 * 8192 / 4;
     assert!(span as u64 <= g.logical_units);
     let mut ftl = Ftl::new(&cfg.ftl, &g, 1);
