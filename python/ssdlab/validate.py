@@ -424,9 +424,10 @@ def consistency_chart(series: dict, out: Path, drives=CHART_DRIVES) -> list[Path
                                        showlegend=i == 0), row=i // cols + 1, col=i % cols + 1)
         fig.update_yaxes(type="log", range=[-0.1, 5], title_text="IOPS" if i % cols == 0 else None, row=i // cols + 1, col=i % cols + 1)
         fig.update_xaxes(title_text="time, s", row=i // cols + 1, col=i % cols + 1)
-    fig.update_layout(title="4 KiB random writes QD32 after a sequential fill: IOPS per second (model predictions; "
-                            "M500 960GB at 0% is the calibration; seconds with no completion at 1)", height=420 * rows, width=1200,
-                      legend={"orientation": "h", "y": -0.08}, margin={"l": 60, "r": 20, "t": 80, "b": 60})
+    fig.update_layout(title="4 KiB random writes QD32 after a sequential fill: IOPS per second<br>"
+                            "<sup>model predictions; the M500 960GB at 0% spare is the calibration; seconds with no "
+                            "completion drawn at 1</sup>", height=420 * rows + 40, width=1200,
+                      legend={"orientation": "h", "y": -0.08}, margin={"l": 60, "r": 20, "t": 110, "b": 60})
     out.mkdir(parents=True, exist_ok=True)
     html_path = out / "consistency.html"
     fig.write_html(html_path, include_plotlyjs=True)
@@ -438,7 +439,7 @@ def consistency_chart(series: dict, out: Path, drives=CHART_DRIVES) -> list[Path
         exe = chromium_path()
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"]) if exe else p.chromium.launch()
-            page = browser.new_page(viewport={"width": 1220, "height": 420 * rows + 20})
+            page = browser.new_page(viewport={"width": 1220, "height": 420 * rows + 60})
             page.goto(html_path.resolve().as_uri())
             page.wait_for_selector(".main-svg")
             page.screenshot(path=str(out / "consistency.png"), full_page=True)
@@ -522,6 +523,11 @@ def validate(groups=("theory", "physics", "datasheet"), presets: list[str] | Non
                                      series_out=series)
             if out and not ablate:
                 consistency_chart(series, Path(out))
+                per_drive: dict = {}
+                Path(out).mkdir(parents=True, exist_ok=True)
+                for (name, spare), iops in series.items():
+                    per_drive.setdefault(name, {})[f"spare_{spare}_pct"] = iops
+                (Path(out) / "consistency_series.json").write_text(json.dumps(per_drive) + "\n")
         else:
             raise SsdlabError(f"validate: unknown group '{g}'; accepted: theory, physics, datasheet, consistency")
     if out:
@@ -574,7 +580,7 @@ def add_parser(sub) -> None:
     v.add_argument("drives", nargs="*", help="presets to check (default: all)")
     v.add_argument("--groups", help="comma-separated: theory, physics, datasheet, consistency (default: theory, physics, "
                                     "datasheet; consistency runs the 2000 s / 7200 s test on every preset twice: hours on two "
-                                    "cores, about one with --quick)")
+                                    "cores, about 1.5 h with --quick)")
     v.add_argument("--ablate", metavar="MECHANISM",
                    help="with the consistency group: switch one firmware mechanism off in every preset; one of: "
                         + ", ".join(f"{k} ({v[1]})" for k, v in ABLATIONS.items()))
