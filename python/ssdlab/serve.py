@@ -47,8 +47,16 @@ class Server:
                 socket=str(socket) if socket is not None else None, port=port,
                 bind=bind if port is not None else None, log=log)
         except ValueError as e:
-            raise SsdlabError(f"{source}: {e}") from None
-        self.uri = self._server.uri()
+            raise SsdlabError(f"{source or self.name}: {e}") from None
+        except OSError as e:  # the socket path or TCP address cannot be listened on
+            hint = ("a free port, or --port 0 for any free port" if port is not None
+                    else "a path that does not exist or is a stale socket")
+            raise SsdlabError(f"serve {self.name}: cannot listen at {e}; accepted: {hint}") from None
+        # Bound to every interface: the address a client on this machine can use (others use
+        # this machine's address with the same port).
+        self.all_interfaces = port is not None and bind in ("0.0.0.0", "::")
+        self.uri = (self._server.uri().replace("nbd://0.0.0.0:", "nbd://127.0.0.1:", 1)
+                    .replace("nbd://[::]:", "nbd://[::1]:", 1))
 
     def stats(self) -> dict:
         return json.loads(self._server.stats_json())
@@ -88,7 +96,9 @@ def run_cli(args) -> int:
     server = Server(args.drive, socket=args.socket, port=args.port, bind=args.bind, pace=args.pace,
                     precondition=args.precondition, seed=args.seed or 0, log=not args.quiet)
     print(f"ssdlab serve: {server.name} ({server.user_bytes:,} bytes) at {server.uri} (pace {args.pace}); "
-          f"SIGINT or SIGTERM stops, SIGUSR1 prints statistics", flush=True)
+          f"SIGINT or SIGTERM stops, SIGUSR1 prints statistics"
+          + (f"; listening on every interface ({args.bind}): other hosts use this machine's address"
+             if server.all_interfaces else ""), flush=True)
     stop = threading.Event()
     report = threading.Event()
 

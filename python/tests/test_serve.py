@@ -298,3 +298,17 @@ def test_serve_refuses_a_socket_path_that_is_a_file(tmp_path, tiny_toml):
 def test_tcp_binds_loopback_by_default(tmp_path, tiny_toml):
     with Server(str(tiny_toml), port=0) as srv:
         assert srv.uri.startswith("nbd://127.0.0.1:")
+
+
+def test_a_busy_port_is_a_clear_error_naming_drive_and_address(tiny_toml):
+    with Server(str(tiny_toml), port=0) as srv:
+        port = int(srv.uri.split(":")[2].split("/")[0])
+        p = run([sys.executable, "-m", "ssdlab.cli", "serve", "--drive", str(tiny_toml), "--port", str(port)])
+        assert p.returncode == 2, p.stderr
+        assert f"serve test-tiny: cannot listen at 127.0.0.1:{port}" in p.stderr, p.stderr
+        assert "--port 0" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_every_interface_gives_a_uri_a_client_can_use(tiny_toml):
+    with Server(str(tiny_toml), port=0, bind="0.0.0.0") as srv:
+        assert srv.all_interfaces and srv.uri.startswith("nbd://127.0.0.1:"), srv.uri
