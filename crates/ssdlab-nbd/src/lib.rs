@@ -45,7 +45,13 @@ pub struct ServerConfig {
     pub max_request: u32,
     /// Log a line per refused request or failed connection (to stderr).
     pub log: bool,
+    /// A client that has not finished the handshake this long after connecting is
+    /// disconnected, so half-open connections cannot hold threads and descriptors forever.
+    pub handshake_timeout: Duration,
 }
+
+/// The handshake deadline the CLI and Python API use.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 enum Stream {
     Tcp(TcpStream),
@@ -58,6 +64,12 @@ impl Stream {
             Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
             Stream::Unix(s) => Stream::Unix(s.try_clone()?),
         })
+    }
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_read_timeout(t),
+            Stream::Unix(s) => s.set_read_timeout(t),
+        }
     }
     fn shutdown(&self) {
         let _ = match self {
@@ -192,10 +204,10 @@ impl Server {
         let registry: Registry = Arc::default();
         let accept = {
             let (stop, registry, tx) = (stop.clone(), registry.clone(), engine_tx.clone());
-            let log = config.log;
+            let (log, deadline) = (config.log, config.handshake_timeout);
             std::thread::Builder::new()
                 .name("ssdlab-accept".into())
-                .spawn(move || accept_loop(listener, export, stop, registry, tx, log))?
+                .spawn(move || accept_loop(listener, export, stop, registry, tx, log, deadline))?
         };
         Ok(Server {
             uri,
@@ -257,6 +269,7 @@ fn accept_loop(
     registry: Registry,
     engine: Sender<Msg>,
     log: bool,
+    handshake_timeout: Duration,
 ) -> Vec<JoinHandle<()>> {
     let next_conn = AtomicU64::new(1);
     let mut threads = Vec::new();
@@ -272,7 +285,9 @@ fn accept_loop(
                 let spawned = std::thread::Builder::new()
                     .name(format!("ssdlab-conn-{conn}"))
                     .spawn(move || {
-                        if let Err(e) = serve_connection(conn, stream, &export, &engine, log) {
+                        if let Err(e) =
+                            serve_connection(conn, stream, &export, &engine, log, handshake_timeout)
+                        {
                             if log {
                                 eprintln!("ssdlab serve: client {conn}: {e}; connection closed");
                             }
@@ -307,7 +322,9 @@ fn serve_connection(
     export: &Export,
     engine: &Sender<Msg>,
     log: bool,
+    handshake_timeout: Duration,
 ) -> Result<(), conn::ConnError> {
+    stream.set_read_timeout(Some(handshake_timeout))?;
     let write_half = stream.try_clone()?;
     let mut reader = BufReader::with_capacity(256 * 1024, stream);
     let session = {
@@ -316,11 +333,24 @@ fn serve_connection(
             r: &mut reader,
             w: write_half.try_clone()?,
         };
-        match negotiate(&mut duplex, export)? {
-            Some(s) => s,
-            None => return Ok(()),
+        match negotiate(&mut duplex, export) {
+            Ok(Some(s)) => s,
+            Ok(None) => return Ok(()),
+            Err(conn::ConnError::Io(e))
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(conn::ConnError::Io(io::Error::new(
+                    e.kind(),
+                    format!("no handshake within {} s", handshake_timeout.as_secs_f64()),
+                )))
+            }
+            Err(e) => return Err(e),
         }
     };
+    reader.get_ref().set_read_timeout(None)?;
     // Replies are written by whoever has them (the engine, or this reader for refusals),
     // straight to the socket: no thread hop per reply.
     let replies = Arc::new(ReplySink {

@@ -3,7 +3,7 @@
 
 use crate::conn::{negotiate, read_request, Export, Incoming};
 use crate::proto::*;
-use crate::{Listen, Pace, Server, ServerConfig};
+use crate::{Listen, Pace, Server, ServerConfig, HANDSHAKE_TIMEOUT};
 use proptest::prelude::*;
 use ssdlab_core::config::DriveConfig;
 use ssdlab_core::device::Device;
@@ -11,6 +11,7 @@ use ssdlab_core::rng::Rng;
 use std::io::{Cursor, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Reads from a byte buffer, collects what is written.
 struct Mem {
@@ -301,6 +302,10 @@ fn temp_socket(name: &str) -> PathBuf {
 }
 
 fn start(name: &str, pace: Pace) -> (Server, PathBuf) {
+    start_with_deadline(name, pace, HANDSHAKE_TIMEOUT)
+}
+
+fn start_with_deadline(name: &str, pace: Pace, handshake_timeout: Duration) -> (Server, PathBuf) {
     let path = temp_socket(name);
     let server = Server::start(
         small_drive(),
@@ -311,10 +316,37 @@ fn start(name: &str, pace: Pace) -> (Server, PathBuf) {
             description: "test".into(),
             max_request: 1 << 20,
             log: false,
+            handshake_timeout,
         },
     )
     .unwrap();
     (server, path)
+}
+
+#[test]
+fn a_client_silent_in_the_handshake_is_disconnected_and_others_idle_freely() {
+    let (server, path) =
+        start_with_deadline("deadline.sock", Pace::None, Duration::from_millis(300));
+    // Connects, reads the greeting, then says nothing: closed after the deadline.
+    let mut silent = UnixStream::connect(&path).unwrap();
+    silent
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut rest = Vec::new();
+    let t = std::time::Instant::now();
+    silent
+        .read_to_end(&mut rest)
+        .expect("EOF, not our own timeout");
+    assert_eq!(rest.len(), 18, "only the greeting");
+    assert!(t.elapsed() >= Duration::from_millis(300));
+    // A client that finished its handshake may stay idle far past the deadline.
+    let mut c = Client::connect(&path);
+    std::thread::sleep(Duration::from_millis(900));
+    c.send(CMD_READ, 0, 7, 0, &[], 4096);
+    let (handle, error, data) = c.reply(|_| 4096);
+    assert_eq!((handle, error, data.len()), (7, 0, 4096));
+    drop(c);
+    server.shutdown();
 }
 
 /// A minimal NBD client: GO with simple replies, pipelined requests.

@@ -415,6 +415,7 @@ impl NbdServer {
             description,
             max_request: 32 * 1024 * 1024,
             log,
+            handshake_timeout: ssdlab_nbd::HANDSHAKE_TIMEOUT,
         };
         let server = ssdlab_nbd::Server::start(dev, config)
             .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?;
