@@ -270,6 +270,14 @@ impl Ftl {
             "victim {block} erased with valid data"
         );
         sink.erase(die, true);
+        if let Some(journal) = &mut self.journal {
+            journal.push(MapChange {
+                lba: UNMAPPED,
+                old_ppn: block * self.geometry.units_per_block,
+                new_ppn: UNMAPPED,
+                tag: TAG_ERASE,
+            });
+        }
         self.erase_count[block as usize] += 1;
         self.counters.blocks_erased += 1;
         self.state[block as usize] = BlockState::Free;

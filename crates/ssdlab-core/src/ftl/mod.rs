@@ -18,6 +18,7 @@
 
 mod gc;
 mod map;
+mod mount;
 pub(crate) mod persist;
 mod verify;
 mod victim;
@@ -25,6 +26,7 @@ mod victim;
 use crate::config::{FtlConfig, GcForegroundMode, GcPolicy, Geometry};
 use crate::rng::Rng;
 use crate::time::SimTime;
+pub use mount::{MountReport, Recovered};
 pub use persist::Persistence;
 use std::collections::VecDeque;
 use victim::{Buckets, FreePool};
@@ -201,6 +203,8 @@ pub struct FtlCounters {
 /// physical units (the NBD emulator): `lba` left `old_ppn` (UNMAPPED if it had none) for
 /// `new_ppn` (UNMAPPED on TRIM). `tag` is the host command's tag for host writes and TRIMs
 /// ([`HostWrite::tag`]), [`TAG_RELOCATION`] for garbage collection and wear levelling.
+/// A data block's erase is journalled too ([`TAG_ERASE`]: `old_ppn` is the block's first
+/// unit, `lba` and `new_ppn` UNMAPPED), so a store that keeps out-of-band records clears them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MapChange {
     pub lba: u32,
@@ -211,6 +215,9 @@ pub struct MapChange {
 
 /// The tag of map changes made by garbage collection or wear levelling (data moves).
 pub const TAG_RELOCATION: u64 = u64::MAX;
+
+/// The tag of a data block's erase in the map-change journal.
+pub const TAG_ERASE: u64 = u64::MAX - 1;
 
 /// The flash translation layer of one drive.
 pub struct Ftl {

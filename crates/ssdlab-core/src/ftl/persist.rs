@@ -114,6 +114,18 @@ impl Persistence {
         self.dirty_pages
     }
 
+    /// Pages a power-on rebuild reads: the last checkpoint (every map page) and the journal
+    /// since it started (at most two checkpoint intervals); (0, 0) without persistence.
+    pub fn mount_pages(&self, logical_units: u64) -> (u64, u64) {
+        if !self.enabled() {
+            return (0, 0);
+        }
+        (
+            logical_units.div_ceil(self.units_per_map_page as u64),
+            2 * self.checkpoint_journal_pages as u64,
+        )
+    }
+
     /// Secure erase: nothing is dirty, the journal starts again.
     pub fn reset(&mut self) {
         self.records = 0;
