@@ -90,10 +90,14 @@ pub struct ServeStats {
     pub gc_units_copied: u64,
     pub blocks_erased: u64,
     pub stored_bytes: u64,
+    /// Logical units the drive maps (written and not trimmed since).
+    pub mapped_units: u64,
     /// How far the reply ran behind the model's completion time (Pace::Model only).
     pub late_p50_us: f64,
     pub late_p99_us: f64,
     pub late_max_us: f64,
+    /// Why the on-disk store stopped taking data (empty while it works).
+    pub store_error: String,
 }
 
 struct Inflight {
@@ -127,6 +131,9 @@ pub(crate) struct Engine {
     host_units0: u64,
     completions: Vec<Completion>,
     stopping: bool,
+    /// The store failed (a full or failing disk): every later reply is an I/O error and the
+    /// server stops; what was acknowledged before stays in the store.
+    store_failed: bool,
 }
 
 /// The wall clock: the emulator's one link to real time (the simulation core never reads it).
@@ -136,14 +143,13 @@ pub(crate) fn wall_now() -> Instant {
 }
 
 impl Engine {
-    pub fn new(mut dev: Device, pace: Pace) -> Engine {
+    pub fn new(mut dev: Device, pace: Pace, store: DataStore) -> Engine {
         dev.ftl.journal = Some(Vec::new());
-        let unit = dev.geometry.mapping_unit_bytes;
         Engine {
             pages0: dev.pages_committed(),
             host_units0: dev.ftl.counters.host_units_written,
             sim_start: dev.now(),
-            store: DataStore::new(unit),
+            store,
             dev,
             pace,
             inflight: BTreeMap::new(),
@@ -160,7 +166,22 @@ impl Engine {
             late: Histogram::default(),
             completions: Vec::new(),
             stopping: false,
+            store_failed: false,
         }
+    }
+
+    /// The store could not take or give data: say so once, answer everything with EIO from
+    /// now on and stop.
+    fn store_failed(&mut self, e: std::io::Error) {
+        if !self.store_failed {
+            let msg = format!(
+                "the data store failed: {e}; stopping (data acknowledged before this is kept)"
+            );
+            eprintln!("ssdlab serve: {msg}");
+            self.stats.store_error = msg;
+        }
+        self.store_failed = true;
+        self.stopping = true;
     }
 
     /// The simulated time the wall clock stands at now.
@@ -216,6 +237,14 @@ impl Engine {
         }
         // Each connection closes once its reader has let go of it too.
         self.conns.clear();
+        if !self.store_failed {
+            if let Some(disk) = self.store.disk() {
+                if let Err(e) = disk.close() {
+                    eprintln!("ssdlab serve: closing the store: {e}");
+                    self.stats.store_error = e;
+                }
+            }
+        }
         self.snapshot()
     }
 
@@ -351,9 +380,12 @@ impl Engine {
             if !journal.is_empty() {
                 let changes = std::mem::take(journal);
                 let inflight = &self.inflight;
-                self.store.apply(changes.iter().copied(), |tag| {
+                let applied = self.store.apply(changes.iter().copied(), |tag| {
                     inflight.get(&tag).and_then(|f| f.write.as_ref())
                 });
+                if let Err(e) = applied {
+                    self.store_failed(e);
+                }
                 let mut changes = changes;
                 changes.clear();
                 *self.dev.ftl.journal.as_mut().expect("journal on") = changes;
@@ -390,7 +422,9 @@ impl Engine {
             Cmd::Read => {
                 let mut data = vec![0u8; f.length as usize];
                 let ftl = &self.dev.ftl;
-                self.store.read(f.offset, &mut data, |lba| ftl.lookup(lba));
+                if let Err(e) = self.store.read(f.offset, &mut data, |lba| ftl.lookup(lba)) {
+                    self.store_failed(e);
+                }
                 self.stats.reads += 1;
                 self.stats.bytes_read += f.length;
                 read = Some((f.offset, data));
@@ -401,14 +435,27 @@ impl Engine {
             }
             Cmd::WriteZeroes => self.stats.write_zeroes += 1,
             Cmd::Trim => self.stats.trims += 1,
-            Cmd::Flush => self.stats.flushes += 1,
+            Cmd::Flush => {
+                self.stats.flushes += 1;
+                // What the drive holds reaches the host's disk too.
+                if let Some(Err(e)) = self.store.disk().map(|d| d.sync()) {
+                    self.store_failed(e);
+                }
+            }
         }
+        let error = if self.store_failed {
+            self.stats.errors += 1;
+            read = None;
+            crate::proto::EIO
+        } else {
+            0
+        };
         let Some(c) = self.conns.get_mut(&f.conn) else {
             return;
         };
         c.replies.send(Reply {
             handle: f.handle,
-            error: 0,
+            error,
             read,
             is_read: f.cmd == Cmd::Read,
         });
@@ -435,6 +482,7 @@ impl Engine {
         s.gc_units_copied = self.dev.ftl.counters.gc_units_copied;
         s.blocks_erased = self.dev.ftl.counters.blocks_erased;
         s.stored_bytes = self.store.stored_bytes();
+        s.mapped_units = self.dev.ftl.mapped_units();
         if self.pace == Pace::Model && self.late.count > 0 {
             s.late_p50_us = self.late.quantile(0.5) as f64 / 1e3;
             s.late_p99_us = self.late.quantile(0.99) as f64 / 1e3;

@@ -8,6 +8,7 @@
 //! link to sockets and the wall clock.
 
 mod conn;
+pub mod disk;
 mod engine;
 pub mod proto;
 pub mod store;
@@ -180,8 +181,19 @@ pub struct Server {
 }
 
 impl Server {
-    /// Listen and serve `dev` until [`Server::shutdown`].
+    /// Listen and serve `dev` until [`Server::shutdown`], its data in memory.
     pub fn start(dev: Device, config: ServerConfig) -> io::Result<Server> {
+        let store = store::DataStore::new(dev.geometry.mapping_unit_bytes);
+        Server::start_with(dev, config, store)
+    }
+
+    /// Listen and serve `dev` with its data in `store` (from [`disk::mount`] for a store
+    /// on disk) until [`Server::shutdown`].
+    pub fn start_with(
+        dev: Device,
+        config: ServerConfig,
+        store: store::DataStore,
+    ) -> io::Result<Server> {
         let listener = Listener::bind(&config.listen)?;
         let export = Export {
             name: config.export_name.clone(),
@@ -196,7 +208,7 @@ impl Server {
             Listener::Tcp(_) => None,
         };
         let (engine_tx, engine_rx) = channel();
-        let engine = Engine::new(dev, config.pace);
+        let engine = Engine::new(dev, config.pace, store);
         let engine = std::thread::Builder::new()
             .name("ssdlab-engine".into())
             .spawn(move || engine.run(engine_rx))?;

@@ -5,10 +5,17 @@
 //! ppn (merged with the unit's old bytes when the write covers it only in part), a garbage
 //! collection move carries the bytes from the old ppn to the new one, a TRIM or an overwrite
 //! drops them. Reads go through the FTL's logical-to-physical map. All-zero units and units
-//! never written are not stored, so memory grows with the data written, not with the drive.
+//! never written hold no bytes.
+//!
+//! The bytes live in memory ([`DataStore::new`]: they grow with the data written) or on disk
+//! ([`DataStore::on_disk`], `ssdlab serve --store DIR`: see [`crate::disk`]), where each unit
+//! also keeps the out-of-band record the firmware writes with it, so the drive can be rebuilt
+//! at power-on.
 
-use ssdlab_core::ftl::{MapChange, TAG_RELOCATION, UNMAPPED};
+use crate::disk::DiskUnits;
+use ssdlab_core::ftl::{MapChange, TAG_ERASE, TAG_RELOCATION, UNMAPPED};
 use std::collections::BTreeMap;
+use std::io;
 
 /// Bytes of one in-flight host write: `None` for WRITE_ZEROES.
 pub struct WriteData {
@@ -17,57 +24,116 @@ pub struct WriteData {
     pub bytes: Option<Vec<u8>>,
 }
 
+enum Units {
+    Memory(BTreeMap<u32, Box<[u8]>>),
+    Disk(DiskUnits),
+}
+
 pub struct DataStore {
     unit: usize,
-    units: BTreeMap<u32, Box<[u8]>>,
+    units: Units,
 }
 
 impl DataStore {
+    /// Data in memory, gone when the server stops.
     pub fn new(unit_bytes: u32) -> Self {
         DataStore {
             unit: unit_bytes as usize,
-            units: BTreeMap::new(),
+            units: Units::Memory(BTreeMap::new()),
+        }
+    }
+
+    /// Data and out-of-band records in files (see [`crate::disk`]).
+    pub fn on_disk(disk: DiskUnits) -> Self {
+        DataStore {
+            unit: disk.unit_bytes() as usize,
+            units: Units::Disk(disk),
         }
     }
 
     /// Units holding non-zero data.
     pub fn stored_units(&self) -> usize {
-        self.units.len()
+        match &self.units {
+            Units::Memory(m) => m.len(),
+            Units::Disk(d) => d.stored_units() as usize,
+        }
     }
 
     pub fn stored_bytes(&self) -> u64 {
-        (self.units.len() * self.unit) as u64
+        (self.stored_units() * self.unit) as u64
     }
 
-    pub fn clear(&mut self) {
-        self.units.clear();
+    pub fn disk(&mut self) -> Option<&mut DiskUnits> {
+        match &mut self.units {
+            Units::Memory(_) => None,
+            Units::Disk(d) => Some(d),
+        }
+    }
+
+    /// The bytes of unit `ppn` (None: zeros).
+    fn load(&mut self, ppn: u32) -> io::Result<Option<Box<[u8]>>> {
+        match &mut self.units {
+            Units::Memory(m) => Ok(m.get(&ppn).cloned()),
+            Units::Disk(d) => d.load(ppn),
+        }
     }
 
     /// Apply map changes in the order the FTL made them. `writes` finds the data of the
-    /// host command with a given tag (None: treat as zeros, as for the untimed fill).
+    /// host command with a given tag (None: treat as zeros, as for the untimed fill). On disk
+    /// the new copy is written before the old one is marked stale, so a process killed at
+    /// any point leaves one current copy of every unit (the newer one wins a tie).
     pub fn apply<'a>(
         &mut self,
         changes: impl IntoIterator<Item = MapChange>,
         writes: impl Fn(u64) -> Option<&'a WriteData>,
-    ) {
+    ) -> io::Result<()> {
         for ch in changes {
-            let old = if ch.old_ppn == UNMAPPED {
-                None
-            } else {
-                self.units.remove(&ch.old_ppn)
-            };
-            if ch.new_ppn == UNMAPPED {
-                continue; // TRIM: the data is gone
+            if ch.tag == TAG_ERASE {
+                if let Units::Disk(d) = &mut self.units {
+                    d.erase(ch.old_ppn)?;
+                }
+                continue;
             }
-            let data = if ch.tag == TAG_RELOCATION {
-                old
+            let write = (ch.tag != TAG_RELOCATION).then(|| writes(ch.tag)).flatten();
+            let needs_old = ch.old_ppn != UNMAPPED
+                && ch.new_ppn != UNMAPPED
+                && write.is_none_or(|w| !self.covers(ch.lba, w));
+            let old = if needs_old {
+                self.load(ch.old_ppn)?
             } else {
-                writes(ch.tag).and_then(|w| self.merge(ch.lba, old, w))
+                None
             };
-            if let Some(d) = data {
-                self.units.insert(ch.new_ppn, d);
+            if ch.new_ppn != UNMAPPED {
+                let data = match write {
+                    None if ch.tag == TAG_RELOCATION => old,
+                    None => None,
+                    Some(w) => self.merge(ch.lba, old, w),
+                };
+                match &mut self.units {
+                    Units::Memory(m) => {
+                        if let Some(d) = data {
+                            m.insert(ch.new_ppn, d);
+                        }
+                    }
+                    Units::Disk(d) => d.store(ch.new_ppn, ch.lba, data.as_deref())?,
+                }
+            }
+            if ch.old_ppn != UNMAPPED {
+                match &mut self.units {
+                    Units::Memory(m) => {
+                        m.remove(&ch.old_ppn);
+                    }
+                    Units::Disk(d) => d.release(ch.old_ppn)?,
+                }
             }
         }
+        Ok(())
+    }
+
+    /// Does write `w` cover the whole of unit `lba`?
+    fn covers(&self, lba: u32, w: &WriteData) -> bool {
+        let unit_start = lba as u64 * self.unit as u64;
+        w.offset <= unit_start && w.offset + w.length >= unit_start + self.unit as u64
     }
 
     /// The new contents of unit `lba` after write `w`: `w`'s bytes where it covers the unit,
@@ -106,7 +172,12 @@ impl DataStore {
 
     /// Copy the bytes of `offset..offset + out.len()` into `out`, looking each unit up with
     /// `lookup` (logical unit -> ppn or UNMAPPED).
-    pub fn read(&self, offset: u64, out: &mut [u8], lookup: impl Fn(u32) -> u32) {
+    pub fn read(
+        &mut self,
+        offset: u64,
+        out: &mut [u8],
+        lookup: impl Fn(u32) -> u32,
+    ) -> io::Result<()> {
         let unit = self.unit as u64;
         let end = offset + out.len() as u64;
         let mut pos = offset;
@@ -116,14 +187,18 @@ impl DataStore {
             let to = (unit_start + unit).min(end);
             let dst = &mut out[(pos - offset) as usize..(to - offset) as usize];
             let ppn = lookup(lba);
-            match (ppn != UNMAPPED).then(|| self.units.get(&ppn)).flatten() {
-                Some(d) => {
-                    dst.copy_from_slice(&d[(pos - unit_start) as usize..(to - unit_start) as usize])
-                }
-                None => dst.fill(0),
+            let within = (pos - unit_start) as usize;
+            match &mut self.units {
+                _ if ppn == UNMAPPED => dst.fill(0),
+                Units::Memory(m) => match m.get(&ppn) {
+                    Some(d) => dst.copy_from_slice(&d[within..within + dst.len()]),
+                    None => dst.fill(0),
+                },
+                Units::Disk(d) => d.read_into(ppn, within, dst)?,
             }
             pos = to;
         }
+        Ok(())
     }
 }
 
@@ -140,6 +215,16 @@ mod tests {
         }
     }
 
+    impl DataStore {
+        fn apply_ok<'a>(
+            &mut self,
+            changes: impl IntoIterator<Item = MapChange>,
+            writes: impl Fn(u64) -> Option<&'a WriteData>,
+        ) {
+            self.apply(changes, writes).unwrap()
+        }
+    }
+
     #[test]
     fn partial_writes_merge_and_moves_carry_data() {
         let mut s = DataStore::new(8);
@@ -148,22 +233,22 @@ mod tests {
             length: 8,
             bytes: Some((1..=8).collect()),
         };
-        s.apply([change(1, UNMAPPED, 100, 1)], |_| Some(&w1));
+        s.apply_ok([change(1, UNMAPPED, 100, 1)], |_| Some(&w1));
         // Bytes 10..12 rewritten: the rest of the unit keeps w1's data.
         let w2 = WriteData {
             offset: 10,
             length: 2,
             bytes: Some(vec![9, 9]),
         };
-        s.apply([change(1, 100, 101, 2)], |_| Some(&w2));
+        s.apply_ok([change(1, 100, 101, 2)], |_| Some(&w2));
         let lookup = |map: u32| move |lba: u32| if lba == 1 { map } else { UNMAPPED };
         let mut out = [0xffu8; 12];
-        s.read(6, &mut out, lookup(101));
+        s.read(6, &mut out, lookup(101)).unwrap();
         assert_eq!(out, [0, 0, 1, 2, 9, 9, 5, 6, 7, 8, 0, 0]);
         // Garbage collection moves the unit: same bytes at the new place, none at the old.
-        s.apply([change(1, 101, 7, TAG_RELOCATION)], |_| None);
+        s.apply_ok([change(1, 101, 7, TAG_RELOCATION)], |_| None);
         let mut moved = [0u8; 12];
-        s.read(6, &mut moved, lookup(7));
+        s.read(6, &mut moved, lookup(7)).unwrap();
         assert_eq!(moved, out);
         assert_eq!(s.stored_units(), 1);
         // WRITE_ZEROES over the whole unit, then TRIM: nothing stored.
@@ -172,10 +257,10 @@ mod tests {
             length: 8,
             bytes: None,
         };
-        s.apply([change(1, 7, 8, 3)], |_| Some(&z));
+        s.apply_ok([change(1, 7, 8, 3)], |_| Some(&z));
         assert_eq!(s.stored_units(), 0);
-        s.apply([change(1, UNMAPPED, 9, 4)], |_| Some(&w1));
-        s.apply([change(1, 9, UNMAPPED, 5)], |_| None);
+        s.apply_ok([change(1, UNMAPPED, 9, 4)], |_| Some(&w1));
+        s.apply_ok([change(1, 9, UNMAPPED, 5)], |_| None);
         assert_eq!(s.stored_units(), 0);
     }
 }

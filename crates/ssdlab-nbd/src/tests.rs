@@ -2,6 +2,7 @@
 //! and whole servers driven by a small client, checked against a mirror of what was written.
 
 use crate::conn::{negotiate, read_request, Export, Incoming};
+use crate::disk::Mount;
 use crate::proto::*;
 use crate::{Listen, Pace, Server, ServerConfig, HANDSHAKE_TIMEOUT};
 use proptest::prelude::*;
@@ -305,22 +306,84 @@ fn start(name: &str, pace: Pace) -> (Server, PathBuf) {
     start_with_deadline(name, pace, HANDSHAKE_TIMEOUT)
 }
 
+fn config(path: &std::path::Path, pace: Pace, handshake_timeout: Duration) -> ServerConfig {
+    ServerConfig {
+        listen: Listen::Unix(path.to_path_buf()),
+        pace,
+        export_name: "example-small".into(),
+        description: "test".into(),
+        max_request: 1 << 20,
+        log: false,
+        handshake_timeout,
+    }
+}
+
 fn start_with_deadline(name: &str, pace: Pace, handshake_timeout: Duration) -> (Server, PathBuf) {
     let path = temp_socket(name);
-    let server = Server::start(
-        small_drive(),
-        ServerConfig {
-            listen: Listen::Unix(path.clone()),
-            pace,
-            export_name: "example-small".into(),
-            description: "test".into(),
-            max_request: 1 << 20,
-            log: false,
-            handshake_timeout,
-        },
+    let server = Server::start(small_drive(), config(&path, pace, handshake_timeout)).unwrap();
+    (server, path)
+}
+
+/// A server whose data lives in the store `dir` (created on first use, rebuilt after).
+fn start_on_store(name: &str, dir: &std::path::Path, fill: bool) -> (Server, PathBuf, Mount) {
+    let path = temp_socket(name);
+    let cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
+    let mut dev = Device::new(&cfg, 3).unwrap();
+    if fill {
+        let units = dev.geometry.logical_units as u32;
+        dev.fill_untimed(0, units);
+    }
+    let (disk, mount) = crate::disk::mount(dir, &mut dev, "example-small", fill).unwrap();
+    let store = crate::store::DataStore::on_disk(disk);
+    let cfg = config(&path, Pace::None, HANDSHAKE_TIMEOUT);
+    let server = Server::start_with(dev, cfg, store).unwrap();
+    (server, path, mount)
+}
+
+#[test]
+fn data_on_a_store_survives_restarts_through_garbage_collection() {
+    let dir = temp_socket("store-restart");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (server, path, mount) = start_on_store("store1.sock", &dir, true);
+    assert!(mount.created);
+    let mut c = Client::connect(&path);
+    let (_, mirror) = exercise(&mut c, 0, 64 << 20, 40_000, 21);
+    c.send(CMD_DISC, 0, 0, 0, &[], 0);
+    let stats = server.shutdown();
+    assert!(
+        stats.gc_units_copied > 0,
+        "garbage collection never moved data"
+    );
+    assert_eq!(stats.store_error, "");
+    // Power on again: the drive is rebuilt from the out-of-band records and every byte is back.
+    let (server, path, mount) = start_on_store("store2.sock", &dir, false);
+    assert!(!mount.created && mount.clean, "{mount:?}");
+    assert_eq!(mount.resolved_twins, 0);
+    assert_eq!(mount.report.mapped_units, stats.mapped_units);
+    assert!(mount.report.mount_ns > 0);
+    let mut c = Client::connect(&path);
+    read_back(&mut c, 0, &mirror);
+    // And it keeps working: more GC on the rebuilt drive, a second restart.
+    let (_, mirror) = exercise_from(&mut c, 0, mirror, 20_000, 22);
+    c.send(CMD_DISC, 0, 0, 0, &[], 0);
+    server.shutdown();
+    let (server, path, mount) = start_on_store("store3.sock", &dir, false);
+    assert!(mount.clean);
+    let mut c = Client::connect(&path);
+    read_back(&mut c, 0, &mirror);
+    c.send(CMD_DISC, 0, 0, 0, &[], 0);
+    server.shutdown();
+    // A store is for one drive.
+    let other = DriveConfig::from_toml_str(
+        &ssdlab_core::EXAMPLE_DRIVE_TOML.replace("blocks_per_plane = ", "blocks_per_plane = 1"),
     )
     .unwrap();
-    (server, path)
+    let mut dev = Device::new(&other, 3).unwrap();
+    let e = crate::disk::mount(&dir, &mut dev, "other", false)
+        .err()
+        .unwrap();
+    assert!(e.contains("made for drive 'example-small'"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -410,9 +473,21 @@ impl Client {
 
 /// Random writes (aligned and not), zero-writes, trims and reads, several in flight, on
 /// `base..base + span`; every read must equal a mirror of what was written, and so must the
-/// whole region at the end. Returns how many replies overtook an earlier request's.
-fn exercise(c: &mut Client, base: u64, span: u64, ops: usize, seed: u64) -> usize {
-    let mut mirror = vec![0u8; span as usize];
+/// whole region at the end. Returns how many replies overtook an earlier request's, and the
+/// mirror.
+fn exercise(c: &mut Client, base: u64, span: u64, ops: usize, seed: u64) -> (usize, Vec<u8>) {
+    exercise_from(c, base, vec![0u8; span as usize], ops, seed)
+}
+
+/// `exercise` on a region that holds `mirror` at the start.
+fn exercise_from(
+    c: &mut Client,
+    base: u64,
+    mut mirror: Vec<u8>,
+    ops: usize,
+    seed: u64,
+) -> (usize, Vec<u8>) {
+    let span = mirror.len() as u64;
     let mut rng = Rng::new(seed);
     let mut handle = 0u64;
     let depth = 8;
@@ -495,6 +570,12 @@ fn exercise(c: &mut Client, base: u64, span: u64, ops: usize, seed: u64) -> usiz
     // Flush, then read the whole region back.
     c.send(CMD_FLUSH, 0, 0, 0, &[], 0);
     assert_eq!(c.reply(|_| 0).1, 0);
+    read_back(c, base, &mirror);
+    (overtaken, mirror)
+}
+
+/// Read `base..base + mirror.len()` and compare it with `mirror`, 1 MiB at a time.
+fn read_back(c: &mut Client, base: u64, mirror: &[u8]) {
     for (k, chunk) in mirror.chunks(1 << 20).enumerate() {
         c.send(
             CMD_READ,
@@ -508,13 +589,12 @@ fn exercise(c: &mut Client, base: u64, span: u64, ops: usize, seed: u64) -> usiz
         assert_eq!(error, 0);
         assert!(data == chunk, "MiB {k} differs after the run");
     }
-    overtaken
 }
 
 fn data_survives_garbage_collection(pace: Pace, name: &str, ops: usize) {
     let (server, path) = start(name, pace);
     let mut c = Client::connect(&path);
-    let overtaken = exercise(&mut c, 0, 64 << 20, ops, 11);
+    let (overtaken, _) = exercise(&mut c, 0, 64 << 20, ops, 11);
     assert!(overtaken > 0, "replies always came back in request order");
     c.send(CMD_DISC, 0, 0, 0, &[], 0);
     let stats = server.shutdown();
