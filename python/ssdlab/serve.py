@@ -26,7 +26,7 @@ class Server:
 
     def __init__(self, drive: str, *, socket: str | Path | None = None, port: int | None = None,
                  bind: str = "127.0.0.1", pace: str = "model", precondition: str = "none",
-                 seed: int = 0, log: bool = True):
+                 seed: int = 0, log: bool = True, store: str | Path | None = None):
         if pace not in PACES:
             raise SsdlabError(f"--pace '{pace}': accepted: {', '.join(PACES)}")
         if precondition not in PRECONDITIONS:
@@ -45,8 +45,11 @@ class Server:
             self._server = _ssdlab.NbdServer(
                 text, seed, precondition, pace, self.name, description,
                 socket=str(socket) if socket is not None else None, port=port,
-                bind=bind if port is not None else None, log=log)
+                bind=bind if port is not None else None, log=log,
+                store=str(store) if store is not None else None)
         except ValueError as e:
+            if str(e).startswith("store "):
+                raise SsdlabError(f"serve {self.name}: --{e}") from None
             raise SsdlabError(f"{source or self.name}: {e}") from None
         except OSError as e:  # the socket path or TCP address cannot be listened on
             hint = ("a free port, or --port 0 for any free port" if port is not None
@@ -57,6 +60,9 @@ class Server:
         self.all_interfaces = port is not None and bind in ("0.0.0.0", "::")
         self.uri = (self._server.uri().replace("nbd://0.0.0.0:", "nbd://127.0.0.1:", 1)
                     .replace("nbd://[::]:", "nbd://[::1]:", 1))
+
+        # How the store was opened: None without one (data in memory).
+        self.mount: dict | None = json.loads(self._server.mount_json())
 
     def stats(self) -> dict:
         return json.loads(self._server.stats_json())
@@ -86,15 +92,34 @@ def format_stats(s: dict) -> str:
         f"{s['blocks_erased']:,} blocks erased); "
         f"data held {s['stored_bytes'] / 1e6:,.1f} MB",
     ]
+    if s.get("store_error"):
+        lines.append(f"  {s['store_error']}")
     if s["pace"] == "model":
         lines.append(f"  replies late behind the model: p50 {s['late_p50_us']:,.0f} us, "
                      f"p99 {s['late_p99_us']:,.0f} us, max {s['late_max_us']:,.0f} us")
     return "\n".join(lines)
 
 
+def format_mount(m: dict) -> str:
+    """One line on how `--store` was opened and what the modelled firmware read to get there."""
+    r = m["report"]
+    if m["created"]:
+        return f"store {m['dir']}: new"
+    how = "a clean stop" if m["clean"] else "an unclean stop (killed or crashed)"
+    twins = (f"; {m['resolved_twins']:,} unit(s) caught mid-update, the newer copy kept"
+             if m["resolved_twins"] else "")
+    return (f"store {m['dir']}: rebuilt after {how}: {r['mapped_units']:,} units mapped in "
+            f"{r['written_blocks']:,} blocks ({r['open_blocks']:,} open){twins}; modelled mount time "
+            f"{r['mount_ns'] / 1e6:,.1f} ms (reads {r['map_pages']:,} map pages, {r['journal_pages']:,} "
+            f"journal pages, {r['oob_pages']:,} out-of-band areas)")
+
+
 def run_cli(args) -> int:
     server = Server(args.drive, socket=args.socket, port=args.port, bind=args.bind, pace=args.pace,
-                    precondition=args.precondition, seed=args.seed or 0, log=not args.quiet)
+                    precondition=args.precondition, seed=args.seed or 0, log=not args.quiet,
+                    store=args.store)
+    if server.mount is not None:
+        print("ssdlab serve: " + format_mount(server.mount), flush=True)
     print(f"ssdlab serve: {server.name} ({server.user_bytes:,} bytes) at {server.uri} (pace {args.pace}); "
           f"SIGINT or SIGTERM stops, SIGUSR1 prints statistics"
           + (f"; listening on every interface ({args.bind}): other hosts use this machine's address"
@@ -135,6 +160,9 @@ def add_parser(sub) -> None:
                    help="model: reply when the model completes the command, in wall-clock time (default); none: as fast as possible")
     s.add_argument("--precondition", default="none", choices=PRECONDITIONS,
                    help="drive state at start: none (fresh) or fast-fill (every LBA mapped, reads as zeros)")
+    s.add_argument("--store", metavar="DIR",
+                   help="keep the data and the drive's state in DIR (created if new; an existing store is "
+                        "rebuilt as the firmware does at power-on); without it data lives in memory only")
     s.add_argument("--seed", type=int)
     s.add_argument("--stats-json", help="write the final statistics here as JSON")
     s.add_argument("--quiet", action="store_true", help="no log lines for refused requests or failed connections")

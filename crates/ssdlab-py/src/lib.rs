@@ -354,12 +354,14 @@ fn simulate_theory_waf(
 #[pyclass(module = "ssdlab._ssdlab")]
 struct NbdServer {
     server: Option<ssdlab_nbd::Server>,
+    /// How the store was opened (None: data in memory).
+    mount: Option<ssdlab_nbd::disk::Mount>,
 }
 
 #[pymethods]
 impl NbdServer {
     #[new]
-    #[pyo3(signature = (toml_text, seed, precondition, pace, export_name, description, socket=None, port=None, bind=None, log=true))]
+    #[pyo3(signature = (toml_text, seed, precondition, pace, export_name, description, socket=None, port=None, bind=None, log=true, store=None))]
     fn new(
         py: Python<'_>,
         toml_text: &str,
@@ -372,6 +374,7 @@ impl NbdServer {
         port: Option<u16>,
         bind: Option<String>,
         log: bool,
+        store: Option<String>,
     ) -> PyResult<Self> {
         let cfg = DriveConfig::from_toml_str(toml_text).map_err(PyValueError::new_err)?;
         let mut dev = Device::new(&cfg, seed).map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -417,15 +420,37 @@ impl NbdServer {
             log,
             handshake_timeout: ssdlab_nbd::HANDSHAKE_TIMEOUT,
         };
-        let server = ssdlab_nbd::Server::start(dev, config)
+        let (data, mount) = match store {
+            None => (
+                ssdlab_nbd::store::DataStore::new(dev.geometry.mapping_unit_bytes),
+                None,
+            ),
+            Some(dir) => {
+                let fill = precondition == "fast-fill";
+                let name = config.export_name.clone();
+                let (disk, mount) = py
+                    .allow_threads(|| {
+                        ssdlab_nbd::disk::mount(std::path::Path::new(&dir), &mut dev, &name, fill)
+                    })
+                    .map_err(|e| PyValueError::new_err(format!("store {e}")))?;
+                (ssdlab_nbd::store::DataStore::on_disk(disk), Some(mount))
+            }
+        };
+        let server = ssdlab_nbd::Server::start_with(dev, config, data)
             .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?;
         Ok(NbdServer {
             server: Some(server),
+            mount,
         })
     }
 
     fn uri(&self) -> PyResult<String> {
         Ok(self.running()?.uri().to_string())
+    }
+
+    /// How the store was opened and rebuilt, as JSON ("null" without a store).
+    fn mount_json(&self) -> String {
+        serde_json::to_string(&self.mount).expect("mount serialises")
     }
 
     /// Statistics so far, as JSON.
