@@ -370,8 +370,8 @@ def test_fio_verify_passes_after_kill_9_through_garbage_collection(tmp_path, sma
     store = tmp_path / "store"
     s = Served(tmp_path, str(small_toml), "--pace", "none", "--precondition", "fast-fill",
                "--store", str(store), tag="1")
-    opts = ["--rw=randwrite", "--bs=4k", "--size=64m", "--iodepth=16", "--verify=crc32c"]
-    r = _fio(s.uri, tmp_path / "w.json", *opts, "--loops=3", "--do_verify=0")
+    opts = ["--rw=randwrite", "--bs=4k", "--size=256m", "--iodepth=16", "--verify=crc32c"]
+    r = _fio(s.uri, tmp_path / "w.json", *opts, "--loops=2", "--do_verify=0")
     assert r["jobs"][0]["error"] == 0
     s.proc.send_signal(signal.SIGUSR1)  # statistics before the kill: collection did move data
     deadline = time.time() + 30
@@ -385,7 +385,7 @@ def test_fio_verify_passes_after_kill_9_through_garbage_collection(tmp_path, sma
     v = _fio(s.uri, tmp_path / "v.json", *opts, "--verify_only", "--verify_fatal=1")
     assert v["jobs"][0]["error"] == 0, v["jobs"][0]
     stats = s.stop()
-    assert stats["bytes_read"] == 64 * 2**20, stats
+    assert stats["bytes_read"] == 256 * 2**20, stats
 
 
 @pytest.mark.parametrize("setup, args, message", [
