@@ -26,13 +26,16 @@ class Server:
 
     def __init__(self, drive: str, *, socket: str | Path | None = None, port: int | None = None,
                  bind: str = "127.0.0.1", pace: str = "model", precondition: str = "none",
-                 seed: int = 0, log: bool = True, store: str | Path | None = None):
+                 seed: int = 0, log: bool = True, store: str | Path | None = None,
+                 read_only: bool = False, max_connections: int = 32):
         if pace not in PACES:
             raise SsdlabError(f"--pace '{pace}': accepted: {', '.join(PACES)}")
         if precondition not in PRECONDITIONS:
             raise SsdlabError(f"--precondition '{precondition}': accepted: {', '.join(PRECONDITIONS)}")
         if (socket is None) == (port is None):
             raise SsdlabError("give exactly one of --socket PATH or --port N")
+        if not 1 <= max_connections <= 100_000:
+            raise SsdlabError(f"--max-connections {max_connections}: accepted: 1..100000")
         if port is not None and not 0 <= port <= 65535:
             raise SsdlabError(f"--port {port}: accepted: 0..65535 (0 picks a free port)")
         text, source = config_text(drive)
@@ -46,7 +49,8 @@ class Server:
                 text, seed, precondition, pace, self.name, description,
                 socket=str(socket) if socket is not None else None, port=port,
                 bind=bind if port is not None else None, log=log,
-                store=str(store) if store is not None else None)
+                store=str(store) if store is not None else None, read_only=read_only,
+                max_connections=max_connections)
         except ValueError as e:
             if str(e).startswith("store "):
                 raise SsdlabError(f"serve {self.name}: --{e}") from None
@@ -117,10 +121,11 @@ def format_mount(m: dict) -> str:
 def run_cli(args) -> int:
     server = Server(args.drive, socket=args.socket, port=args.port, bind=args.bind, pace=args.pace,
                     precondition=args.precondition, seed=args.seed or 0, log=not args.quiet,
-                    store=args.store)
+                    store=args.store, read_only=args.read_only, max_connections=args.max_connections)
     if server.mount is not None:
         print("ssdlab serve: " + format_mount(server.mount), flush=True)
-    print(f"ssdlab serve: {server.name} ({server.user_bytes:,} bytes) at {server.uri} (pace {args.pace}); "
+    print(f"ssdlab serve: {server.name} ({server.user_bytes:,} bytes) at {server.uri} (pace {args.pace}"
+          + (", read-only" if args.read_only else "") + "); "
           f"SIGINT or SIGTERM stops, SIGUSR1 prints statistics"
           + (f"; listening on every interface ({args.bind}): other hosts use this machine's address"
              if server.all_interfaces else ""), flush=True)
@@ -163,6 +168,10 @@ def add_parser(sub) -> None:
     s.add_argument("--store", metavar="DIR",
                    help="keep the data and the drive's state in DIR (created if new; an existing store is "
                         "rebuilt as the firmware does at power-on); without it data lives in memory only")
+    s.add_argument("--read-only", action="store_true", help="export read-only: WRITE, TRIM and WRITE_ZEROES are refused")
+    s.add_argument("--max-connections", type=int, default=32, metavar="N",
+                   help="clients served at once (default 32); more are closed at once. Each may hold 32 MiB of "
+                        "requests in flight, so data held for clients stays under N x 32 MiB")
     s.add_argument("--seed", type=int)
     s.add_argument("--stats-json", help="write the final statistics here as JSON")
     s.add_argument("--quiet", action="store_true", help="no log lines for refused requests or failed connections")

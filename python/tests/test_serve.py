@@ -410,3 +410,102 @@ def test_store_errors_name_the_directory_and_what_is_accepted(tmp_path, tiny_tom
     assert "Traceback" not in p.stderr
     if setup == "not-empty":
         assert (store / "precious.txt").read_text() == "mine"
+
+
+# ----- hostile clients ---------------------------------------------------------------------------
+
+def _raw_client(sock: Path) -> socket.socket:
+    """A bare NBD client: fixed newstyle handshake, OPT_GO, simple replies."""
+    import struct
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(str(sock))
+    hello = b""
+    while len(hello) < 18:
+        hello += c.recv(18 - len(hello))
+    c.sendall(struct.pack(">I", 3))  # FIXED_NEWSTYLE | NO_ZEROES
+    go = struct.pack(">I", 0) + struct.pack(">H", 0)  # export "" and no info requests
+    c.sendall(b"IHAVEOPT" + struct.pack(">II", 7, len(go)) + go)
+    while True:  # option replies until ACK
+        h = b""
+        while len(h) < 20:
+            h += c.recv(20 - len(h))
+        _, _, rep, length = struct.unpack(">QIII", h)
+        left = length
+        while left:
+            left -= len(c.recv(left))
+        if rep == 1:
+            return c
+
+
+def _request(cmd: int, handle: int, offset: int, length: int) -> bytes:
+    import struct
+    return struct.pack(">IHHQQI", 0x25609513, 0, cmd, handle, offset, length)
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_a_client_that_never_reads_stalls_nobody_and_sigterm_still_stops(tmp_path, tiny_toml):
+    """A raw client pipelines 256 reads of 1 MiB and never reads a reply; qemu-io is served
+    meanwhile, and SIGTERM stops the server (it does not wait on the stalled socket)."""
+    _need("qemu-io")
+    s = Served(tmp_path, str(tiny_toml), "--pace", "none")
+    hog = _raw_client(s.sock)
+    hog.sendall(b"".join(_request(0, h, (h % 64) << 20, 1 << 20) for h in range(256)))
+    q = run(["qemu-io", "-f", "raw", s.uri, "-c", "write -P 0x33 0 1M", "-c", "read -P 0x33 0 1M"])
+    assert q.returncode == 0 and "read 1048576/1048576" in q.stdout, q.stdout + q.stderr
+    stats = s.stop()
+    assert stats["reads"] >= 1
+    hog.close()
+
+
+def test_a_write_flood_keeps_server_memory_bounded(tmp_path, tiny_toml):
+    """One client pipelining 32 MiB writes as fast as the socket takes them, never reading a
+    reply: the server reads no faster than the (paced) model answers, so its memory stays
+    within the connection's 32 MiB in-flight budget (and the request being read), not
+    what the client pushes."""
+    import threading
+    s = Served(tmp_path, str(tiny_toml))
+    time.sleep(0.5)
+    base = _rss_mib(s.proc.pid)
+    flood = _raw_client(s.sock)
+    payload = bytes([0x7e]) * (32 << 20)
+    sent = [0]
+
+    def push():
+        try:
+            for h in range(64):
+                flood.sendall(_request(1, h, 0, len(payload)) + payload)
+                sent[0] += len(payload)
+        except OSError:
+            pass
+
+    t = threading.Thread(target=push, daemon=True)
+    t.start()
+    peak = base
+    for _ in range(30):
+        time.sleep(0.1)
+        peak = max(peak, _rss_mib(s.proc.pid))
+    flood.close()
+    t.join(timeout=30)
+    s.stop()
+    print(f"\nwrite flood: server RSS {base:.0f} -> peak {peak:.0f} MiB; client pushed {sent[0] / 2**20:.0f} MiB")
+    assert peak - base < 200, (base, peak)
+
+
+def test_read_only_export_with_real_clients(tmp_path, tiny_toml):
+    _need("nbdinfo", "qemu-io")
+    s = Served(tmp_path, str(tiny_toml), "--read-only")
+    assert "read-only" in s.output()
+    info = json.loads(run(["nbdinfo", "--json", s.uri]).stdout)
+    assert info["exports"][0]["is_read_only"] is True
+    q = run(["qemu-io", "-f", "raw", "-r", s.uri, "-c", "read -P 0 0 64k"])
+    assert q.returncode == 0 and "read 65536/65536" in q.stdout, q.stdout + q.stderr
+    w = run(["qemu-io", "-f", "raw", s.uri, "-c", "write -P 1 0 4k"])
+    assert "read-only" in (w.stdout + w.stderr).lower() or w.returncode != 0, w.stdout + w.stderr
+    stats = s.stop()
+    assert stats["writes"] == 0

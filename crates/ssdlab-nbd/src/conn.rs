@@ -16,11 +16,14 @@ pub struct Export {
     pub preferred_block: u32,
     /// Largest request accepted.
     pub max_request: u32,
+    /// Refuse WRITE, TRIM and WRITE_ZEROES (EPERM) and say so in the export's flags.
+    pub read_only: bool,
 }
 
 impl Export {
     pub fn transmission_flags(&self) -> u16 {
-        FLAG_HAS_FLAGS
+        let ro = if self.read_only { FLAG_READ_ONLY } else { 0 };
+        ro | FLAG_HAS_FLAGS
             | FLAG_SEND_FLUSH
             | FLAG_SEND_FUA
             | FLAG_SEND_TRIM
@@ -211,8 +214,16 @@ pub(crate) enum Incoming {
 }
 
 /// Read one request (and a WRITE's payload). A malformed header ends the connection; a
-/// well-formed request the drive cannot take is `Refused`.
-pub(crate) fn read_request<R: Read>(r: &mut R, export: &Export) -> Result<Incoming, ConnError> {
+/// well-formed request the drive cannot take is `Refused`. `reserve(bytes)` is called for an
+/// accepted request before its payload is read (the connection's in-flight budget: it may
+/// wait, so that a client that sends faster than it is answered stops being read). A read
+/// timeout between requests is an idle client and is waited out; within a request it is an
+/// error (a client that stalls mid-request is dropped).
+pub(crate) fn read_request<R: Read>(
+    r: &mut R,
+    export: &Export,
+    mut reserve: impl FnMut(u64) -> io::Result<()>,
+) -> Result<Incoming, ConnError> {
     let mut hdr = [0u8; REQUEST_HEADER_LEN];
     // EOF before the first byte of a header is a clean close.
     let mut got = 0;
@@ -222,6 +233,12 @@ pub(crate) fn read_request<R: Read>(r: &mut R, export: &Export) -> Result<Incomi
             Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into()),
             Ok(n) => got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e)
+                if got == 0
+                    && matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) => {}
             Err(e) => return Err(e.into()),
         }
     }
@@ -245,22 +262,34 @@ pub(crate) fn read_request<R: Read>(r: &mut R, export: &Export) -> Result<Incomi
             export.size
         )
     };
+    let writes = matches!(h.command, CMD_WRITE | CMD_TRIM | CMD_WRITE_ZEROES);
+    if writes && export.read_only {
+        if h.command == CMD_WRITE {
+            // The payload must still be consumed to stay in step with the client.
+            io::copy(&mut r.take(h.length as u64), &mut io::sink())?;
+        }
+        return Ok(refuse(
+            EPERM,
+            format!("{} on a read-only export", command_name(h.command)),
+        ));
+    }
     let cmd = match h.command {
         CMD_READ => Cmd::Read,
         CMD_WRITE => {
-            if h.length > export.max_request {
-                // The payload must still be consumed to stay in step with the client.
+            if h.length > export.max_request || !in_range {
                 io::copy(&mut r.take(h.length as u64), &mut io::sink())?;
-                return Ok(refuse(
-                    EINVAL,
-                    format!("WRITE of {} bytes (at most {})", h.length, export.max_request),
-                ));
+                return Ok(if in_range {
+                    refuse(
+                        EINVAL,
+                        format!("WRITE of {} bytes (at most {})", h.length, export.max_request),
+                    )
+                } else {
+                    refuse(ENOSPC, range())
+                });
             }
+            reserve(h.length as u64)?;
             let mut data = vec![0u8; h.length as usize];
             r.read_exact(&mut data)?;
-            if !in_range {
-                return Ok(refuse(ENOSPC, range()));
-            }
             return Ok(Incoming::Request(Request {
                 handle: h.handle,
                 cmd: Cmd::Write,
@@ -269,6 +298,7 @@ pub(crate) fn read_request<R: Read>(r: &mut R, export: &Export) -> Result<Incomi
                 fua: h.flags & CMD_FLAG_FUA != 0,
                 data: Some(data),
                 arrived: crate::engine::wall_now(),
+                cost: h.length as u64,
             }));
         }
         CMD_DISC => return Ok(Incoming::Disconnect),
@@ -295,6 +325,8 @@ pub(crate) fn read_request<R: Read>(r: &mut R, export: &Export) -> Result<Incomi
         let error = if cmd == Cmd::Read { EINVAL } else { ENOSPC };
         return Ok(refuse(error, range()));
     }
+    let cost = if cmd == Cmd::Read { h.length as u64 } else { 0 };
+    reserve(cost)?;
     Ok(Incoming::Request(Request {
         handle: h.handle,
         cmd,
@@ -307,6 +339,7 @@ pub(crate) fn read_request<R: Read>(r: &mut R, export: &Export) -> Result<Incomi
         fua: h.flags & CMD_FLAG_FUA != 0,
         data: None,
         arrived: crate::engine::wall_now(),
+        cost,
     }))
 }
 

@@ -40,6 +40,8 @@ pub(crate) struct Request {
     pub data: Option<Vec<u8>>,
     /// When the request was read off the socket: the model sees it arrive then.
     pub arrived: Instant,
+    /// Bytes of the connection's in-flight budget it holds until its reply is written.
+    pub cost: u64,
 }
 
 /// A reply to write to a connection.
@@ -49,6 +51,8 @@ pub(crate) struct Reply {
     /// READ: the offset and the data.
     pub read: Option<(u64, Vec<u8>)>,
     pub is_read: bool,
+    /// Budget the request held (released once the reply is written).
+    pub cost: u64,
 }
 
 pub(crate) enum Msg {
@@ -107,6 +111,7 @@ struct Inflight {
     offset: u64,
     length: u64,
     write: Option<WriteData>,
+    cost: u64,
 }
 
 struct Conn {
@@ -134,6 +139,9 @@ pub(crate) struct Engine {
     /// The store failed (a full or failing disk): every later reply is an I/O error and the
     /// server stops; what was acknowledged before stays in the store.
     store_failed: bool,
+    /// Requests refused before they reached the engine (by connection readers) and
+    /// connections closed over the limit.
+    refused_outside: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// The wall clock: the emulator's one link to real time (the simulation core never reads it).
@@ -143,7 +151,12 @@ pub(crate) fn wall_now() -> Instant {
 }
 
 impl Engine {
-    pub fn new(mut dev: Device, pace: Pace, store: DataStore) -> Engine {
+    pub fn new(
+        mut dev: Device,
+        pace: Pace,
+        store: DataStore,
+        refused_outside: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    ) -> Engine {
         dev.ftl.journal = Some(Vec::new());
         Engine {
             pages0: dev.pages_committed(),
@@ -167,6 +180,7 @@ impl Engine {
             completions: Vec::new(),
             stopping: false,
             store_failed: false,
+            refused_outside,
         }
     }
 
@@ -289,6 +303,7 @@ impl Engine {
                     error,
                     read: data.map(|d| (req.offset, d)),
                     is_read,
+                    cost: req.cost,
                 });
             }
         };
@@ -322,6 +337,7 @@ impl Engine {
                     length: req.length,
                     bytes,
                 }),
+                cost: req.cost,
             },
         );
         if let Some(c) = self.conns.get_mut(&conn) {
@@ -458,6 +474,7 @@ impl Engine {
             error,
             read,
             is_read: f.cmd == Cmd::Read,
+            cost: f.cost,
         });
         c.outstanding -= 1;
         if c.closing && c.outstanding == 0 {
@@ -467,6 +484,9 @@ impl Engine {
 
     fn snapshot(&self) -> ServeStats {
         let mut s = self.stats.clone();
+        s.errors += self
+            .refused_outside
+            .load(std::sync::atomic::Ordering::Relaxed);
         s.wall_s = self.wall_start.elapsed().as_secs_f64();
         s.simulated_s = self.dev.now().ns().saturating_sub(self.sim_start.ns()) as f64 / 1e9;
         let ops = s.reads + s.writes + s.write_zeroes + s.trims + s.flushes;

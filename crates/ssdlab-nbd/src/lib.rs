@@ -24,8 +24,8 @@ use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -49,10 +49,45 @@ pub struct ServerConfig {
     /// A client that has not finished the handshake this long after connecting is
     /// disconnected, so half-open connections cannot hold threads and descriptors forever.
     pub handshake_timeout: Duration,
+    /// Refuse WRITE, TRIM and WRITE_ZEROES and export the drive read-only.
+    pub read_only: bool,
+    /// Connections served at once; a client beyond them is closed at once (logged).
+    pub max_connections: usize,
+    /// Request bytes (WRITE payloads, READ lengths) one connection may have between reading
+    /// the request and writing its reply; past it that socket is not read until replies drain,
+    /// so memory is bounded by `max_connections` times this, whatever clients send.
+    pub connection_inflight_bytes: u64,
+    /// A client that takes no reply bytes, or sends none of a request it has started, for
+    /// this long is disconnected; nobody else waits for it meanwhile.
+    pub io_timeout: Duration,
 }
 
 /// The handshake deadline the CLI and Python API use.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Defaults of the other limits: 32 connections of 32 MiB in flight bound request and reply
+/// data at 1 GiB; 30 s without progress on a reply or a started request drops a client.
+pub const MAX_CONNECTIONS: usize = 32;
+pub const CONNECTION_INFLIGHT_BYTES: u64 = 32 << 20;
+pub const IO_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl ServerConfig {
+    /// A configuration with the default limits.
+    pub fn new(listen: Listen, pace: Pace, export_name: String, description: String) -> Self {
+        ServerConfig {
+            listen,
+            pace,
+            export_name,
+            description,
+            max_request: 32 << 20,
+            log: true,
+            handshake_timeout: HANDSHAKE_TIMEOUT,
+            read_only: false,
+            max_connections: MAX_CONNECTIONS,
+            connection_inflight_bytes: CONNECTION_INFLIGHT_BYTES,
+            io_timeout: IO_TIMEOUT,
+        }
+    }
+}
 
 enum Stream {
     Tcp(TcpStream),
@@ -70,6 +105,12 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.set_read_timeout(t),
             Stream::Unix(s) => s.set_read_timeout(t),
+        }
+    }
+    fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_write_timeout(t),
+            Stream::Unix(s) => s.set_write_timeout(t),
         }
     }
     fn shutdown(&self) {
@@ -166,8 +207,71 @@ impl Listener {
     }
 }
 
-/// Open connections, so that shutdown can wake their readers.
-type Registry = Arc<Mutex<Vec<(u64, Stream)>>>;
+/// A connection's share of memory: request bytes read but not yet answered.
+pub(crate) struct Budget {
+    used: Mutex<u64>,
+    freed: Condvar,
+    limit: u64,
+    /// The connection was dropped: nobody waits for budget any more.
+    dead: AtomicBool,
+}
+
+impl Budget {
+    fn new(limit: u64) -> Budget {
+        Budget {
+            used: Mutex::new(0),
+            freed: Condvar::new(),
+            limit,
+            dead: AtomicBool::new(false),
+        }
+    }
+
+    /// Take `n` bytes, waiting while the connection already holds its limit (one request
+    /// larger than the limit alone is let through).
+    fn reserve(&self, n: u64) -> io::Result<()> {
+        let mut used = self.used.lock().expect("budget");
+        loop {
+            if self.dead.load(Ordering::SeqCst) {
+                return Err(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "connection dropped",
+                ));
+            }
+            if *used == 0 || *used + n <= self.limit {
+                *used += n;
+                return Ok(());
+            }
+            used = self
+                .freed
+                .wait_timeout(used, Duration::from_millis(200))
+                .expect("budget")
+                .0;
+        }
+    }
+
+    fn release(&self, n: u64) {
+        *self.used.lock().expect("budget") -= n;
+        self.freed.notify_all();
+    }
+
+    fn kill(&self) {
+        self.dead.store(true, Ordering::SeqCst);
+        self.freed.notify_all();
+    }
+
+    fn idle(&self) -> bool {
+        *self.used.lock().expect("budget") == 0
+    }
+}
+
+/// An open connection, so that shutdown can let its replies drain and then wake it.
+struct Open {
+    conn: u64,
+    stream: Stream,
+    budget: Option<Arc<Budget>>,
+}
+
+type Registry = Arc<Mutex<Vec<Open>>>;
 
 /// A running server.
 pub struct Server {
@@ -178,6 +282,15 @@ pub struct Server {
     engine: Option<JoinHandle<ServeStats>>,
     registry: Registry,
     socket_path: Option<PathBuf>,
+}
+
+/// What every connection thread shares.
+struct Shared {
+    export: Export,
+    engine: Sender<Msg>,
+    registry: Registry,
+    refused: Arc<AtomicU64>,
+    config: ServerConfig,
 }
 
 impl Server {
@@ -201,25 +314,33 @@ impl Server {
             size: dev.user_bytes(),
             preferred_block: dev.geometry.mapping_unit_bytes,
             max_request: config.max_request,
+            read_only: config.read_only,
         };
         let uri = listener.uri(&export.name);
         let socket_path = match &listener {
             Listener::Unix(_, p) => Some(p.clone()),
             Listener::Tcp(_) => None,
         };
+        let refused = Arc::new(AtomicU64::new(0));
         let (engine_tx, engine_rx) = channel();
-        let engine = Engine::new(dev, config.pace, store);
+        let engine = Engine::new(dev, config.pace, store, refused.clone());
         let engine = std::thread::Builder::new()
             .name("ssdlab-engine".into())
             .spawn(move || engine.run(engine_rx))?;
         let stop = Arc::new(AtomicBool::new(false));
         let registry: Registry = Arc::default();
         let accept = {
-            let (stop, registry, tx) = (stop.clone(), registry.clone(), engine_tx.clone());
-            let (log, deadline) = (config.log, config.handshake_timeout);
+            let shared = Arc::new(Shared {
+                export,
+                engine: engine_tx.clone(),
+                registry: registry.clone(),
+                refused,
+                config,
+            });
+            let stop = stop.clone();
             std::thread::Builder::new()
                 .name("ssdlab-accept".into())
-                .spawn(move || accept_loop(listener, export, stop, registry, tx, log, deadline))?
+                .spawn(move || accept_loop(listener, stop, shared))?
         };
         Ok(Server {
             uri,
@@ -246,8 +367,9 @@ impl Server {
         rx.recv().unwrap_or_default()
     }
 
-    /// Stop accepting, answer every command in flight, close every connection, and return
-    /// the final statistics.
+    /// Stop accepting, answer every command in flight, let replies drain (a client that does
+    /// not take them is not waited for beyond [`SHUTDOWN_DRAIN`]), close every connection,
+    /// and return the final statistics.
     pub fn shutdown(mut self) -> ServeStats {
         self.stop.store(true, Ordering::SeqCst);
         let connection_threads = self
@@ -261,8 +383,21 @@ impl Server {
             .take()
             .and_then(|h| h.join().ok())
             .unwrap_or_default();
-        for (_, s) in self.registry.lock().expect("registry").iter() {
-            s.shutdown();
+        let mut waited = Duration::ZERO;
+        let step = Duration::from_millis(10);
+        while waited < SHUTDOWN_DRAIN
+            && !self
+                .registry
+                .lock()
+                .expect("registry")
+                .iter()
+                .all(|o| o.budget.as_ref().is_none_or(|b| b.idle()))
+        {
+            std::thread::sleep(step);
+            waited += step;
+        }
+        for o in self.registry.lock().expect("registry").iter() {
+            o.stream.shutdown();
         }
         for t in connection_threads {
             let _ = t.join();
@@ -274,40 +409,67 @@ impl Server {
     }
 }
 
+/// How long a shutdown lets answered replies reach their clients before closing.
+pub const SHUTDOWN_DRAIN: Duration = Duration::from_secs(2);
+
+/// Log lines about refused connections: at most one per this interval.
+const ACCEPT_LOG_EVERY: Duration = Duration::from_secs(10);
+
 fn accept_loop(
     listener: Listener,
-    export: Export,
     stop: Arc<AtomicBool>,
-    registry: Registry,
-    engine: Sender<Msg>,
-    log: bool,
-    handshake_timeout: Duration,
+    shared: Arc<Shared>,
 ) -> Vec<JoinHandle<()>> {
     let next_conn = AtomicU64::new(1);
     let mut threads = Vec::new();
+    let log = shared.config.log;
+    let mut last_log: Option<std::time::Instant> = None;
+    let mut may_log = move || {
+        let now = engine::wall_now();
+        let due = last_log.is_none_or(|t| now.duration_since(t) >= ACCEPT_LOG_EVERY);
+        if due {
+            last_log = Some(now);
+        }
+        log && due
+    };
     while !stop.load(Ordering::SeqCst) {
         match listener.accept() {
             Ok(stream) => {
                 let conn = next_conn.fetch_add(1, Ordering::Relaxed);
+                let open = shared.registry.lock().expect("registry").len();
+                if open >= shared.config.max_connections {
+                    if may_log() {
+                        eprintln!(
+                            "ssdlab serve: {open} connections open (--max-connections {}); closing new ones until one ends",
+                            shared.config.max_connections
+                        );
+                    }
+                    shared.refused.fetch_add(1, Ordering::Relaxed);
+                    stream.shutdown();
+                    continue;
+                }
                 let Ok(clone) = stream.try_clone() else {
                     continue;
                 };
-                registry.lock().expect("registry").push((conn, clone));
-                let (export, registry, engine) = (export.clone(), registry.clone(), engine.clone());
+                shared.registry.lock().expect("registry").push(Open {
+                    conn,
+                    stream: clone,
+                    budget: None,
+                });
+                let shared = shared.clone();
                 let spawned = std::thread::Builder::new()
                     .name(format!("ssdlab-conn-{conn}"))
                     .spawn(move || {
-                        if let Err(e) =
-                            serve_connection(conn, stream, &export, &engine, log, handshake_timeout)
-                        {
-                            if log {
+                        if let Err(e) = serve_connection(conn, stream, &shared) {
+                            if shared.config.log {
                                 eprintln!("ssdlab serve: client {conn}: {e}; connection closed");
                             }
                         }
-                        registry
+                        shared
+                            .registry
                             .lock()
                             .expect("registry")
-                            .retain(|(c, _)| *c != conn);
+                            .retain(|o| o.conn != conn);
                     });
                 if let Ok(t) = spawned {
                     threads.push(t);
@@ -318,25 +480,20 @@ fn accept_loop(
                 std::thread::sleep(Duration::from_millis(10));
             }
             Err(e) => {
-                if log {
+                // Out of descriptors (EMFILE) or the like: back off, say so now and then.
+                if may_log() {
                     eprintln!("ssdlab serve: accept: {e}");
                 }
-                std::thread::sleep(Duration::from_millis(10));
+                std::thread::sleep(Duration::from_millis(100));
             }
         }
     }
     threads
 }
 
-fn serve_connection(
-    conn: u64,
-    stream: Stream,
-    export: &Export,
-    engine: &Sender<Msg>,
-    log: bool,
-    handshake_timeout: Duration,
-) -> Result<(), conn::ConnError> {
-    stream.set_read_timeout(Some(handshake_timeout))?;
+fn serve_connection(conn: u64, stream: Stream, shared: &Shared) -> Result<(), conn::ConnError> {
+    let (export, config) = (&shared.export, &shared.config);
+    stream.set_read_timeout(Some(config.handshake_timeout))?;
     let write_half = stream.try_clone()?;
     let mut reader = BufReader::with_capacity(256 * 1024, stream);
     let session = {
@@ -356,29 +513,45 @@ fn serve_connection(
             {
                 return Err(conn::ConnError::Io(io::Error::new(
                     e.kind(),
-                    format!("no handshake within {} s", handshake_timeout.as_secs_f64()),
+                    format!(
+                        "no handshake within {} s",
+                        config.handshake_timeout.as_secs_f64()
+                    ),
                 )))
             }
             Err(e) => return Err(e),
         }
     };
-    reader.get_ref().set_read_timeout(None)?;
-    // Replies are written by whoever has them (the engine, or this reader for refusals),
-    // straight to the socket: no thread hop per reply.
-    let replies = Arc::new(ReplySink {
-        w: Mutex::new(Some(BufWriter::with_capacity(256 * 1024, write_half))),
-        session,
-        conn,
-        log,
-    });
-    let _ = engine.send(Msg::Open {
+    // From here a read timeout between requests is an idle client; within one it drops it.
+    reader.get_ref().set_read_timeout(Some(config.io_timeout))?;
+    write_half.set_write_timeout(Some(config.io_timeout))?;
+    let budget = Arc::new(Budget::new(config.connection_inflight_bytes));
+    if let Some(o) = shared
+        .registry
+        .lock()
+        .expect("registry")
+        .iter_mut()
+        .find(|o| o.conn == conn)
+    {
+        o.budget = Some(budget.clone());
+    }
+    // Replies go to this connection's writer thread: the engine never waits for a socket.
+    let (tx, rx) = channel();
+    let writer = {
+        let (budget, log, timeout) = (budget.clone(), config.log, config.io_timeout);
+        std::thread::Builder::new()
+            .name(format!("ssdlab-reply-{conn}"))
+            .spawn(move || write_replies(conn, rx, write_half, session, &budget, log, timeout))?
+    };
+    let replies = Arc::new(ReplySink { tx });
+    let _ = shared.engine.send(Msg::Open {
         conn,
         replies: replies.clone(),
     });
     let result = loop {
-        match conn::read_request(&mut reader, export) {
+        match conn::read_request(&mut reader, export, |n| budget.reserve(n)) {
             Ok(conn::Incoming::Request(req)) => {
-                if engine.send(Msg::Request { conn, req }).is_err() {
+                if shared.engine.send(Msg::Request { conn, req }).is_err() {
                     break Ok(());
                 }
             }
@@ -388,7 +561,8 @@ fn serve_connection(
                 is_read,
                 why,
             }) => {
-                if log {
+                shared.refused.fetch_add(1, Ordering::Relaxed);
+                if config.log {
                     eprintln!("ssdlab serve: client {conn}: refused: {why}");
                 }
                 replies.send(Reply {
@@ -396,49 +570,96 @@ fn serve_connection(
                     error,
                     read: None,
                     is_read,
+                    cost: 0,
                 });
             }
             Ok(conn::Incoming::Disconnect) | Ok(conn::Incoming::Eof) => break Ok(()),
+            // The writer dropped the client (it stopped taking replies): already logged.
+            Err(conn::ConnError::Io(e)) if budget.dead.load(Ordering::SeqCst) => {
+                let _ = e;
+                break Ok(());
+            }
             Err(e) => break Err(e),
         }
     };
-    let _ = engine.send(Msg::Closed { conn });
+    let _ = shared.engine.send(Msg::Closed { conn });
+    drop(replies);
+    // The writer ends once the engine has answered this client's last command.
+    let _ = writer.join();
     result
 }
 
-/// The write half of a connection. The socket is shut down when the last holder (the reader
-/// thread, or the engine once every command is answered) lets go of it.
-pub(crate) struct ReplySink {
-    w: Mutex<Option<BufWriter<Stream>>>,
-    session: Session,
+/// The connection's writer thread: writes replies as they come, flushing when none wait. A
+/// client that takes no reply bytes for `timeout` is dropped (its socket shut down, so its
+/// reader ends too); its later replies are discarded. Ends when every sender is gone.
+fn write_replies(
     conn: u64,
+    rx: Receiver<Reply>,
+    stream: Stream,
+    session: Session,
+    budget: &Budget,
     log: bool,
+    timeout: Duration,
+) {
+    let mut w = BufWriter::with_capacity(256 * 1024, stream);
+    let mut failed = false;
+    let write = |w: &mut BufWriter<Stream>, r: Reply, failed: &mut bool, last: bool| {
+        if !*failed {
+            let res =
+                conn::write_reply(w, &r, session).and_then(
+                    |_| {
+                        if last {
+                            w.flush()
+                        } else {
+                            Ok(())
+                        }
+                    },
+                );
+            if let Err(e) = res {
+                *failed = true;
+                if log {
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) {
+                        eprintln!(
+                            "ssdlab serve: client {conn}: took no reply data for {} s; disconnected",
+                            timeout.as_secs_f64()
+                        );
+                    } else if e.kind() != io::ErrorKind::BrokenPipe {
+                        eprintln!("ssdlab serve: client {conn}: writing replies: {e}");
+                    }
+                }
+                budget.kill();
+                w.get_ref().shutdown();
+            }
+        }
+        budget.release(r.cost);
+    };
+    while let Ok(first) = rx.recv() {
+        let mut next = Some(first);
+        while let Some(r) = next.take() {
+            next = rx.try_recv().ok();
+            let last = next.is_none();
+            write(&mut w, r, &mut failed, last);
+        }
+    }
+    if !failed {
+        let _ = w.flush();
+    }
+    w.get_ref().shutdown();
+}
+
+/// Where the engine and the reader put a connection's replies (its writer thread takes them).
+pub(crate) struct ReplySink {
+    tx: Sender<Reply>,
 }
 
 impl ReplySink {
-    /// Write one reply now. A client that stopped reading loses its replies, nobody else's.
+    /// Queue one reply; never waits. A client that stopped reading loses its replies,
+    /// nobody else's.
     pub(crate) fn send(&self, r: Reply) {
-        let mut guard = self.w.lock().expect("reply writer");
-        let Some(w) = guard.as_mut() else {
-            return;
-        };
-        if let Err(e) = conn::write_reply(w, &r, self.session).and_then(|_| w.flush()) {
-            if self.log && e.kind() != io::ErrorKind::BrokenPipe {
-                eprintln!("ssdlab serve: client {}: writing replies: {e}", self.conn);
-            }
-            *guard = None;
-        }
-    }
-}
-
-impl Drop for ReplySink {
-    fn drop(&mut self) {
-        if let Some(w) = self.w.get_mut().ok().and_then(|w| w.take()) {
-            if let Ok(mut s) = w.into_inner() {
-                let _ = s.flush();
-                s.shutdown();
-            }
-        }
+        let _ = self.tx.send(r);
     }
 }
 

@@ -19,6 +19,7 @@ pub const FLAG_C_NO_ZEROES: u32 = 2;
 
 // Transmission flags.
 pub const FLAG_HAS_FLAGS: u16 = 1 << 0;
+pub const FLAG_READ_ONLY: u16 = 1 << 1;
 pub const FLAG_SEND_FLUSH: u16 = 1 << 2;
 pub const FLAG_SEND_FUA: u16 = 1 << 3;
 pub const FLAG_SEND_TRIM: u16 = 1 << 5;
@@ -64,6 +65,7 @@ pub const REPLY_TYPE_OFFSET_DATA: u16 = 1;
 pub const REPLY_TYPE_ERROR: u16 = (1 << 15) + 1;
 
 // Errors (errno values the protocol fixes).
+pub const EPERM: u32 = 1;
 pub const EIO: u32 = 5;
 pub const EINVAL: u32 = 22;
 pub const ENOSPC: u32 = 28;

@@ -43,6 +43,7 @@ fn export() -> Export {
         size: 1 << 30,
         preferred_block: 4096,
         max_request: 1 << 20,
+        read_only: false,
     }
 }
 
@@ -190,7 +191,7 @@ fn requests_out_of_range_oversized_or_unknown_are_refused_not_fatal() {
     let mut r = Cursor::new(bytes);
     let mut errors = Vec::new();
     loop {
-        match read_request(&mut r, &e) {
+        match read_request(&mut r, &e, |_| Ok(())) {
             Ok(Incoming::Refused { error, .. }) => errors.push(error),
             Ok(Incoming::Request(req)) => {
                 assert_eq!((req.offset, req.length), (4096, 4096));
@@ -206,7 +207,7 @@ fn drain_requests(bytes: Vec<u8>) {
     let e = export();
     let mut r = Cursor::new(bytes);
     for _ in 0..10_000 {
-        match read_request(&mut r, &e) {
+        match read_request(&mut r, &e, |_| Ok(())) {
             Ok(Incoming::Request(req)) => {
                 assert!(req.offset + req.length <= e.size);
                 if req.data.is_some() || req.cmd == crate::engine::Cmd::Read {
@@ -308,13 +309,15 @@ fn start(name: &str, pace: Pace) -> (Server, PathBuf) {
 
 fn config(path: &std::path::Path, pace: Pace, handshake_timeout: Duration) -> ServerConfig {
     ServerConfig {
-        listen: Listen::Unix(path.to_path_buf()),
-        pace,
-        export_name: "example-small".into(),
-        description: "test".into(),
         max_request: 1 << 20,
         log: false,
         handshake_timeout,
+        ..ServerConfig::new(
+            Listen::Unix(path.to_path_buf()),
+            pace,
+            "example-small".into(),
+            "test".into(),
+        )
     }
 }
 
@@ -670,4 +673,176 @@ fn garbage_clients_do_not_stop_the_server() {
     assert_eq!(c.reply(|_| 0).1, EINVAL);
     let stats = server.shutdown();
     assert_eq!(stats.writes, 1);
+    // The refusal came from the connection's reader, not the engine: it is counted too.
+    assert_eq!(stats.errors, 1);
+}
+
+fn start_limited(
+    name: &str,
+    pace: Pace,
+    tune: impl FnOnce(&mut ServerConfig),
+) -> (Server, PathBuf) {
+    let path = temp_socket(name);
+    let mut cfg = config(&path, pace, HANDSHAKE_TIMEOUT);
+    tune(&mut cfg);
+    (Server::start(small_drive(), cfg).unwrap(), path)
+}
+
+/// A client that pipelines 256 reads of 1 MiB and never reads a reply: a second client is
+/// served all along, the first is dropped after the I/O deadline, and shutdown does not
+/// wait for it.
+#[test]
+fn a_client_that_never_reads_its_replies_stalls_nobody() {
+    let (server, path) = start_limited("stall.sock", Pace::None, |c| {
+        c.io_timeout = Duration::from_secs(1);
+    });
+    let mut hog = Client::connect(&path);
+    hog.s.set_nonblocking(true).unwrap();
+    let mut sent = 0;
+    for h in 0..256u64 {
+        let hdr = request_header_bytes(&RequestHeader {
+            flags: 0,
+            command: CMD_READ,
+            handle: h,
+            offset: h << 20,
+            length: 1 << 20,
+        });
+        if hog.s.write_all(&hdr).is_ok() {
+            sent += 1;
+        }
+    }
+    assert!(sent > 64, "the hog's requests were sent");
+    // Meanwhile another client gets every answer.
+    let mut c = Client::connect(&path);
+    let (_, mirror) = exercise(&mut c, 64 << 20, 8 << 20, 3_000, 7);
+    // The hog is dropped once it has taken no reply for the deadline: its socket reaches EOF
+    // (or a reset) after whatever the kernel had buffered, well short of 256 replies.
+    std::thread::sleep(Duration::from_secs(2));
+    hog.s.set_nonblocking(false).unwrap();
+    hog.s
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut sink = vec![0u8; 1 << 20];
+    let mut received = 0;
+    loop {
+        match hog.s.read(&mut sink) {
+            Ok(0) => break,
+            Ok(n) => received += n,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => panic!("the hog was never dropped: {e}"),
+        }
+    }
+    assert!(
+        received < 64 << 20,
+        "the hog got {received} bytes of replies"
+    );
+    exercise_from(&mut c, 64 << 20, mirror, 500, 8);
+    let stats = server.shutdown();
+    assert!(stats.reads > 1000);
+}
+
+/// A client flooding 1 MiB writes without reading its replies is read no faster than the
+/// model answers: what it has sent beyond what was answered stays within the connection's
+/// in-flight budget plus one request and the kernel's socket buffers.
+#[test]
+fn a_write_flood_is_bounded_by_the_connection_budget() {
+    let budget = 4u64 << 20;
+    let (server, path) = start_limited("flood.sock", Pace::Model, |c| {
+        c.connection_inflight_bytes = budget;
+    });
+    let mut flood = Client::connect(&path);
+    flood
+        .s
+        .set_write_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let payload = vec![0x5au8; 1 << 20];
+    let mut sent = 0u64;
+    for h in 0..400u64 {
+        let hdr = request_header_bytes(&RequestHeader {
+            flags: 0,
+            command: CMD_WRITE,
+            handle: h,
+            offset: (h % 64) << 20,
+            length: 1 << 20,
+        });
+        let mut msg = hdr.to_vec();
+        msg.extend_from_slice(&payload);
+        match flood.s.write(&msg) {
+            Ok(n) if n == msg.len() => sent += n as u64,
+            Ok(n) => {
+                sent += n as u64;
+                break;
+            }
+            Err(_) => break, // the server stopped reading: the flood is held back
+        }
+    }
+    let stats = server.stats();
+    let answered = stats.bytes_written + stats.writes * 28;
+    let socket_buffers = 4 << 20;
+    assert!(
+        sent <= answered + budget + (1 << 20) + 28 + socket_buffers,
+        "sent {sent} bytes, answered {answered}"
+    );
+    assert!(sent < 400 << 20, "the flood was never held back");
+    drop(flood);
+    server.shutdown();
+}
+
+/// Past the connection limit a new client is closed at once; once one leaves, a new one
+/// is served. Clients still in the handshake count.
+#[test]
+fn connections_past_the_limit_are_closed_and_counted() {
+    let (server, path) = start_limited("limit.sock", Pace::None, |c| {
+        c.max_connections = 3;
+    });
+    let a = Client::connect(&path);
+    let _b = Client::connect(&path);
+    let mut half = UnixStream::connect(&path).unwrap(); // greeting only: in the handshake
+    let mut hello = [0u8; 18];
+    half.read_exact(&mut hello).unwrap();
+    let mut over = UnixStream::connect(&path).unwrap();
+    over.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut got = Vec::new();
+    over.read_to_end(&mut got).expect("closed, not our timeout");
+    assert!(got.is_empty(), "no greeting past the limit");
+    drop(a);
+    // The server notices `a` left; then a new client is served.
+    let mut tries = 0;
+    let mut c = loop {
+        let mut s = UnixStream::connect(&path).unwrap();
+        let mut hello = [0u8; 18];
+        if s.read_exact(&mut hello).is_ok() {
+            drop(s);
+            break Client::connect(&path);
+        }
+        tries += 1;
+        assert!(tries < 200, "a slot never freed");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    c.send(CMD_READ, 0, 1, 0, &[], 4096);
+    assert_eq!(c.reply(|_| 4096).1, 0);
+    drop(c);
+    let stats = server.shutdown();
+    assert!(
+        stats.errors >= 1,
+        "closed connections are counted as refused"
+    );
+}
+
+#[test]
+fn a_read_only_export_refuses_writes_and_says_so() {
+    let (server, path) = start_limited("ro.sock", Pace::None, |c| c.read_only = true);
+    let mut c = Client::connect(&path);
+    c.send(CMD_WRITE, 0, 1, 0, &[9u8; 4096], 4096);
+    assert_eq!(c.reply(|_| 0).1, EPERM);
+    c.send(CMD_TRIM, 0, 2, 0, &[], 4096);
+    assert_eq!(c.reply(|_| 0).1, EPERM);
+    c.send(CMD_WRITE_ZEROES, 0, 3, 0, &[], 4096);
+    assert_eq!(c.reply(|_| 0).1, EPERM);
+    c.send(CMD_READ, 0, 4, 0, &[], 4096);
+    assert_eq!(c.reply(|_| 4096), (4, 0, vec![0u8; 4096]));
+    drop(c);
+    let stats = server.shutdown();
+    assert_eq!((stats.errors, stats.writes, stats.reads), (3, 0, 1));
 }

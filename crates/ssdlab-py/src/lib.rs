@@ -361,7 +361,7 @@ struct NbdServer {
 #[pymethods]
 impl NbdServer {
     #[new]
-    #[pyo3(signature = (toml_text, seed, precondition, pace, export_name, description, socket=None, port=None, bind=None, log=true, store=None))]
+    #[pyo3(signature = (toml_text, seed, precondition, pace, export_name, description, socket=None, port=None, bind=None, log=true, store=None, read_only=false, max_connections=ssdlab_nbd::MAX_CONNECTIONS))]
     fn new(
         py: Python<'_>,
         toml_text: &str,
@@ -375,6 +375,8 @@ impl NbdServer {
         bind: Option<String>,
         log: bool,
         store: Option<String>,
+        read_only: bool,
+        max_connections: usize,
     ) -> PyResult<Self> {
         let cfg = DriveConfig::from_toml_str(toml_text).map_err(PyValueError::new_err)?;
         let mut dev = Device::new(&cfg, seed).map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -412,13 +414,10 @@ impl NbdServer {
             }
         };
         let config = ssdlab_nbd::ServerConfig {
-            listen,
-            pace,
-            export_name,
-            description,
-            max_request: 32 * 1024 * 1024,
             log,
-            handshake_timeout: ssdlab_nbd::HANDSHAKE_TIMEOUT,
+            read_only,
+            max_connections,
+            ..ssdlab_nbd::ServerConfig::new(listen, pace, export_name, description)
         };
         let (data, mount) = match store {
             None => (
