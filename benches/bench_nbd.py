@@ -1,6 +1,6 @@
-"""NBD emulator speed and pacing fidelity. Pacing: fio 4 KiB random reads at QD32 against
-`ssdlab serve --pace model` (crucial-m500-120, fast-filled) next to what `ssdlab run` predicts
-for the same job (target: within 10%). Speed, side by side in one run: fio 4 KiB random writes at QD16 through its nbd
+"""NBD emulator speed and pacing fidelity. Pacing: fio 4 KiB random reads at QD1, QD4 and QD32
+against `ssdlab serve --pace model` (crucial-m500-120, fast-filled) next to what `ssdlab run`
+predicts for the same job (target: within 10%), with the server's lateness behind the model. Speed, side by side in one run: fio 4 KiB random writes at QD16 through its nbd
 engine against `ssdlab serve --pace none` and against `nbdkit memory` (the baseline: an NBD
 server that only copies bytes). Prints both IOPS and their ratio (target: ssdlab >= half of
 nbdkit). Never fails on a figure.
@@ -26,30 +26,32 @@ def fio_iops(uri: str, span: str, runtime: int, out: Path) -> float:
     return json.loads(text[text.index("{"):])["jobs"][0]["write"]["iops"]
 
 
-def paced_fidelity(tmp: Path, drive: str = "crucial-m500-120", runtime: int = 10) -> dict:
+def paced_fidelity(tmp: Path, drive: str = "crucial-m500-120", runtime: int = 10, qd: int = 32) -> dict:
     import ssdlab
-    sock = tmp / "p.sock"
+    sock = tmp / f"p{qd}.sock"
+    stats = tmp / f"p{qd}.json"
     proc = subprocess.Popen([sys.executable, "-m", "ssdlab.cli", "serve", "--drive", drive, "--socket", str(sock),
-                             "--precondition", "fast-fill", "--quiet", "--stats-json", str(tmp / "p.json")],
+                             "--precondition", "fast-fill", "--quiet", "--stats-json", str(stats)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(sock, proc)
-        out = tmp / "paced.json"
+        out = tmp / f"paced{qd}.json"
         subprocess.run(["fio", "--name=paced", "--ioengine=nbd", f"--uri=nbd+unix:///?socket={sock}", "--rw=randread",
-                        "--bs=4k", "--iodepth=32", "--size=8g", f"--runtime={runtime}", "--time_based", "--ramp_time=1",
-                        "--output-format=json", f"--output={out}"], check=True, capture_output=True)
+                        "--bs=4k", f"--iodepth={qd}", "--size=8g", f"--runtime={runtime}", "--time_based",
+                        "--ramp_time=1", "--output-format=json", f"--output={out}"], check=True, capture_output=True)
         text = out.read_text()
         measured = json.loads(text[text.index("{"):])["jobs"][0]["read"]["iops"]
     finally:
         proc.terminate()
         proc.wait(timeout=60)
-    late = json.loads((tmp / "p.json").read_text())
+    late = json.loads(stats.read_text())
     d = ssdlab.Drive.preset(drive)
     d.precondition("fast-fill")
-    predicted = d.run(ssdlab.Job(rw="randread", bs="4k", iodepth=32, size="8g", runtime_s=runtime, time_based=True)).summary["read"]["iops"]
-    return {"paced_fio_randread_qd32_iops": round(measured), "ssdlab_run_predicted_iops": round(predicted),
-            "paced_error_pct": round(100 * (measured - predicted) / predicted, 2),
-            "paced_late_p50_us": late["late_p50_us"], "paced_late_p99_us": late["late_p99_us"]}
+    job = ssdlab.Job(rw="randread", bs="4k", iodepth=qd, size="8g", runtime_s=runtime, time_based=True)
+    predicted = d.run(job).summary["read"]["iops"]
+    return {f"qd{qd}_paced_fio_iops": round(measured), f"qd{qd}_ssdlab_run_iops": round(predicted),
+            f"qd{qd}_error_pct": round(100 * (measured - predicted) / predicted, 2),
+            f"qd{qd}_late_p50_us": round(late["late_p50_us"], 1), f"qd{qd}_late_p99_us": round(late["late_p99_us"], 1)}
 
 
 def wait_for(path: Path, proc: subprocess.Popen) -> None:
@@ -65,7 +67,15 @@ def main() -> None:
     ap.add_argument("--drive", default="crucial-m500-120")
     ap.add_argument("--runtime", type=int, default=10)
     ap.add_argument("--span", default="1g")
+    ap.add_argument("--paced-only", action="store_true", help="only the pacing figures (QD1, QD4, QD32)")
     args = ap.parse_args()
+    if args.paced_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            paced = {}
+            for qd in (1, 4, 32):
+                paced.update(paced_fidelity(Path(tmp), qd=qd, runtime=args.runtime))
+        print(json.dumps(paced, indent=2))
+        return
     for tool in ("fio", "nbdkit"):
         if shutil.which(tool) is None:
             sys.exit(f"{tool} not installed (apt-get install fio nbdkit)")
@@ -87,7 +97,9 @@ def main() -> None:
                 proc.terminate()
                 proc.wait(timeout=60)
         stats = json.loads((tmp / "stats.json").read_text())
-        paced = paced_fidelity(tmp)
+        paced = {}
+        for qd in (1, 4, 32):
+            paced.update(paced_fidelity(tmp, qd=qd, runtime=args.runtime))
     print(json.dumps({
         **paced,
         "workload": f"fio nbd engine, 4 KiB randwrite, QD16, {args.span} span, {args.runtime} s",

@@ -139,10 +139,36 @@ pub(crate) struct Engine {
     /// The store failed (a full or failing disk): every later reply is an I/O error and the
     /// server stops; what was acknowledged before stays in the store.
     store_failed: bool,
+    /// When the engine last took a request or sent a reply (Pace::Model polls for SPIN after).
+    last_activity: Instant,
     /// Requests refused before they reached the engine (by connection readers) and
     /// connections closed over the limit.
     refused_outside: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
+
+/// With at most POLL_UP_TO_OUTSTANDING commands outstanding (a low-queue-depth client, which
+/// waits on each reply), the engine stops sleeping SPIN before a paced completion and polls,
+/// and keeps polling for SPIN after activity for the client's next request. Deeper queues
+/// sleep: polling there takes the CPU the connection threads and the client need (measured
+/// on 2 vCPUs: QD32 fio IOPS -19% with polling against -6% without). The engine thread's
+/// timer slack is 1 us, so a sleep ends within a wake-up of its deadline.
+const SPIN: Duration = Duration::from_micros(40);
+const POLL_UP_TO_OUTSTANDING: usize = 4;
+
+/// Ask the kernel to end this thread's timed sleeps within 1 us of their deadline (the default
+/// timer slack, 50 us, would make every paced reply that late).
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+pub(crate) fn fine_timer_slack() {
+    // SAFETY: prctl(PR_SET_TIMERSLACK) sets a per-thread scheduling hint; it reads and writes
+    // no memory of ours. A failure leaves the default slack and is ignored.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn fine_timer_slack() {}
 
 /// The wall clock: the emulator's one link to real time (the simulation core never reads it).
 #[allow(clippy::disallowed_methods)]
@@ -181,6 +207,7 @@ impl Engine {
             stopping: false,
             store_failed: false,
             refused_outside,
+            last_activity: wall_now(),
         }
     }
 
@@ -210,6 +237,7 @@ impl Engine {
     }
 
     pub fn run(mut self, rx: Receiver<Msg>) -> ServeStats {
+        fine_timer_slack();
         loop {
             if self.stopping && self.inflight.is_empty() {
                 break;
@@ -222,10 +250,32 @@ impl Engine {
                         Some(t) => Duration::from_nanos(t.ns().saturating_sub(now.ns())),
                         None => Duration::from_millis(50),
                     };
-                    match rx.recv_timeout(wait.min(Duration::from_millis(50))) {
-                        Ok(m) => m,
-                        Err(RecvTimeoutError::Timeout) => continue,
-                        Err(RecvTimeoutError::Disconnected) => break,
+                    // A sleeping thread wakes late (the kernel's timer slack, 50 us by
+                    // default, plus the wake-up itself): sleep only until SPIN before the
+                    // next completion, then poll; and poll for SPIN after any activity, when
+                    // the next request of a low-queue-depth client is due.
+                    let low_qd = self.dev.outstanding() <= POLL_UP_TO_OUTSTANDING;
+                    let recent = wall_now().saturating_duration_since(self.last_activity) < SPIN;
+                    if low_qd && (wait <= SPIN || recent) {
+                        match rx.try_recv() {
+                            Ok(m) => m,
+                            Err(TryRecvError::Empty) => {
+                                std::hint::spin_loop();
+                                continue;
+                            }
+                            Err(TryRecvError::Disconnected) => break,
+                        }
+                    } else {
+                        let sleep = if low_qd {
+                            wait.saturating_sub(SPIN)
+                        } else {
+                            wait
+                        };
+                        match rx.recv_timeout(sleep.min(Duration::from_millis(50))) {
+                            Ok(m) => m,
+                            Err(RecvTimeoutError::Timeout) => continue,
+                            Err(RecvTimeoutError::Disconnected) => break,
+                        }
                     }
                 }
                 Pace::None => {
@@ -263,6 +313,9 @@ impl Engine {
     }
 
     fn handle(&mut self, msg: Msg) {
+        if matches!(msg, Msg::Request { .. }) {
+            self.last_activity = wall_now();
+        }
         match msg {
             Msg::Open { conn, replies } => {
                 self.stats.connections += 1;
@@ -417,6 +470,9 @@ impl Engine {
             Pace::None => None,
         };
         let completions = std::mem::take(&mut self.completions);
+        if wall.is_some() {
+            self.last_activity = wall_now();
+        }
         for c in &completions {
             if let Some(w) = wall {
                 self.late.record(w.ns().saturating_sub(c.completed.ns()));

@@ -324,11 +324,29 @@ impl Server {
         let refused = Arc::new(AtomicU64::new(0));
         let (engine_tx, engine_rx) = channel();
         let engine = Engine::new(dev, config.pace, store, refused.clone());
-        let engine = std::thread::Builder::new()
-            .name("ssdlab-engine".into())
-            .spawn(move || engine.run(engine_rx))?;
         let stop = Arc::new(AtomicBool::new(false));
         let registry: Registry = Arc::default();
+        let engine = {
+            let (registry, stop) = (registry.clone(), stop.clone());
+            std::thread::Builder::new()
+                .name("ssdlab-engine".into())
+                .spawn(move || {
+                    let run = std::panic::AssertUnwindSafe(|| engine.run(engine_rx));
+                    std::panic::catch_unwind(run).unwrap_or_else(|_| {
+                        // A bug in the simulation: no command will be answered any more, so
+                        // close every connection rather than leave clients waiting.
+                        eprintln!("ssdlab serve: internal error in the simulation thread (message above); closing every connection");
+                        stop.store(true, Ordering::SeqCst);
+                        for o in registry.lock().expect("registry").iter() {
+                            o.stream.shutdown();
+                        }
+                        ServeStats {
+                            store_error: "internal error in the simulation thread".into(),
+                            ..ServeStats::default()
+                        }
+                    })
+                })?
+        };
         let accept = {
             let shared = Arc::new(Shared {
                 export,
