@@ -27,13 +27,15 @@ class Server:
     def __init__(self, drive: str, *, socket: str | Path | None = None, port: int | None = None,
                  bind: str = "127.0.0.1", pace: str = "model", precondition: str = "none",
                  seed: int = 0, log: bool = True, store: str | Path | None = None,
-                 read_only: bool = False, max_connections: int = 32):
+                 read_only: bool = False, max_connections: int = 32, io_timeout_s: float = 30.0):
         if pace not in PACES:
             raise SsdlabError(f"--pace '{pace}': accepted: {', '.join(PACES)}")
         if precondition not in PRECONDITIONS:
             raise SsdlabError(f"--precondition '{precondition}': accepted: {', '.join(PRECONDITIONS)}")
         if (socket is None) == (port is None):
             raise SsdlabError("give exactly one of --socket PATH or --port N")
+        if not 0.001 <= io_timeout_s <= 86_400:
+            raise SsdlabError(f"--io-timeout {io_timeout_s}: accepted: 0.001 to 86400 seconds")
         if not 1 <= max_connections <= 100_000:
             raise SsdlabError(f"--max-connections {max_connections}: accepted: 1..100000")
         if port is not None and not 0 <= port <= 65535:
@@ -50,7 +52,7 @@ class Server:
                 socket=str(socket) if socket is not None else None, port=port,
                 bind=bind if port is not None else None, log=log,
                 store=str(store) if store is not None else None, read_only=read_only,
-                max_connections=max_connections)
+                max_connections=max_connections, io_timeout_s=io_timeout_s)
         except ValueError as e:
             if str(e).startswith("store "):
                 raise SsdlabError(f"serve {self.name}: --{e}") from None
@@ -121,7 +123,8 @@ def format_mount(m: dict) -> str:
 def run_cli(args) -> int:
     server = Server(args.drive, socket=args.socket, port=args.port, bind=args.bind, pace=args.pace,
                     precondition=args.precondition, seed=args.seed or 0, log=not args.quiet,
-                    store=args.store, read_only=args.read_only, max_connections=args.max_connections)
+                    store=args.store, read_only=args.read_only, max_connections=args.max_connections,
+                    io_timeout_s=args.io_timeout)
     if server.mount is not None:
         print("ssdlab serve: " + format_mount(server.mount), flush=True)
     print(f"ssdlab serve: {server.name} ({server.user_bytes:,} bytes) at {server.uri} (pace {args.pace}"
@@ -172,6 +175,8 @@ def add_parser(sub) -> None:
     s.add_argument("--max-connections", type=int, default=32, metavar="N",
                    help="clients served at once (default 32); more are closed at once. Each may hold 32 MiB of "
                         "requests in flight, so data held for clients stays under N x 32 MiB")
+    s.add_argument("--io-timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="a client that takes no reply data, or stalls mid-request, this long is disconnected (default 30)")
     s.add_argument("--seed", type=int)
     s.add_argument("--stats-json", help="write the final statistics here as JSON")
     s.add_argument("--quiet", action="store_true", help="no log lines for refused requests or failed connections")

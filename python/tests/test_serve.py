@@ -285,6 +285,8 @@ def test_api_server_context_manager(tmp_path, tiny_toml):
     ([], "exactly one of --socket PATH or --port N"),
     (["--port", "70000"], "--port 70000"),
     (["--socket", "SOCK", "--port", "1"], "exactly one of"),
+    (["--socket", "SOCK", "--max-connections", "0"], "--max-connections 0: accepted: 1..100000"),
+    (["--socket", "SOCK", "--io-timeout", "-1"], "--io-timeout -1.0: accepted"),
 ])
 def test_serve_argument_errors(tmp_path, tiny_toml, args, message):
     args = [a.replace("SOCK", str(tmp_path / "x.sock")) for a in args]

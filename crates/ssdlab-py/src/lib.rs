@@ -361,7 +361,7 @@ struct NbdServer {
 #[pymethods]
 impl NbdServer {
     #[new]
-    #[pyo3(signature = (toml_text, seed, precondition, pace, export_name, description, socket=None, port=None, bind=None, log=true, store=None, read_only=false, max_connections=ssdlab_nbd::MAX_CONNECTIONS))]
+    #[pyo3(signature = (toml_text, seed, precondition, pace, export_name, description, socket=None, port=None, bind=None, log=true, store=None, read_only=false, max_connections=ssdlab_nbd::MAX_CONNECTIONS, io_timeout_s=ssdlab_nbd::IO_TIMEOUT.as_secs_f64()))]
     fn new(
         py: Python<'_>,
         toml_text: &str,
@@ -377,7 +377,13 @@ impl NbdServer {
         store: Option<String>,
         read_only: bool,
         max_connections: usize,
+        io_timeout_s: f64,
     ) -> PyResult<Self> {
+        if !(0.001..=86_400.0).contains(&io_timeout_s) {
+            return Err(PyValueError::new_err(format!(
+                "io timeout {io_timeout_s} s: accepted: 0.001 to 86400"
+            )));
+        }
         let cfg = DriveConfig::from_toml_str(toml_text).map_err(PyValueError::new_err)?;
         let mut dev = Device::new(&cfg, seed).map_err(|e| PyValueError::new_err(e.to_string()))?;
         match precondition {
@@ -417,6 +423,7 @@ impl NbdServer {
             log,
             read_only,
             max_connections,
+            io_timeout: std::time::Duration::from_secs_f64(io_timeout_s),
             ..ssdlab_nbd::ServerConfig::new(listen, pace, export_name, description)
         };
         let (data, mount) = match store {
