@@ -105,6 +105,15 @@ pub(crate) enum Event {
 }
 
 /// A whole simulated drive.
+/// A program not complete at some instant (see [`Device::unfinished_programs`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnfinishedProgram {
+    pub die: u32,
+    pub program: crate::ftl::Program,
+    /// Its array time is running (false: queued behind other operations of the die).
+    pub started: bool,
+}
+
 pub struct Device {
     pub config: DriveConfig,
     pub geometry: Geometry,
@@ -205,6 +214,21 @@ impl Device {
     /// The controller's processor (host commands and garbage collection).
     pub fn processor(&self) -> &Processor {
         &self.sched.processor
+    }
+
+    /// Programs a power cut now would interrupt or prevent: per die, those whose array time
+    /// is running and those still queued. With [`crate::ftl::Ftl::buffered_host_ppns`] (host
+    /// data in DRAM, in no program yet), what is not yet on the NAND.
+    pub fn unfinished_programs(&self) -> Vec<UnfinishedProgram> {
+        self.sched
+            .unfinished_programs(self.now())
+            .into_iter()
+            .map(|(die, program, started)| UnfinishedProgram {
+                die,
+                program,
+                started,
+            })
+            .collect()
     }
 
     /// Commands submitted and not yet completed.

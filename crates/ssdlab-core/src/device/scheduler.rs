@@ -40,6 +40,9 @@ struct DieQueue {
     /// When the data of the GC copies read so far has been processed by the controller (a GC
     /// program of this die may start its data-in then).
     gc_data_ready: SimTime,
+    /// Programs started on the die and when their array time ends (pruned as time passes):
+    /// what a power cut would interrupt.
+    started: VecDeque<(Program, SimTime)>,
 }
 
 /// Host reads waiting for their NAND reads.
@@ -128,6 +131,11 @@ impl Scheduler {
                 if p.kind == ProgramKind::Host {
                     self.kernel.push(end, Event::ProgramDone(die, p.host_units));
                 }
+                let d = &mut self.dies[die as usize];
+                while d.started.front().is_some_and(|&(_, e)| e <= now) {
+                    d.started.pop_front();
+                }
+                d.started.push_back((p, end));
                 next
             }
             NandOp::GcRead {
@@ -174,6 +182,25 @@ impl Scheduler {
             d.wakeup_pending = true;
             self.kernel.push(ready_at, Event::DieReady(die));
         }
+    }
+
+    /// Programs not complete at `now`, per die in order: started ones (array time running)
+    /// first, then queued ones.
+    pub fn unfinished_programs(&self, now: SimTime) -> Vec<(u32, Program, bool)> {
+        let mut out = Vec::new();
+        for (die, d) in self.dies.iter().enumerate() {
+            for &(p, end) in &d.started {
+                if end > now {
+                    out.push((die as u32, p, true));
+                }
+            }
+            for op in &d.ops {
+                if let NandOp::Program(p) = op {
+                    out.push((die as u32, *p, false));
+                }
+            }
+        }
+        out
     }
 
     /// A host program on `die` finished.

@@ -268,6 +268,98 @@ fn flush_and_fua_put_buffered_data_on_nand() {
     assert!(!dev.ftl.is_buffered(dev.ftl.lookup(2)));
 }
 
+/// What a power cut would find off the NAND: acknowledged host units still in DRAM (partial
+/// PUs) or in programs not yet complete; after a completed FLUSH, none.
+#[test]
+fn unprogrammed_host_data_is_known_until_a_flush_completes() {
+    let mut dev = Device::new(&example(), 1).unwrap();
+    let mut rng = crate::rng::Rng::new(4);
+    let mut written = std::collections::BTreeSet::new();
+    let (mut seen_started, mut seen_queued) = (0, 0);
+    for tag in 0..300u64 {
+        // Bursts of 64 KiB writes, so programs queue behind each other on a die.
+        let lba = rng.below(4096) as u32 & !15;
+        written.extend(lba..lba + 16);
+        let t = dev.now();
+        dev.submit(
+            HostIo {
+                kind: IoKind::Write,
+                offset_bytes: lba as u64 * 4096,
+                length_bytes: 16 * 4096,
+                fua: false,
+                tag,
+            },
+            t,
+        );
+        // Stop part-way through the model's work now and then, mid-program.
+        for _ in 0..rng.below(6) {
+            dev.step();
+        }
+        let g = &dev.geometry;
+        let host_in_flight: Vec<_> = dev
+            .unfinished_programs()
+            .into_iter()
+            .filter(|u| u.program.kind == crate::ftl::ProgramKind::Host)
+            .collect();
+        for u in &host_in_flight {
+            if u.started {
+                seen_started += 1;
+            } else {
+                seen_queued += 1;
+            }
+            assert_eq!(dev.ftl.die_of(u.program.first_ppn), u.die);
+            assert_eq!(u.program.first_ppn % g.units_per_pu, 0);
+        }
+        for ppn in dev.ftl.buffered_host_ppns() {
+            let lba = dev.ftl.reverse(ppn);
+            assert!(lba == crate::ftl::UNMAPPED || written.contains(&lba));
+        }
+    }
+    assert!(
+        seen_started > 0 && seen_queued > 0,
+        "{seen_started} {seen_queued}"
+    );
+    let t = dev.now();
+    dev.submit(
+        HostIo {
+            kind: IoKind::Write,
+            offset_bytes: 4096 * 4096 + 4096,
+            length_bytes: 4096,
+            fua: false,
+            tag: 998,
+        },
+        t,
+    );
+    while dev.step() {}
+    assert!(
+        !dev.ftl.buffered_host_ppns().is_empty(),
+        "acknowledged data waits in partial PUs"
+    );
+    let t = dev.now();
+    dev.submit(
+        HostIo {
+            kind: IoKind::Flush,
+            offset_bytes: 0,
+            length_bytes: 0,
+            fua: false,
+            tag: 999,
+        },
+        t,
+    );
+    loop {
+        let more = dev.step();
+        if dev.drain_completions().any(|c| c.io.tag == 999) {
+            break;
+        }
+        assert!(more, "the flush completes");
+    }
+    assert!(dev.ftl.buffered_host_ppns().is_empty());
+    assert!(!dev
+        .unfinished_programs()
+        .iter()
+        .any(|u| u.program.kind == crate::ftl::ProgramKind::Host));
+}
+
 #[test]
 fn background_collection_uses_idle_time() {
     let mut dev = filled(&example(), 1);

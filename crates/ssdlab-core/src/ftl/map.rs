@@ -79,6 +79,21 @@ impl Ftl {
         self.pu_sequence[self.pu_of(ppn) as usize]
     }
 
+    /// Physical units of host data placed in partially filled PUs: in the controller's DRAM,
+    /// on no NAND yet (a FLUSH programs them).
+    pub fn buffered_host_ppns(&self) -> Vec<u32> {
+        let g = &self.geometry;
+        let mut out = Vec::new();
+        for d in &self.dies {
+            let ob = &d.host;
+            if ob.block != NONE && ob.fill > 0 {
+                let first = ob.block * g.units_per_block + ob.next_pu * g.units_per_pu;
+                out.extend(first..first + ob.fill);
+            }
+        }
+        out
+    }
+
     /// Host units waiting in partially filled PUs (they hold write-buffer space).
     pub fn buffered_host_units(&self) -> u64 {
         self.dies.iter().map(|d| d.host.host_fill as u64).sum()

@@ -59,6 +59,9 @@ pub struct Program {
     /// Host programs: when the last host unit in it had arrived in DRAM (the context the
     /// caller gave with the write); `SimTime::ZERO` for the others.
     pub data_ready: SimTime,
+    /// First physical unit of the PU programmed (host, GC and parity programs); UNMAPPED for
+    /// metadata. What a power cut before the program completes would lose.
+    pub first_ppn: u32,
 }
 
 /// A host write of one mapping unit, with its context.
@@ -460,6 +463,8 @@ impl Ftl {
             Stream::Gc => ProgramKind::Gc,
         };
         let planes = self.geometry.planes_per_die;
+        let (units_per_block, units_per_pu) =
+            (self.geometry.units_per_block, self.geometry.units_per_pu);
         sink.program(
             die,
             Program {
@@ -467,6 +472,7 @@ impl Ftl {
                 host_units: ob.host_fill,
                 planes,
                 data_ready: ob.data_ready,
+                first_ppn: ob.block * units_per_block + ob.next_pu * units_per_pu,
             },
         );
         let pus_per_block = self.geometry.pus_per_block;
@@ -486,6 +492,7 @@ impl Ftl {
                     host_units: 0,
                     planes,
                     data_ready: SimTime::ZERO,
+                    first_ppn: ob.block * units_per_block + next_pu * units_per_pu,
                 },
             );
             self.pu_sequence[(base + next_pu) as usize] = self.sequence;

@@ -203,6 +203,7 @@ impl Persistence {
                     host_units: 0,
                     planes: self.planes,
                     data_ready: SimTime::ZERO,
+                    first_ppn: super::UNMAPPED,
                 },
             );
             c.pu_programs_meta += 1;
