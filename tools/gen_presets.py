@@ -225,6 +225,22 @@ def datasheet_lines(key: str, i: int, d: dict) -> tuple[list[str], list[str]]:
     return lines, notes
 
 
+def power_loss_protection(key: str, d: dict) -> tuple[str, str]:
+    """The drive's power-loss protection class and where it comes from (drives.toml features)."""
+    features = [f for f in d.get("features", []) if "power loss" in f]
+    text = features[0] if features else ""
+    if "covering in-flight writes" in text:
+        return "full", f'drives.toml features: "{text}"'
+    if "flush the mapping table" in text:
+        return "map", f'drives.toml features: "{text}"'
+    if "complete in-flight NAND writes" in text:
+        return "map", (f'drives.toml features: "{text}"; the DRAM buffer is not said to be covered '
+                       "(ASSUMED map)")
+    if key in ("micron-p400m", "micron-p400e", "micron-p320h", "micron-p420m"):
+        return "full", "ASSUMED: enterprise drive; drives.toml lists no features for it"
+    return "none", "ASSUMED: drives.toml lists no power-loss protection for this drive"
+
+
 def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> str:
     part_name = listed(d["nand"], i)
     part, part_notes = part_values(parts, part_name)
@@ -240,6 +256,7 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
     ppb = part["pages_per_block"]
     blocks_per_plane = die_gib * GIB // (planes * ppb * page)
     command_ns, command_src = CONTROLLER_COMMAND_NS[d["controller"]]
+    plp, plp_src = power_loss_protection(key, d)
     host = ctrl["host"]
     dram = d.get("dram_mib")
     dram_bytes = listed(dram, i) * (1 << 20) if dram else 0
@@ -306,6 +323,7 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
         f"write_mb_per_s = {CONTROLLER_DATA_PATH[d['controller']][1]}            # {CONTROLLER_DATA_PATH[d['controller']][2]}",
         f"gc_copy_ns_per_unit = {copy_ns}     # {family} firmware; {copy_src}",
         "gc_victim_ns = 0                # not separable from gc_copy_ns_per_unit with one measurement",
+        f'power_loss_protection = "{plp}"   # {plp_src}',
         "",
         "[ftl]",
         f"user_capacity_bytes = {cap * 10**9}",

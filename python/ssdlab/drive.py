@@ -402,6 +402,7 @@ def describe_config(config: dict, g: dict) -> dict:
         "gc_spare_of_user_pct": 100 * _op(g, of="user", held=False),
         "map_dram_mib": g["map_dram_bytes"] / 2**20,
         "dram_mib": config.get("controller", {}).get("dram_bytes", 0) / 2**20,
+        "power_loss_protection": config.get("controller", {}).get("power_loss_protection", "none"),
         "rain": f"{config['ftl'].get('rain_data_pages_per_parity', 0)}:1" if config["ftl"].get("rain_data_pages_per_parity") else "none",
     }
 

@@ -150,6 +150,38 @@ pub struct ControllerConfig {
     /// erase bookkeeping), nanoseconds, on the same processor.
     #[serde(default)]
     pub gc_victim_ns: u64,
+    /// What the drive's hold-up energy (capacitors) covers at a power cut
+    /// (`ssdlab crashtest`, docs/model.md "Power loss"). Default `none`.
+    #[serde(default)]
+    pub power_loss_protection: PowerLossProtection,
+}
+
+/// What survives a power cut, by the drive's design.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum PowerLossProtection {
+    /// Capacitors finish every acknowledged write (buffered data is programmed): nothing
+    /// acknowledged is lost (the M500DC: "power loss protection covering in-flight writes").
+    Full,
+    /// Capacitors finish the programs already running and flush the map; host data still in
+    /// the DRAM buffer (partial pages, queued programs) is lost unless a FLUSH completed or the
+    /// write had FUA (the M500: "capacitors flush the mapping table").
+    Map,
+    /// No hold-up: buffered data and queued or running programs are lost, and a running
+    /// program of an MLC upper page corrupts its paired lower page (detected on read; RAIN
+    /// repairs it where the drive has it).
+    #[default]
+    None,
+}
+
+impl PowerLossProtection {
+    pub fn name(self) -> &'static str {
+        match self {
+            PowerLossProtection::Full => "full",
+            PowerLossProtection::Map => "map",
+            PowerLossProtection::None => "none",
+        }
+    }
 }
 
 /// Garbage-collection victim policy.
