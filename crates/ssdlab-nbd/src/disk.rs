@@ -6,9 +6,10 @@
 //!   stopped cleanly;
 //! - `data`: a sparse file; physical unit `ppn` at byte `ppn * unit_bytes` (the NAND's pages
 //!   by physical location; units never written or holding zeros are holes);
-//! - `oob`: the out-of-band record the firmware programs with each unit, 16 bytes per
-//!   physical unit at `ppn * 16`: logical unit (u32), flags (u32: written, stale, zeros),
-//!   write sequence number (u64), little-endian; all zero when erased;
+//! - `oob`: the out-of-band record the firmware programs with each unit, 24 bytes per
+//!   physical unit at `ppn * 24`: logical unit (u32), flags (u32: written, stale, zeros,
+//!   unreadable), write sequence number (u64), the unit this copy superseded (u32, for a power
+//!   cut that loses the copy), 4 reserved bytes; little-endian; all zero when erased;
 //! - `erase_counts`: one u32 per block.
 //!
 //! Why plain files and not an embedded database: data is addressed by a dense integer (the
@@ -33,11 +34,14 @@ use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-const RECORD: u64 = 16;
+const RECORD: u64 = 24;
 const WRITTEN: u32 = 1;
 const STALE: u32 = 2;
 const ZEROS: u32 = 4;
-const FORMAT: u32 = 1;
+/// The unit's page was corrupted (the paired lower page of a program a power cut interrupted):
+/// reads of it fail, as ECC detects.
+const UNREADABLE: u32 = 8;
+const FORMAT: u32 = 2;
 
 /// What `store.json` says.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -88,6 +92,9 @@ pub struct DiskUnits {
     has_data: Vec<u64>,
     stored: u64,
     next_sequence: u64,
+    /// Current units that cannot be read (few: only after a power cut of a drive without
+    /// protection).
+    unreadable: std::collections::BTreeSet<u32>,
     /// Tests: file writes left before the process "dies" (every later write fails).
     #[cfg(test)]
     pub(crate) writes_left: Option<u64>,
@@ -145,6 +152,7 @@ impl DiskUnits {
             has_data: vec![0; words],
             stored: 0,
             next_sequence: 1,
+            unreadable: Default::default(),
             #[cfg(test)]
             writes_left: None,
         })
@@ -174,8 +182,19 @@ impl DiskUnits {
         }
     }
 
-    /// The bytes of `ppn`, or None for zeros.
+    fn check_readable(&self, ppn: u32) -> io::Result<()> {
+        if self.unreadable.contains(&ppn) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("unit {ppn} is uncorrectable"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The bytes of `ppn`, or None for zeros. An uncorrectable unit is an `InvalidData` error.
     pub fn load(&mut self, ppn: u32) -> io::Result<Option<Box<[u8]>>> {
+        self.check_readable(ppn)?;
         if !self.has(ppn) {
             return Ok(None);
         }
@@ -187,6 +206,7 @@ impl DiskUnits {
 
     /// Part of unit `ppn` from byte `within` into `dst`.
     pub fn read_into(&mut self, ppn: u32, within: usize, dst: &mut [u8]) -> io::Result<()> {
+        self.check_readable(ppn)?;
         if !self.has(ppn) {
             dst.fill(0);
             return Ok(());
@@ -197,12 +217,22 @@ impl DiskUnits {
         )
     }
 
-    fn record(lba: u32, flags: u32, sequence: u64) -> [u8; RECORD as usize] {
+    fn record(lba: u32, flags: u32, sequence: u64, prev: u32) -> [u8; RECORD as usize] {
         let mut r = [0u8; RECORD as usize];
         r[0..4].copy_from_slice(&lba.to_le_bytes());
         r[4..8].copy_from_slice(&flags.to_le_bytes());
         r[8..16].copy_from_slice(&sequence.to_le_bytes());
+        r[16..20].copy_from_slice(&prev.to_le_bytes());
         r
+    }
+
+    /// The record of `ppn`: (lba, flags, sequence, prev).
+    fn read_record(&self, ppn: u32) -> io::Result<(u32, u32, u64, u32)> {
+        let mut r = [0u8; RECORD as usize];
+        self.oob.read_exact_at(&mut r, ppn as u64 * RECORD)?;
+        let word = |i: usize| u32::from_le_bytes(r[i..i + 4].try_into().expect("4 bytes"));
+        let seq = u64::from_le_bytes(r[8..16].try_into().expect("8 bytes"));
+        Ok((word(0), word(4), seq, word(16)))
     }
 
     /// Tests: count a file write against `writes_left`.
@@ -218,9 +248,21 @@ impl DiskUnits {
         Ok(())
     }
 
-    /// Program unit `ppn` with the current data of `lba` (None: zeros).
-    pub fn store(&mut self, ppn: u32, lba: u32, data: Option<&[u8]>) -> io::Result<()> {
+    /// Program unit `ppn` with the current data of `lba` (None: zeros), superseding `prev`
+    /// (UNMAPPED if none); `unreadable` carries an uncorrectable copy's state.
+    pub fn store(
+        &mut self,
+        ppn: u32,
+        lba: u32,
+        data: Option<&[u8]>,
+        prev: u32,
+        unreadable: bool,
+    ) -> io::Result<()> {
         let mut flags = WRITTEN;
+        if unreadable {
+            flags |= UNREADABLE;
+            self.unreadable.insert(ppn);
+        }
         match data {
             Some(d) => {
                 self.spend()?;
@@ -235,12 +277,13 @@ impl DiskUnits {
         self.next_sequence += 1;
         self.spend()?;
         self.oob
-            .write_all_at(&Self::record(lba, flags, seq), ppn as u64 * RECORD)
+            .write_all_at(&Self::record(lba, flags, seq, prev), ppn as u64 * RECORD)
     }
 
     /// Unit `ppn` no longer holds its logical unit's current data.
     pub fn release(&mut self, ppn: u32) -> io::Result<()> {
         let mut flags = WRITTEN | STALE;
+        self.unreadable.remove(&ppn);
         if self.has(ppn) {
             self.stored -= 1;
             self.set_has(ppn, false);
@@ -256,6 +299,14 @@ impl DiskUnits {
     pub fn erase(&mut self, first_ppn: u32) -> io::Result<()> {
         let upb = self.meta.units_per_block;
         let block = (first_ppn / upb) as usize;
+        let stale: Vec<u32> = self
+            .unreadable
+            .range(first_ppn..first_ppn + upb)
+            .copied()
+            .collect();
+        for p in stale {
+            self.unreadable.remove(&p);
+        }
         self.spend()?;
         self.oob.write_all_at(
             &vec![0u8; (upb as u64 * RECORD) as usize],
@@ -265,6 +316,64 @@ impl DiskUnits {
         self.spend()?;
         self.erase_file
             .write_all_at(&self.erase_counts[block].to_le_bytes(), block as u64 * 4)
+    }
+
+    /// A power cut: the units in `lost` were never programmed (their records go; a lost
+    /// current copy gives way to the copy it superseded when that is still on the NAND, or
+    /// to nothing), and the units in `corrupt` cannot be read any more. Returns how many lost
+    /// copies were current and, of those, how many fell back to an older copy.
+    pub fn power_cut(&mut self, lost: &[u32], corrupt: &[u32]) -> io::Result<(u64, u64)> {
+        let mut records = Vec::with_capacity(lost.len());
+        for &ppn in lost {
+            let (lba, flags, seq, prev) = self.read_record(ppn)?;
+            if flags & WRITTEN != 0 {
+                records.push((seq, ppn, lba, flags, prev));
+            }
+        }
+        // Newest first, so a chain of lost copies of one unit unwinds to the oldest survivor.
+        records.sort_unstable_by(|a, b| b.cmp(a));
+        let (mut current, mut fell_back) = (0, 0);
+        for (seq, ppn, lba, flags, prev) in records {
+            if self.has(ppn) {
+                self.stored -= 1;
+                self.set_has(ppn, false);
+            }
+            self.unreadable.remove(&ppn);
+            self.oob
+                .write_all_at(&[0u8; RECORD as usize], ppn as u64 * RECORD)?;
+            if flags & STALE != 0 {
+                continue;
+            }
+            current += 1;
+            if prev == UNMAPPED {
+                continue;
+            }
+            let (plba, pflags, pseq, _) = self.read_record(prev)?;
+            if pflags & WRITTEN != 0 && pflags & STALE != 0 && plba == lba && pseq < seq {
+                let flags = pflags & !STALE;
+                if flags & ZEROS == 0 {
+                    self.stored += 1;
+                    self.set_has(prev, true);
+                }
+                if flags & UNREADABLE != 0 {
+                    self.unreadable.insert(prev);
+                }
+                self.oob
+                    .write_all_at(&flags.to_le_bytes(), prev as u64 * RECORD + 4)?;
+                fell_back += 1;
+            }
+        }
+        for &ppn in corrupt {
+            let (_, flags, _, _) = self.read_record(ppn)?;
+            if flags & WRITTEN != 0 {
+                self.oob
+                    .write_all_at(&(flags | UNREADABLE).to_le_bytes(), ppn as u64 * RECORD + 4)?;
+                if flags & STALE == 0 {
+                    self.unreadable.insert(ppn);
+                }
+            }
+        }
+        Ok((current, fell_back))
     }
 
     /// Everything stored so far reaches the disk (FLUSH; a clean stop).
@@ -299,7 +408,7 @@ impl DiskUnits {
                     any = true;
                     let seq = self.next_sequence;
                     self.next_sequence += 1;
-                    buf.extend_from_slice(&Self::record(lba, WRITTEN | ZEROS, seq));
+                    buf.extend_from_slice(&Self::record(lba, WRITTEN | ZEROS, seq, UNMAPPED));
                 }
             }
             if any {
@@ -447,6 +556,7 @@ pub fn mount(
     disk.next_sequence = next_sequence;
     // Pass 2: hand every programmed unit to the FTL; note which hold data.
     let mut has_data = std::mem::take(&mut disk.has_data);
+    let mut unreadable = std::collections::BTreeSet::new();
     let mut stored = 0u64;
     let mut records =
         OobRecords::new(&disk.oob, found.physical_units).map_err(|e| at(dir, "oob", e))?;
@@ -455,6 +565,9 @@ pub fn mount(
         if live && flags & ZEROS == 0 {
             has_data[(ppn / 64) as usize] |= 1 << (ppn % 64);
             stored += 1;
+        }
+        if live && flags & UNREADABLE != 0 {
+            unreadable.insert(ppn);
         }
         Recovered {
             ppn,
@@ -470,6 +583,7 @@ pub fn mount(
     drop(current);
     disk.has_data = has_data;
     disk.stored = stored;
+    disk.unreadable = unreadable;
     let report = dev.ftl.mount_report(&dev.config.nand);
     let clean = found.clean;
     disk.meta.clean = false;

@@ -100,6 +100,9 @@ pub struct ServeStats {
     pub late_p50_us: f64,
     pub late_p99_us: f64,
     pub late_max_us: f64,
+    /// READs answered EIO because a unit in them is uncorrectable (after a power cut of a
+    /// drive without protection).
+    pub uncorrectable_reads: u64,
     /// Why the on-disk store stopped taking data (empty while it works).
     pub store_error: String,
 }
@@ -490,12 +493,19 @@ impl Engine {
             .remove(&tag)
             .expect("completion of a known command");
         let mut read = None;
+        let mut uncorrectable = false;
         match f.cmd {
             Cmd::Read => {
                 let mut data = vec![0u8; f.length as usize];
                 let ftl = &self.dev.ftl;
-                if let Err(e) = self.store.read(f.offset, &mut data, |lba| ftl.lookup(lba)) {
-                    self.store_failed(e);
+                match self.store.read(f.offset, &mut data, |lba| ftl.lookup(lba)) {
+                    Ok(()) => {}
+                    // A unit the drive cannot correct: this command fails, nothing else.
+                    Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                        self.stats.uncorrectable_reads += 1;
+                        uncorrectable = true;
+                    }
+                    Err(e) => self.store_failed(e),
                 }
                 self.stats.reads += 1;
                 self.stats.bytes_read += f.length;
@@ -515,7 +525,7 @@ impl Engine {
                 }
             }
         }
-        let error = if self.store_failed {
+        let error = if self.store_failed || uncorrectable {
             self.stats.errors += 1;
             read = None;
             crate::proto::EIO

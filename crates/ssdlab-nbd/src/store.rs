@@ -98,10 +98,16 @@ impl DataStore {
             let needs_old = ch.old_ppn != UNMAPPED
                 && ch.new_ppn != UNMAPPED
                 && write.is_none_or(|w| !self.covers(ch.lba, w));
-            let old = if needs_old {
-                self.load(ch.old_ppn)?
+            // An uncorrectable old copy makes the new one uncorrectable too (a move or a
+            // read-modify-write cannot recover it).
+            let (old, unreadable) = if needs_old {
+                match self.load(ch.old_ppn) {
+                    Ok(d) => (d, false),
+                    Err(e) if e.kind() == io::ErrorKind::InvalidData => (None, true),
+                    Err(e) => return Err(e),
+                }
             } else {
-                None
+                (None, false)
             };
             if ch.new_ppn != UNMAPPED {
                 let data = match write {
@@ -115,7 +121,9 @@ impl DataStore {
                             m.insert(ch.new_ppn, d);
                         }
                     }
-                    Units::Disk(d) => d.store(ch.new_ppn, ch.lba, data.as_deref())?,
+                    Units::Disk(d) => {
+                        d.store(ch.new_ppn, ch.lba, data.as_deref(), ch.old_ppn, unreadable)?
+                    }
                 }
             }
             if ch.old_ppn != UNMAPPED {
