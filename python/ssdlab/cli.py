@@ -221,6 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .validate import add_parser as add_validate_parser
 
     add_validate_parser(sub)
+    from .crashtest import add_parser as add_crashtest_parser
+
+    add_crashtest_parser(sub)
     return p
 
 

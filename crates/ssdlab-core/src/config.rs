@@ -762,6 +762,7 @@ pub(crate) mod tests {
                 write_mb_per_s: 0.0,
                 gc_copy_ns_per_unit: 0,
                 gc_victim_ns: 0,
+                power_loss_protection: PowerLossProtection::None,
             },
             ftl: FtlConfig {
                 user_capacity_bytes: 4 * 64 * 32 * 16384 * 85 / 100,

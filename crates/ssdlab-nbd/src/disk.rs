@@ -229,7 +229,11 @@ impl DiskUnits {
     /// The record of `ppn`: (lba, flags, sequence, prev).
     fn read_record(&self, ppn: u32) -> io::Result<(u32, u32, u64, u32)> {
         let mut r = [0u8; RECORD as usize];
-        self.oob.read_exact_at(&mut r, ppn as u64 * RECORD)?;
+        match self.oob.read_exact_at(&mut r, ppn as u64 * RECORD) {
+            // Beyond the end of the file: never written.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => r = [0u8; RECORD as usize],
+            other => other?,
+        }
         let word = |i: usize| u32::from_le_bytes(r[i..i + 4].try_into().expect("4 bytes"));
         let seq = u64::from_le_bytes(r[8..16].try_into().expect("8 bytes"));
         Ok((word(0), word(4), seq, word(16)))
@@ -323,17 +327,20 @@ impl DiskUnits {
     /// to nothing), and the units in `corrupt` cannot be read any more. Returns how many lost
     /// copies were current and, of those, how many fell back to an older copy.
     pub fn power_cut(&mut self, lost: &[u32], corrupt: &[u32]) -> io::Result<(u64, u64)> {
-        let mut records = Vec::with_capacity(lost.len());
+        let mut order = Vec::with_capacity(lost.len());
         for &ppn in lost {
-            let (lba, flags, seq, prev) = self.read_record(ppn)?;
+            let (_, flags, seq, _) = self.read_record(ppn)?;
             if flags & WRITTEN != 0 {
-                records.push((seq, ppn, lba, flags, prev));
+                order.push((seq, ppn));
             }
         }
-        // Newest first, so a chain of lost copies of one unit unwinds to the oldest survivor.
-        records.sort_unstable_by(|a, b| b.cmp(a));
+        // Newest first, so a chain of lost copies of one unit unwinds to the oldest survivor
+        // (each copy's flags are read when its turn comes: a newer lost copy may have made
+        // it current again).
+        order.sort_unstable_by(|a, b| b.cmp(a));
         let (mut current, mut fell_back) = (0, 0);
-        for (seq, ppn, lba, flags, prev) in records {
+        for (seq, ppn) in order {
+            let (lba, flags, _, prev) = self.read_record(ppn)?;
             if self.has(ppn) {
                 self.stored -= 1;
                 self.set_has(ppn, false);
@@ -613,6 +620,29 @@ struct OobRecords<'a> {
 
 const SCAN_UNITS: u64 = 1 << 16;
 
+/// The first offset at or after `from` that holds data (lseek SEEK_DATA), None past the last;
+/// `Some(from)` where the file system cannot tell.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn next_data(file: &File, from: u64) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: lseek on a descriptor this File owns; it reads no memory of ours. The file's
+    // offset moves, which nothing here uses (all reads and writes are positioned).
+    let at = unsafe { libc::lseek(file.as_raw_fd(), from as libc::off_t, libc::SEEK_DATA) };
+    if at >= 0 {
+        return Some(at as u64);
+    }
+    match io::Error::last_os_error().raw_os_error() {
+        Some(libc::ENXIO) => None,
+        _ => Some(from),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn next_data(_file: &File, from: u64) -> Option<u64> {
+    Some(from)
+}
+
 impl<'a> OobRecords<'a> {
     fn new(oob: &'a File, physical_units: u64) -> Result<OobRecords<'a>, String> {
         let len = oob.metadata().map_err(|e| e.to_string())?.len();
@@ -640,6 +670,19 @@ impl Iterator for OobRecords<'_> {
         while self.next < self.units {
             let ppn = self.next;
             if ppn >= self.buf_first + (self.buf.len() as u64 / RECORD) || self.buf.is_empty() {
+                // Skip holes (units never written, or erased and punched) without reading them.
+                let ppn = match next_data(self.oob, ppn * RECORD) {
+                    Some(at) => ppn.max(at / RECORD),
+                    None => {
+                        self.next = self.units;
+                        return None;
+                    }
+                };
+                if ppn >= self.units {
+                    self.next = self.units;
+                    return None;
+                }
+                self.next = ppn;
                 let n = SCAN_UNITS.min(self.units - ppn);
                 self.buf.resize((n * RECORD) as usize, 0);
                 self.buf_first = ppn;
@@ -648,6 +691,7 @@ impl Iterator for OobRecords<'_> {
                     return None;
                 }
             }
+            let ppn = self.next;
             self.next += 1;
             let o = ((ppn - self.buf_first) * RECORD) as usize;
             let rec = &self.buf[o..o + RECORD as usize];

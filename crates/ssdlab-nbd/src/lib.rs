@@ -8,6 +8,7 @@
 //! link to sockets and the wall clock.
 
 mod conn;
+pub mod crash;
 pub mod disk;
 mod engine;
 pub mod proto;

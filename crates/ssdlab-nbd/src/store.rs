@@ -63,6 +63,14 @@ impl DataStore {
         (self.stored_units() * self.unit) as u64
     }
 
+    /// The on-disk units, handed back (None for a store in memory).
+    pub fn into_disk(self) -> Option<DiskUnits> {
+        match self.units {
+            Units::Memory(_) => None,
+            Units::Disk(d) => Some(d),
+        }
+    }
+
     pub fn disk(&mut self) -> Option<&mut DiskUnits> {
         match &mut self.units {
             Units::Memory(_) => None,

@@ -485,6 +485,38 @@ impl NbdServer {
     }
 }
 
+/// Power cuts of a drive against a shadow copy (see ssdlab_nbd::crash); the report as JSON.
+#[pyfunction]
+#[pyo3(signature = (toml_text, name, dir, cycles, seed, commands_per_cycle, span_units, queue_depth, prefill))]
+#[allow(clippy::too_many_arguments)]
+fn crashtest(
+    py: Python<'_>,
+    toml_text: &str,
+    name: &str,
+    dir: &str,
+    cycles: u64,
+    seed: u64,
+    commands_per_cycle: u32,
+    span_units: u32,
+    queue_depth: u32,
+    prefill: bool,
+) -> PyResult<String> {
+    let cfg = DriveConfig::from_toml_str(toml_text).map_err(PyValueError::new_err)?;
+    let opts = ssdlab_nbd::crash::CrashOptions {
+        cycles,
+        seed,
+        commands_per_cycle,
+        span_units,
+        queue_depth,
+        prefill,
+    };
+    let dir = std::path::PathBuf::from(dir);
+    let report = py
+        .allow_threads(|| ssdlab_nbd::crash::crashtest(&cfg, name, &dir, &opts, |_| {}))
+        .map_err(PyRuntimeError::new_err)?;
+    Ok(serde_json::to_string(&report).expect("report serialises"))
+}
+
 #[pymodule]
 fn _ssdlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
@@ -492,5 +524,6 @@ fn _ssdlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(theory_waf, m)?)?;
     m.add_function(wrap_pyfunction!(simulate_theory_waf, m)?)?;
     m.add_function(wrap_pyfunction!(validate_config, m)?)?;
+    m.add_function(wrap_pyfunction!(crashtest, m)?)?;
     Ok(())
 }

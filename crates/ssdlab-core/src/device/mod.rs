@@ -171,6 +171,33 @@ impl Device {
         })
     }
 
+    /// Power off and on again: the clock, queues, buffer, NAND and host interface start afresh;
+    /// the FTL keeps its tables (allocated once) for `Ftl::restore` to rebuild from what the
+    /// NAND holds, as firmware does at power-on.
+    pub fn power_cycle(&mut self) {
+        let config = &self.config;
+        let unit_bytes = self.geometry.mapping_unit_bytes as u64;
+        self.sched = Scheduler::new(
+            Nand::new(&config.nand, &self.geometry),
+            Processor::new(&config.controller),
+            self.geometry.dies,
+            unit_bytes,
+            config.nand.copyback,
+        );
+        self.host = HostInterface::new(&config.host, &config.controller);
+        self.slots.clear();
+        self.free_slots.clear();
+        self.in_device = 0;
+        self.host_queue.clear();
+        self.write_wait.clear();
+        self.buffer = WriteBuffer::new(config.ftl.write_buffer_bytes / unit_bytes);
+        self.completions.clear();
+        self.flush_waits = FlushWaits::default();
+        self.idle_since = SimTime::ZERO;
+        self.jobs_started = 0;
+        self.ftl.journal = None;
+    }
+
     /// NAND pages the FTL has decided to program so far (host, GC, parity, padding): timing
     /// independent, unlike the NAND's count of programs started.
     pub fn pages_committed(&self) -> u64 {
