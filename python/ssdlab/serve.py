@@ -27,13 +27,18 @@ class Server:
     def __init__(self, drive: str, *, socket: str | Path | None = None, port: int | None = None,
                  bind: str = "127.0.0.1", pace: str = "model", precondition: str = "none",
                  seed: int = 0, log: bool = True, store: str | Path | None = None,
-                 read_only: bool = False, max_connections: int = 32, io_timeout_s: float = 30.0):
+                 read_only: bool = False, max_connections: int = 32, io_timeout_s: float = 30.0,
+                 power_cut_after: int | None = None):
         if pace not in PACES:
             raise SsdlabError(f"--pace '{pace}': accepted: {', '.join(PACES)}")
         if precondition not in PRECONDITIONS:
             raise SsdlabError(f"--precondition '{precondition}': accepted: {', '.join(PRECONDITIONS)}")
         if (socket is None) == (port is None):
             raise SsdlabError("give exactly one of --socket PATH or --port N")
+        if power_cut_after is not None and store is None:
+            raise SsdlabError("--power-cut-after needs --store DIR (the drive is rebuilt from it)")
+        if power_cut_after is not None and not 1 <= power_cut_after <= 2**62:
+            raise SsdlabError(f"--power-cut-after {power_cut_after}: accepted: 1 or more commands")
         if not 0.001 <= io_timeout_s <= 86_400:
             raise SsdlabError(f"--io-timeout {io_timeout_s}: accepted: 0.001 to 86400 seconds")
         if not 1 <= max_connections <= 100_000:
@@ -52,7 +57,7 @@ class Server:
                 socket=str(socket) if socket is not None else None, port=port,
                 bind=bind if port is not None else None, log=log,
                 store=str(store) if store is not None else None, read_only=read_only,
-                max_connections=max_connections, io_timeout_s=io_timeout_s)
+                max_connections=max_connections, io_timeout_s=io_timeout_s, power_cut_after=power_cut_after)
         except ValueError as e:
             if str(e).startswith("store "):
                 raise SsdlabError(f"serve {self.name}: --{e}") from None
@@ -124,7 +129,7 @@ def run_cli(args) -> int:
     server = Server(args.drive, socket=args.socket, port=args.port, bind=args.bind, pace=args.pace,
                     precondition=args.precondition, seed=args.seed or 0, log=not args.quiet,
                     store=args.store, read_only=args.read_only, max_connections=args.max_connections,
-                    io_timeout_s=args.io_timeout)
+                    io_timeout_s=args.io_timeout, power_cut_after=args.power_cut_after)
     if server.mount is not None:
         print("ssdlab serve: " + format_mount(server.mount), flush=True)
     print(f"ssdlab serve: {server.name} ({server.user_bytes:,} bytes) at {server.uri} (pace {args.pace}"
@@ -177,6 +182,9 @@ def add_parser(sub) -> None:
                         "requests in flight, so data held for clients stays under N x 32 MiB")
     s.add_argument("--io-timeout", type=float, default=30.0, metavar="SECONDS",
                    help="a client that takes no reply data, or stalls mid-request, this long is disconnected (default 30)")
+    s.add_argument("--power-cut-after", type=int, metavar="N",
+                   help="cut the power once after N commands (needs --store): what the drive's "
+                        "power_loss_protection does not keep is lost, connections drop, the drive is rebuilt and served again")
     s.add_argument("--seed", type=int)
     s.add_argument("--stats-json", help="write the final statistics here as JSON")
     s.add_argument("--quiet", action="store_true", help="no log lines for refused requests or failed connections")

@@ -287,6 +287,7 @@ def test_api_server_context_manager(tmp_path, tiny_toml):
     (["--socket", "SOCK", "--port", "1"], "exactly one of"),
     (["--socket", "SOCK", "--max-connections", "0"], "--max-connections 0: accepted: 1..100000"),
     (["--socket", "SOCK", "--io-timeout", "-1"], "--io-timeout -1.0: accepted"),
+    (["--socket", "SOCK", "--power-cut-after", "10"], "--power-cut-after needs --store DIR"),
 ])
 def test_serve_argument_errors(tmp_path, tiny_toml, args, message):
     args = [a.replace("SOCK", str(tmp_path / "x.sock")) for a in args]
@@ -511,3 +512,25 @@ def test_read_only_export_with_real_clients(tmp_path, tiny_toml):
     assert "read-only" in (w.stdout + w.stderr).lower() or w.returncode != 0, w.stdout + w.stderr
     stats = s.stop()
     assert stats["writes"] == 0
+
+
+def test_a_seeded_power_cut_drops_clients_and_the_drive_comes_back_with_what_it_promised(tmp_path):
+    """`--power-cut-after N` on a drive with full protection: qemu-io's writes before the cut
+    are all there when a new client connects to the rebuilt drive."""
+    _need("qemu-io")
+    toml = tmp_path / "full.toml"
+    toml.write_text(TINY_TOML.replace('command_ns = 12500', 'command_ns = 12500\npower_loss_protection = "full"'))
+    s = Served(tmp_path, str(toml), "--pace", "none", "--store", str(tmp_path / "store"), "--power-cut-after", "30")
+    first = run(["qemu-io", "-f", "raw", s.uri, *sum((["-c", f"write -P {i + 1} {i * 65536} 64k"] for i in range(20)), [])])
+    assert first.returncode == 0, first.stderr
+    second = run(["qemu-io", "-f", "raw", s.uri, *sum((["-c", f"write -P 99 {(100 + i) * 65536} 64k"] for i in range(40)), [])])
+    deadline = time.time() + 30
+    while "power cut after 30 commands" not in s.output():
+        assert time.time() < deadline, s.output()
+        time.sleep(0.05)
+    assert "full protection): 0 host copies lost" in s.output(), s.output()
+    check = run(["qemu-io", "-f", "raw", s.uri, *sum((["-c", f"read -P {i + 1} {i * 65536} 64k"] for i in range(20)), [])])
+    assert check.returncode == 0 and "Pattern verification failed" not in check.stdout, check.stdout + check.stderr
+    stats = s.stop()
+    assert stats["power_cuts"] == 1
+    del second

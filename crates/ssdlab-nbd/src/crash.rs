@@ -498,7 +498,7 @@ fn paired_lower_page(page: u32) -> Option<u32> {
 
 /// The units a cut now loses (host copies) and corrupts, by protection class, and the units
 /// RAIN repairs instead of corrupting.
-fn cut_losses(
+pub(crate) fn cut_losses(
     dev: &Device,
     protection: PowerLossProtection,
     rain: bool,

@@ -100,11 +100,24 @@ pub struct ServeStats {
     pub late_p50_us: f64,
     pub late_p99_us: f64,
     pub late_max_us: f64,
+    /// Power cuts (`--power-cut-after`) and what they lost: host copies (acknowledged or in
+    /// flight) and, of those, copies that fell back to an older one; units corrupted.
+    pub power_cuts: u64,
+    pub power_cut_lost_units: u64,
+    pub power_cut_fell_back_units: u64,
+    pub power_cut_corrupted_units: u64,
     /// READs answered EIO because a unit in them is uncorrectable (after a power cut of a
     /// drive without protection).
     pub uncorrectable_reads: u64,
     /// Why the on-disk store stopped taking data (empty while it works).
     pub store_error: String,
+}
+
+pub(crate) struct PlannedCut {
+    after: u64,
+    dir: std::path::PathBuf,
+    drive: String,
+    registry: crate::Registry,
 }
 
 struct Inflight {
@@ -144,6 +157,9 @@ pub(crate) struct Engine {
     store_failed: bool,
     /// When the engine last took a request or sent a reply (Pace::Model polls for SPIN after).
     last_activity: Instant,
+    /// A planned power cut: after how many commands, and what the rebuild needs.
+    power_cut: Option<PlannedCut>,
+    commands_seen: u64,
     /// Requests refused before they reached the engine (by connection readers) and
     /// connections closed over the limit.
     refused_outside: std::sync::Arc<std::sync::atomic::AtomicU64>,
@@ -211,7 +227,81 @@ impl Engine {
             store_failed: false,
             refused_outside,
             last_activity: wall_now(),
+            power_cut: None,
+            commands_seen: 0,
         }
+    }
+
+    pub fn plan_power_cut(
+        &mut self,
+        after: u64,
+        dir: std::path::PathBuf,
+        drive: String,
+        registry: crate::Registry,
+    ) {
+        self.power_cut = Some(PlannedCut {
+            after,
+            dir,
+            drive,
+            registry,
+        });
+    }
+
+    /// Cut the power now: the store loses what the drive's protection does not keep, every
+    /// connection drops (its commands in flight are never answered, as at a real cut), and the
+    /// drive is rebuilt from the store as at power-on and served again.
+    fn cut_power(&mut self, cut: PlannedCut) {
+        self.settle();
+        let protection = self.dev.config.controller.power_loss_protection;
+        let rain = self.dev.geometry.rain_period > 0;
+        let (lost, corrupt, _) = crate::crash::cut_losses(&self.dev, protection, rain);
+        let unit = self.dev.geometry.mapping_unit_bytes;
+        let Some(disk) = self.store.disk() else {
+            return;
+        };
+        match disk.power_cut(&lost, &corrupt) {
+            Ok((current, fell_back)) => {
+                self.stats.power_cut_lost_units += current;
+                self.stats.power_cut_fell_back_units += fell_back;
+                self.stats.power_cut_corrupted_units += corrupt.len() as u64;
+            }
+            Err(e) => return self.store_failed(e),
+        }
+        self.stats.power_cuts += 1;
+        for o in cut.registry.lock().expect("registry").iter() {
+            o.stream.shutdown();
+        }
+        self.conns.clear();
+        self.inflight.clear();
+        self.completions.clear();
+        // Power on: the old store goes unclosed, as the process that held it would.
+        drop(std::mem::replace(&mut self.store, DataStore::new(unit)));
+        self.dev.power_cycle();
+        match crate::disk::mount(&cut.dir, &mut self.dev, &cut.drive, false) {
+            Ok((disk, mount)) => {
+                eprintln!(
+                    "ssdlab serve: power cut after {} commands ({} protection): {} host copies lost ({} fell back to an older copy), {} units corrupted; rebuilt: {} units mapped, modelled mount time {:.1} ms",
+                    cut.after,
+                    protection.name(),
+                    self.stats.power_cut_lost_units,
+                    self.stats.power_cut_fell_back_units,
+                    self.stats.power_cut_corrupted_units,
+                    mount.report.mapped_units,
+                    mount.report.mount_ns as f64 / 1e6
+                );
+                self.store = DataStore::on_disk(disk);
+            }
+            Err(e) => {
+                eprintln!("ssdlab serve: power cut: the drive does not come back: {e}");
+                self.store_failed(std::io::Error::other(e));
+                return;
+            }
+        }
+        self.dev.ftl.journal = Some(Vec::new());
+        self.sim_start = self.dev.now();
+        self.wall_start = wall_now();
+        self.pages0 = self.dev.pages_committed();
+        self.host_units0 = self.dev.ftl.counters.host_units_written;
     }
 
     /// The store could not take or give data: say so once, answer everything with EIO from
@@ -348,6 +438,9 @@ impl Engine {
     }
 
     fn request(&mut self, conn: u64, req: Request) {
+        if !self.conns.contains_key(&conn) {
+            return; // a connection a power cut dropped: its requests die with it
+        }
         let is_read = req.cmd == Cmd::Read;
         let reply_now = |engine: &mut Engine, error: u32, data: Option<Vec<u8>>| {
             if error != 0 {
@@ -427,6 +520,15 @@ impl Engine {
             at,
         );
         self.settle();
+        self.commands_seen += 1;
+        if self
+            .power_cut
+            .as_ref()
+            .is_some_and(|c| c.after == self.commands_seen)
+        {
+            let cut = self.power_cut.take().expect("planned");
+            self.cut_power(cut);
+        }
     }
 
     /// Process every model event up to `t`, replying to what completes.

@@ -61,6 +61,12 @@ pub struct ServerConfig {
     /// A client that takes no reply bytes, or sends none of a request it has started, for
     /// this long is disconnected; nobody else waits for it meanwhile.
     pub io_timeout: Duration,
+    /// Cut the power once, right after this many commands (needs `store_dir`): what the
+    /// drive's protection does not keep is lost, every connection drops, and the drive is
+    /// rebuilt from the store and served again.
+    pub power_cut_after: Option<u64>,
+    /// The directory of the on-disk store (for the rebuild after a power cut).
+    pub store_dir: Option<PathBuf>,
 }
 
 /// The handshake deadline the CLI and Python API use.
@@ -86,6 +92,8 @@ impl ServerConfig {
             max_connections: MAX_CONNECTIONS,
             connection_inflight_bytes: CONNECTION_INFLIGHT_BYTES,
             io_timeout: IO_TIMEOUT,
+            power_cut_after: None,
+            store_dir: None,
         }
     }
 }
@@ -324,9 +332,17 @@ impl Server {
         };
         let refused = Arc::new(AtomicU64::new(0));
         let (engine_tx, engine_rx) = channel();
-        let engine = Engine::new(dev, config.pace, store, refused.clone());
         let stop = Arc::new(AtomicBool::new(false));
         let registry: Registry = Arc::default();
+        let mut engine = Engine::new(dev, config.pace, store, refused.clone());
+        if let (Some(after), Some(dir)) = (config.power_cut_after, &config.store_dir) {
+            engine.plan_power_cut(
+                after,
+                dir.clone(),
+                config.export_name.clone(),
+                registry.clone(),
+            );
+        }
         let engine = {
             let (registry, stop) = (registry.clone(), stop.clone());
             std::thread::Builder::new()

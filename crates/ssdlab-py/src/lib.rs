@@ -361,7 +361,7 @@ struct NbdServer {
 #[pymethods]
 impl NbdServer {
     #[new]
-    #[pyo3(signature = (toml_text, seed, precondition, pace, export_name, description, socket=None, port=None, bind=None, log=true, store=None, read_only=false, max_connections=ssdlab_nbd::MAX_CONNECTIONS, io_timeout_s=ssdlab_nbd::IO_TIMEOUT.as_secs_f64()))]
+    #[pyo3(signature = (toml_text, seed, precondition, pace, export_name, description, socket=None, port=None, bind=None, log=true, store=None, read_only=false, max_connections=ssdlab_nbd::MAX_CONNECTIONS, io_timeout_s=ssdlab_nbd::IO_TIMEOUT.as_secs_f64(), power_cut_after=None))]
     fn new(
         py: Python<'_>,
         toml_text: &str,
@@ -378,6 +378,7 @@ impl NbdServer {
         read_only: bool,
         max_connections: usize,
         io_timeout_s: f64,
+        power_cut_after: Option<u64>,
     ) -> PyResult<Self> {
         if !(0.001..=86_400.0).contains(&io_timeout_s) {
             return Err(PyValueError::new_err(format!(
@@ -426,6 +427,14 @@ impl NbdServer {
             io_timeout: std::time::Duration::from_secs_f64(io_timeout_s),
             ..ssdlab_nbd::ServerConfig::new(listen, pace, export_name, description)
         };
+        if power_cut_after.is_some() && store.is_none() {
+            return Err(PyValueError::new_err(
+                "--power-cut-after needs --store DIR (the drive is rebuilt from it)",
+            ));
+        }
+        let mut config = config;
+        config.power_cut_after = power_cut_after;
+        config.store_dir = store.as_ref().map(std::path::PathBuf::from);
         let (data, mount) = match store {
             None => (
                 ssdlab_nbd::store::DataStore::new(dev.geometry.mapping_unit_bytes),
