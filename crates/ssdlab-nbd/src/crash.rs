@@ -549,16 +549,20 @@ mod tests {
         cfg
     }
 
-    fn run(protection: PowerLossProtection, name: &str) -> CrashReport {
-        let dir = std::env::temp_dir().join(format!("ssdlab-crash-{name}-{}", std::process::id()));
-        let opts = CrashOptions {
-            cycles: 25,
-            seed: 7,
-            commands_per_cycle: 3000,
+    fn options(cycles: u64, seed: u64, commands_per_cycle: u32, prefill: bool) -> CrashOptions {
+        CrashOptions {
+            cycles,
+            seed,
+            commands_per_cycle,
             span_units: 4096,
             queue_depth: 4,
-            prefill: true,
-        };
+            prefill,
+        }
+    }
+
+    fn run(protection: PowerLossProtection, name: &str) -> CrashReport {
+        let dir = std::env::temp_dir().join(format!("ssdlab-crash-{name}-{}", std::process::id()));
+        let opts = options(25, 7, 3000, true);
         let r = crashtest(&example(protection), "example", &dir, &opts, |_| {}).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         r
@@ -568,7 +572,6 @@ mod tests {
     #[test]
     fn each_protection_class_keeps_its_promise_and_loses_what_it_may() {
         let full = run(PowerLossProtection::Full, "full");
-        println!("{full:?}");
         assert_eq!(full.violations, 0, "{:?}", full.examples);
         assert_eq!(full.lost_units + full.corrupted_units, 0);
         let map = run(PowerLossProtection::Map, "map");
@@ -580,7 +583,6 @@ mod tests {
         );
         assert_eq!(map.corrupted_units, 0);
         let none = run(PowerLossProtection::None, "none");
-        println!("{map:?}\n{none:?}");
         assert_eq!(none.violations, 0, "{:?}", none.examples);
         assert!(
             none.lost_units > map.lost_units,
@@ -602,14 +604,7 @@ mod tests {
     #[test]
     fn losses_beyond_the_promise_are_reported() {
         let dir = std::env::temp_dir().join(format!("ssdlab-crash-lie-{}", std::process::id()));
-        let opts = CrashOptions {
-            cycles: 10,
-            seed: 3,
-            commands_per_cycle: 400,
-            span_units: 4096,
-            queue_depth: 4,
-            prefill: false,
-        };
+        let opts = options(10, 3, 400, false);
         // Cut as `map`, judge as `full`.
         let cfg = example(PowerLossProtection::Map);
         let r = crashtest_judged(&cfg, &dir, &opts, PowerLossProtection::Full);

@@ -165,6 +165,20 @@ struct Die {
 }
 
 impl Die {
+    /// Power-on or secure erase: `free` is the die's free pool; nothing open, no victim.
+    fn reset(&mut self, free: FreePool) {
+        self.free = free;
+        self.host = NO_OPEN_BLOCK;
+        self.gc = NO_OPEN_BLOCK;
+        self.victim = NONE;
+        self.victim_cursor = 0;
+        self.gc_credit = 0.0;
+        self.gc_ratio = 0.0;
+        self.sealed_fifo.clear();
+        self.sealed_list.clear();
+        self.victim_for_wear_leveling = false;
+    }
+
     fn open(&mut self, stream: Stream) -> &mut OpenBlock {
         match stream {
             Stream::Host => &mut self.host,
@@ -417,14 +431,7 @@ impl Ftl {
                 self.state[b as usize] = BlockState::Free;
                 free.push(b, self.erase_count[b as usize]);
             }
-            d.free = free;
-            d.host = NO_OPEN_BLOCK;
-            d.gc = NO_OPEN_BLOCK;
-            d.victim = NONE;
-            d.victim_cursor = 0;
-            d.gc_credit = 0.0;
-            d.sealed_fifo.clear();
-            d.sealed_list.clear();
+            d.reset(free);
         }
     }
 

@@ -157,17 +157,7 @@ impl Ftl {
                 }
             }
             partial.sort_unstable_by(|a, b| b.cmp(a));
-            let d = &mut self.dies[die as usize];
-            d.free = free;
-            d.host = NO_OPEN_BLOCK;
-            d.gc = NO_OPEN_BLOCK;
-            d.victim = NONE;
-            d.victim_cursor = 0;
-            d.gc_credit = 0.0;
-            d.gc_ratio = 0.0;
-            d.sealed_fifo.clear();
-            d.sealed_list.clear();
-            d.victim_for_wear_leveling = false;
+            self.dies[die as usize].reset(free);
             for (i, &(_, block, next_pu)) in partial.iter().enumerate() {
                 let open = OpenBlock {
                     block,
