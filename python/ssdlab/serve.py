@@ -103,6 +103,12 @@ def format_stats(s: dict) -> str:
         f"{s['blocks_erased']:,} blocks erased); "
         f"data held {s['stored_bytes'] / 1e6:,.1f} MB",
     ]
+    if s.get("power_cuts"):
+        lines.append(f"  power cuts {s['power_cuts']}: {s['power_cut_lost_units']:,} host copies lost "
+                     f"({s['power_cut_fell_back_units']:,} fell back to an older copy), "
+                     f"{s['power_cut_corrupted_units']:,} units corrupted")
+    if s.get("uncorrectable_reads"):
+        lines.append(f"  reads answered EIO (uncorrectable units): {s['uncorrectable_reads']:,}")
     if s.get("store_error"):
         lines.append(f"  {s['store_error']}")
     if s["pace"] == "model":
