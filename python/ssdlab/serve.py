@@ -125,6 +125,9 @@ def format_mount(m: dict) -> str:
     how = "a clean stop" if m["clean"] else "an unclean stop (killed or crashed)"
     twins = (f"; {m['resolved_twins']:,} unit(s) caught mid-update, the newer copy kept"
              if m["resolved_twins"] else "")
+    if not m["clean"]:
+        twins += (f"; {m['lost_at_kill']:,} host copies not yet programmed were lost as the drive's "
+                  f"power-loss protection allows ({m['fell_back_at_kill']:,} fell back to an older copy)")
     return (f"store {m['dir']}: rebuilt after {how}: {r['mapped_units']:,} units mapped in "
             f"{r['written_blocks']:,} blocks ({r['open_blocks']:,} open){twins}; modelled mount time "
             f"{r['mount_ns'] / 1e6:,.1f} ms (reads {r['map_pages']:,} map pages, {r['journal_pages']:,} "

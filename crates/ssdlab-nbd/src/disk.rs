@@ -29,6 +29,7 @@
 use ssdlab_core::config::Geometry;
 use ssdlab_core::device::Device;
 use ssdlab_core::ftl::{MountReport, Recovered, UNMAPPED};
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
@@ -41,6 +42,9 @@ const ZEROS: u32 = 4;
 /// The unit's page was corrupted (the paired lower page of a program a power cut interrupted):
 /// reads of it fail, as ECC detects.
 const UNREADABLE: u32 = 8;
+/// Host data not yet programmed in the model (in the controller's DRAM or in a program not yet
+/// complete): what a kill of the emulator loses on a drive without full protection.
+const PENDING: u32 = 16;
 const FORMAT: u32 = 2;
 
 /// What `store.json` says.
@@ -95,6 +99,8 @@ pub struct DiskUnits {
     /// Current units that cannot be read (few: only after a power cut of a drive without
     /// protection).
     unreadable: std::collections::BTreeSet<u32>,
+    /// Units whose record carries PENDING, with their flags without it.
+    pending: BTreeMap<u32, u32>,
     /// Tests: file writes left before the process "dies" (every later write fails).
     #[cfg(test)]
     pub(crate) writes_left: Option<u64>,
@@ -112,6 +118,10 @@ pub struct Mount {
     /// Records found current in two units (a kill between writing a unit and marking its old
     /// copy stale): the newer kept.
     pub resolved_twins: u64,
+    /// After a kill: host copies the model had not programmed, lost as the drive's
+    /// protection allows, and how many of them fell back to an older copy.
+    pub lost_at_kill: u64,
+    pub fell_back_at_kill: u64,
     pub report: MountReport,
 }
 
@@ -153,6 +163,7 @@ impl DiskUnits {
             stored: 0,
             next_sequence: 1,
             unreadable: Default::default(),
+            pending: BTreeMap::new(),
             #[cfg(test)]
             writes_left: None,
         })
@@ -253,7 +264,8 @@ impl DiskUnits {
     }
 
     /// Program unit `ppn` with the current data of `lba` (None: zeros), superseding `prev`
-    /// (UNMAPPED if none); `unreadable` carries an uncorrectable copy's state.
+    /// (UNMAPPED if none); `unreadable` carries an uncorrectable copy's state; `pending`: host
+    /// data the model has not programmed yet (see [`DiskUnits::settle_pending`]).
     pub fn store(
         &mut self,
         ppn: u32,
@@ -261,6 +273,7 @@ impl DiskUnits {
         data: Option<&[u8]>,
         prev: u32,
         unreadable: bool,
+        pending: bool,
     ) -> io::Result<()> {
         let mut flags = WRITTEN;
         if unreadable {
@@ -279,9 +292,35 @@ impl DiskUnits {
         }
         let seq = self.next_sequence;
         self.next_sequence += 1;
+        if pending {
+            self.pending.insert(ppn, flags);
+            flags |= PENDING;
+        }
         self.spend()?;
         self.oob
             .write_all_at(&Self::record(lba, flags, seq, prev), ppn as u64 * RECORD)
+    }
+
+    /// Host data is waiting to be programmed.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// The model has programmed every pending unit not in `still` (sorted): clear their
+    /// PENDING marks.
+    pub fn settle_pending(&mut self, still: &[u32]) -> io::Result<()> {
+        let done: Vec<(u32, u32)> = self
+            .pending
+            .iter()
+            .filter(|(p, _)| still.binary_search(p).is_err())
+            .map(|(&p, &f)| (p, f))
+            .collect();
+        for (ppn, flags) in done {
+            self.pending.remove(&ppn);
+            self.oob
+                .write_all_at(&flags.to_le_bytes(), ppn as u64 * RECORD + 4)?;
+        }
+        Ok(())
     }
 
     /// Unit `ppn` no longer holds its logical unit's current data.
@@ -294,9 +333,17 @@ impl DiskUnits {
         } else {
             flags |= ZEROS;
         }
+        // Still pending (overwritten or trimmed before it was programmed): keep the mark.
+        let on_disk = match self.pending.get_mut(&ppn) {
+            Some(f) => {
+                *f = flags;
+                flags | PENDING
+            }
+            None => flags,
+        };
         self.spend()?;
         self.oob
-            .write_all_at(&flags.to_le_bytes(), ppn as u64 * RECORD + 4)
+            .write_all_at(&on_disk.to_le_bytes(), ppn as u64 * RECORD + 4)
     }
 
     /// The block starting at unit `first_ppn` was erased: its records are gone.
@@ -310,6 +357,14 @@ impl DiskUnits {
             .collect();
         for p in stale {
             self.unreadable.remove(&p);
+        }
+        let gone: Vec<u32> = self
+            .pending
+            .range(first_ppn..first_ppn + upb)
+            .map(|(&p, _)| p)
+            .collect();
+        for p in gone {
+            self.pending.remove(&p);
         }
         self.spend()?;
         self.oob.write_all_at(
@@ -346,6 +401,7 @@ impl DiskUnits {
                 self.set_has(ppn, false);
             }
             self.unreadable.remove(&ppn);
+            self.pending.remove(&ppn);
             self.oob
                 .write_all_at(&[0u8; RECORD as usize], ppn as u64 * RECORD)?;
             if flags & STALE != 0 {
@@ -358,6 +414,9 @@ impl DiskUnits {
             let (plba, pflags, pseq, _) = self.read_record(prev)?;
             if pflags & WRITTEN != 0 && pflags & STALE != 0 && plba == lba && pseq < seq {
                 let flags = pflags & !STALE;
+                if let Some(f) = self.pending.get_mut(&prev) {
+                    *f = flags & !PENDING;
+                }
                 if flags & ZEROS == 0 {
                     self.stored += 1;
                     self.set_has(prev, true);
@@ -380,6 +439,8 @@ impl DiskUnits {
                 }
             }
         }
+        // What the cut did not take is on the NAND now.
+        self.settle_pending(&[])?;
         Ok((current, fell_back))
     }
 
@@ -392,6 +453,9 @@ impl DiskUnits {
 
     /// A clean stop: sync, and mark the store clean.
     pub fn close(&mut self) -> Result<(), String> {
+        // A clean stop (the host's STANDBY IMMEDIATE): buffered data is programmed first.
+        self.settle_pending(&[])
+            .map_err(|e| at(&self.dir, "oob", e))?;
         self.sync().map_err(|e| at(&self.dir, "data", e))?;
         self.meta.clean = true;
         self.write_meta()
@@ -462,6 +526,8 @@ pub fn mount(
             created: true,
             clean: true,
             resolved_twins: 0,
+            lost_at_kill: 0,
+            fell_back_at_kill: 0,
             report,
         };
         return Ok((disk, mount));
@@ -524,6 +590,40 @@ pub fn mount(
     }
     for (i, c) in ec.chunks_exact(4).enumerate() {
         disk.erase_counts[i] = u32::from_le_bytes(c.try_into().expect("4 bytes"));
+    }
+    // A kill: host data the model had not programmed is lost unless the drive's hold-up
+    // energy programs it (full protection).
+    let mut lost_at_kill = (0, 0);
+    if !found.clean {
+        let pending: Vec<(u32, u32)> = {
+            let mut records =
+                OobRecords::new(&disk.oob, found.physical_units).map_err(|e| at(dir, "oob", e))?;
+            let p = records
+                .by_ref()
+                .filter(|r| r.2 & PENDING != 0)
+                .map(|r| (r.0, r.2))
+                .collect();
+            if let Some(e) = records.error {
+                return Err(at(dir, "oob", e));
+            }
+            p
+        };
+        let full = dev.config.controller.power_loss_protection
+            == ssdlab_core::config::PowerLossProtection::Full;
+        if full {
+            for (ppn, flags) in pending {
+                disk.oob
+                    .write_all_at(&(flags & !PENDING).to_le_bytes(), ppn as u64 * RECORD + 4)
+                    .map_err(|e| at(dir, "oob", e))?;
+            }
+        } else {
+            // Mark them pending in memory so power_cut sees them, then cut.
+            let ppns: Vec<u32> = pending.iter().map(|p| p.0).collect();
+            for (ppn, flags) in pending {
+                disk.pending.insert(ppn, flags & !PENDING);
+            }
+            lost_at_kill = disk.power_cut(&ppns, &[]).map_err(|e| at(dir, "oob", e))?;
+        }
     }
     // Pass 1: which unit holds each logical unit's current data (the newest record wins).
     let logical = found.logical_units;
@@ -602,6 +702,8 @@ pub fn mount(
             created: false,
             clean,
             resolved_twins: twins,
+            lost_at_kill: lost_at_kill.0,
+            fell_back_at_kill: lost_at_kill.1,
             report,
         },
     ))
@@ -715,8 +817,11 @@ mod tests {
     use ssdlab_core::ftl::{HostWrite, NullSink};
     use ssdlab_core::rng::Rng;
 
+    /// With full power-loss protection: a kill loses nothing acknowledged, so what is checked
+    /// is the store's own consistency at any write.
     fn device() -> Device {
-        let cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
+        let mut cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
+        cfg.controller.power_loss_protection = ssdlab_core::config::PowerLossProtection::Full;
         Device::new(&cfg, 5).unwrap()
     }
 

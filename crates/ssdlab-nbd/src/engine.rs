@@ -128,6 +128,7 @@ struct Inflight {
     length: u64,
     write: Option<WriteData>,
     cost: u64,
+    fua: bool,
 }
 
 struct Conn {
@@ -159,6 +160,8 @@ pub(crate) struct Engine {
     last_activity: Instant,
     /// A planned power cut: after how many commands, and what the rebuild needs.
     power_cut: Option<PlannedCut>,
+    /// When the store's PENDING marks were last brought up to date (simulated time).
+    pending_checked: SimTime,
     commands_seen: u64,
     /// Requests refused before they reached the engine (by connection readers) and
     /// connections closed over the limit.
@@ -228,6 +231,7 @@ impl Engine {
             refused_outside,
             last_activity: wall_now(),
             power_cut: None,
+            pending_checked: SimTime::ZERO,
             commands_seen: 0,
         }
     }
@@ -245,6 +249,32 @@ impl Engine {
             drive,
             registry,
         });
+    }
+
+    /// Clear the store's PENDING mark of host units the model has programmed since (at most
+    /// every 50 us of simulated time, or now with `force`: before a FLUSH or FUA reply, so
+    /// that what they made durable survives a kill of the emulator).
+    fn settle_pending(&mut self, force: bool) {
+        let now = self.dev.now();
+        if !force && now.ns() < self.pending_checked.ns() + 50_000 {
+            return;
+        }
+        if !self.store.disk().is_some_and(|d| d.has_pending()) {
+            return;
+        }
+        self.pending_checked = now;
+        let upu = self.dev.geometry.units_per_pu;
+        let mut still = self.dev.ftl.buffered_host_ppns();
+        for u in self.dev.unfinished_programs() {
+            if u.program.kind == ssdlab_core::ftl::ProgramKind::Host {
+                still.extend(u.program.first_ppn..u.program.first_ppn + upu);
+            }
+        }
+        still.sort_unstable();
+        still.dedup();
+        if let Some(Err(e)) = self.store.disk().map(|d| d.settle_pending(&still)) {
+            self.store_failed(e);
+        }
     }
 
     /// Cut the power now: the store loses what the drive's protection does not keep, every
@@ -487,6 +517,7 @@ impl Engine {
                     bytes,
                 }),
                 cost: req.cost,
+                fua: req.fua,
             },
         );
         if let Some(c) = self.conns.get_mut(&conn) {
@@ -565,6 +596,7 @@ impl Engine {
                 *self.dev.ftl.journal.as_mut().expect("journal on") = changes;
             }
         }
+        self.settle_pending(false);
         self.completions.extend(self.dev.drain_completions());
         let n = self.completions.len();
         if n == 0 {
@@ -616,11 +648,15 @@ impl Engine {
             Cmd::Write => {
                 self.stats.writes += 1;
                 self.stats.bytes_written += f.length;
+                if f.fua {
+                    self.settle_pending(true);
+                }
             }
             Cmd::WriteZeroes => self.stats.write_zeroes += 1,
             Cmd::Trim => self.stats.trims += 1,
             Cmd::Flush => {
                 self.stats.flushes += 1;
+                self.settle_pending(true);
                 // What the drive holds reaches the host's disk too.
                 if let Some(Err(e)) = self.store.disk().map(|d| d.sync()) {
                     self.store_failed(e);

@@ -26,7 +26,7 @@ pub struct WriteData {
 
 enum Units {
     Memory(BTreeMap<u32, Box<[u8]>>),
-    Disk(DiskUnits),
+    Disk(Box<DiskUnits>),
 }
 
 pub struct DataStore {
@@ -47,7 +47,7 @@ impl DataStore {
     pub fn on_disk(disk: DiskUnits) -> Self {
         DataStore {
             unit: disk.unit_bytes() as usize,
-            units: Units::Disk(disk),
+            units: Units::Disk(Box::new(disk)),
         }
     }
 
@@ -67,7 +67,7 @@ impl DataStore {
     pub fn into_disk(self) -> Option<DiskUnits> {
         match self.units {
             Units::Memory(_) => None,
-            Units::Disk(d) => Some(d),
+            Units::Disk(d) => Some(*d),
         }
     }
 
@@ -130,7 +130,15 @@ impl DataStore {
                         }
                     }
                     Units::Disk(d) => {
-                        d.store(ch.new_ppn, ch.lba, data.as_deref(), ch.old_ppn, unreadable)?
+                        let host = ch.tag != TAG_RELOCATION;
+                        d.store(
+                            ch.new_ppn,
+                            ch.lba,
+                            data.as_deref(),
+                            ch.old_ppn,
+                            unreadable,
+                            host,
+                        )?
                     }
                 }
             }
