@@ -268,6 +268,21 @@ fn flush_and_fua_put_buffered_data_on_nand() {
     assert!(!dev.ftl.is_buffered(dev.ftl.lookup(2)));
 }
 
+/// Submit a command (not FUA) at the device's current time.
+fn submit_now(dev: &mut Device, kind: IoKind, offset_bytes: u64, length_bytes: u64, tag: u64) {
+    let t = dev.now();
+    dev.submit(
+        HostIo {
+            kind,
+            offset_bytes,
+            length_bytes,
+            fua: false,
+            tag,
+        },
+        t,
+    );
+}
+
 /// What a power cut would find off the NAND: acknowledged host units still in DRAM (partial
 /// PUs) or in programs not yet complete; after a completed FLUSH, none.
 #[test]
@@ -319,33 +334,13 @@ fn unprogrammed_host_data_is_known_until_a_flush_completes() {
         seen_started > 0 && seen_queued > 0,
         "{seen_started} {seen_queued}"
     );
-    let t = dev.now();
-    dev.submit(
-        HostIo {
-            kind: IoKind::Write,
-            offset_bytes: 4096 * 4096 + 4096,
-            length_bytes: 4096,
-            fua: false,
-            tag: 998,
-        },
-        t,
-    );
+    submit_now(&mut dev, IoKind::Write, 4096 * 4096 + 4096, 4096, 998);
     while dev.step() {}
     assert!(
         !dev.ftl.buffered_host_ppns().is_empty(),
         "acknowledged data waits in partial PUs"
     );
-    let t = dev.now();
-    dev.submit(
-        HostIo {
-            kind: IoKind::Flush,
-            offset_bytes: 0,
-            length_bytes: 0,
-            fua: false,
-            tag: 999,
-        },
-        t,
-    );
+    submit_now(&mut dev, IoKind::Flush, 0, 0, 999);
     loop {
         let more = dev.step();
         if dev.drain_completions().any(|c| c.io.tag == 999) {
