@@ -367,10 +367,15 @@ impl DiskUnits {
             self.pending.remove(&p);
         }
         self.spend()?;
-        self.oob.write_all_at(
-            &vec![0u8; (upb as u64 * RECORD) as usize],
-            first_ppn as u64 * RECORD,
-        )?;
+        // The block's records read as zeros from now on; its data and records give their disk
+        // space back (a hole), so the files hold what the NAND holds, not all ever written.
+        let (oob_at, oob_len) = (first_ppn as u64 * RECORD, upb as u64 * RECORD);
+        if !punch_hole(&self.oob, oob_at, oob_len) {
+            self.oob
+                .write_all_at(&vec![0u8; oob_len as usize], oob_at)?;
+        }
+        let unit = self.meta.unit_bytes as u64;
+        punch_hole(&self.data, first_ppn as u64 * unit, upb as u64 * unit);
         self.erase_counts[block] += 1;
         self.spend()?;
         self.erase_file
@@ -721,6 +726,30 @@ struct OobRecords<'a> {
 }
 
 const SCAN_UNITS: u64 = 1 << 16;
+
+/// Free `len` bytes at `at` (they read as zeros): fallocate(PUNCH_HOLE). False where the file
+/// system cannot.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn punch_hole(file: &File, at: u64, len: u64) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fallocate on a descriptor this File owns, over a range of the file; it reads or
+    // writes no memory of ours.
+    let r = unsafe {
+        libc::fallocate(
+            file.as_raw_fd(),
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            at as libc::off_t,
+            len as libc::off_t,
+        )
+    };
+    r == 0
+}
+
+#[cfg(not(target_os = "linux"))]
+fn punch_hole(_file: &File, _at: u64, _len: u64) -> bool {
+    false
+}
 
 /// The first offset at or after `from` that holds data (lseek SEEK_DATA), None past the last;
 /// `Some(from)` where the file system cannot tell.
