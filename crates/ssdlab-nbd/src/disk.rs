@@ -315,10 +315,25 @@ impl DiskUnits {
             .filter(|(p, _)| still.binary_search(p).is_err())
             .map(|(&p, &f)| (p, f))
             .collect();
-        for (ppn, flags) in done {
-            self.pending.remove(&ppn);
-            self.oob
-                .write_all_at(&flags.to_le_bytes(), ppn as u64 * RECORD + 4)?;
+        // Runs of consecutive units (a program unit's worth, usually) in one read and one
+        // write of their records.
+        let mut buf = Vec::new();
+        let mut i = 0;
+        while i < done.len() {
+            let mut j = i + 1;
+            while j < done.len() && done[j].0 == done[j - 1].0 + 1 {
+                j += 1;
+            }
+            let first = done[i].0 as u64;
+            buf.resize((j - i) * RECORD as usize, 0);
+            self.oob.read_exact_at(&mut buf, first * RECORD)?;
+            for (k, &(ppn, flags)) in done[i..j].iter().enumerate() {
+                let o = k * RECORD as usize + 4;
+                buf[o..o + 4].copy_from_slice(&flags.to_le_bytes());
+                self.pending.remove(&ppn);
+            }
+            self.oob.write_all_at(&buf, first * RECORD)?;
+            i = j;
         }
         Ok(())
     }
