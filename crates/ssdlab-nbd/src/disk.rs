@@ -301,6 +301,28 @@ impl DiskUnits {
             .write_all_at(&Self::record(lba, flags, seq, prev), ppn as u64 * RECORD)
     }
 
+    /// Debugging: the records against the FTL's live map; the first disagreements.
+    pub fn disagreements(&self, ftl: &ssdlab_core::ftl::Ftl) -> Vec<String> {
+        let mut out = Vec::new();
+        for lba in 0..ftl.logical_units() as u32 {
+            let ppn = ftl.lookup(lba);
+            if ppn == UNMAPPED {
+                continue;
+            }
+            let (rl, flags, seq, prev) = self.read_record(ppn).unwrap();
+            if flags & WRITTEN == 0 || flags & STALE != 0 || rl != lba {
+                out.push(format!(
+                    "lba {lba} -> ppn {ppn}: record lba {rl} flags {flags:#x} seq {seq} prev {prev} pending {:?}",
+                    self.pending.get(&ppn)
+                ));
+                if out.len() > 10 {
+                    break;
+                }
+            }
+        }
+        out
+    }
+
     /// Host data is waiting to be programmed.
     pub fn has_pending(&self) -> bool {
         !self.pending.is_empty()

@@ -425,6 +425,11 @@ impl Engine {
         // Each connection closes once its reader has let go of it too.
         self.conns.clear();
         if !self.store_failed {
+            #[cfg(test)]
+            if let Some(disk) = self.store.disk() {
+                let d = disk.disagreements(&self.dev.ftl);
+                assert!(d.is_empty(), "store and map disagree before close: {d:#?}");
+            }
             if let Some(disk) = self.store.disk() {
                 if let Err(e) = disk.close() {
                     eprintln!("ssdlab serve: closing the store: {e}");
