@@ -245,9 +245,7 @@ impl DiskUnits {
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => r = [0u8; RECORD as usize],
             other => other?,
         }
-        let word = |i: usize| u32::from_le_bytes(r[i..i + 4].try_into().expect("4 bytes"));
-        let seq = u64::from_le_bytes(r[8..16].try_into().expect("8 bytes"));
-        Ok((word(0), word(4), seq, word(16)))
+        Ok(parse_record(&r))
     }
 
     /// Tests: count a file write against `writes_left`.
@@ -689,11 +687,8 @@ pub fn mount(
         let other = current[lba as usize];
         if other != UNMAPPED {
             twins += 1;
-            let mut r = [0u8; RECORD as usize];
-            disk.oob
-                .read_exact_at(&mut r, other as u64 * RECORD)
-                .map_err(|e| at(dir, "oob", e))?;
-            if u64::from_le_bytes(r[8..16].try_into().expect("8 bytes")) > seq {
+            let (_, _, other_seq, _) = disk.read_record(other).map_err(|e| at(dir, "oob", e))?;
+            if other_seq > seq {
                 continue;
             }
         }
@@ -749,6 +744,13 @@ pub fn mount(
             report,
         },
     ))
+}
+
+/// A record's fields: (lba, flags, sequence, prev).
+fn parse_record(r: &[u8]) -> (u32, u32, u64, u32) {
+    let word = |i: usize| u32::from_le_bytes(r[i..i + 4].try_into().expect("4 bytes"));
+    let seq = u64::from_le_bytes(r[8..16].try_into().expect("8 bytes"));
+    (word(0), word(4), seq, word(16))
 }
 
 /// The written records of the out-of-band file, in unit order: (ppn, lba, flags, sequence).
@@ -863,12 +865,10 @@ impl Iterator for OobRecords<'_> {
             self.next += 1;
             let o = ((ppn - self.buf_first) * RECORD) as usize;
             let rec = &self.buf[o..o + RECORD as usize];
-            let flags = u32::from_le_bytes(rec[4..8].try_into().expect("4 bytes"));
+            let (lba, flags, seq, _) = parse_record(rec);
             if flags & WRITTEN == 0 {
                 continue;
             }
-            let lba = u32::from_le_bytes(rec[0..4].try_into().expect("4 bytes"));
-            let seq = u64::from_le_bytes(rec[8..16].try_into().expect("8 bytes"));
             return Some((ppn as u32, lba, flags, seq));
         }
         None
