@@ -7,7 +7,7 @@ import math
 import sys
 from pathlib import Path
 
-from .drive import PRECONDITIONS, Drive, Result, describe_preset, preset_names
+from .drive import FAULTS_HELP, PRECONDITIONS, Drive, Result, describe_preset, format_faults, preset_names
 from .errors import SsdlabError
 from .job import Job
 
@@ -94,10 +94,13 @@ def _print_summary(result: Result) -> None:
               f"p99 {o['latency_us_p99']:.1f}  p99.9 {o['latency_us_p99_9']:.1f}  p99.99 {o['latency_us_p99_99']:.1f}  max {o['latency_us_max']:.1f}")
     if s["host_units_written"]:
         print(f"  write amplification {s['write_amplification']:.2f}  (GC copied {s['gc_units_copied']:,} units, {s['blocks_erased']:,} blocks erased)")
+    faults = format_faults(s.get("faults", {}))
+    if faults:
+        print(faults)
 
 
 def _run(args: argparse.Namespace) -> int:
-    drive = Drive.open(args.drive, seed=args.seed or 0)
+    drive = Drive.open(args.drive, seed=args.seed or 0, faults=args.faults)
     jobs = _job_from_args(args)
     for job in jobs:  # check every job before spending time on any
         try:
@@ -129,7 +132,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    drive = Drive.open(args.drive, seed=args.seed or 0)
+    drive = Drive.open(args.drive, seed=args.seed or 0, faults=args.faults)
     if args.precondition != "none":
         drive.precondition(args.precondition, progress=not args.quiet)
     r = drive.replay(
@@ -143,6 +146,9 @@ def _replay(args: argparse.Namespace) -> int:
     for key, label in (("bad_lines_skipped", "malformed lines skipped"), ("other_devices_skipped", "requests of other devices skipped"), ("requests_wrapped", "requests wrapped onto the drive")):
         if s[key]:
             print(f"  {s[key]:,} {label}")
+    faults = format_faults(s["faults"])
+    if faults:
+        print(faults)
     print(r.table().to_string(float_format=lambda x: f"{x:,.1f}"))
     if args.out:
         paths = r.write(args.out)
@@ -181,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--random-distribution", help="random, zipf:THETA, pareto:H")
     r.add_argument("--precondition", default="none", choices=PRECONDITIONS, help="drive state before the job (default none)")
     r.add_argument("--seed", type=int, help="root seed (same seed, same results)")
+    r.add_argument("--faults", metavar="SPEC", help=FAULTS_HELP)
     r.add_argument("--interval", type=float, help="seconds per time-series interval (default 1)")
     r.add_argument("--intervals", default="chart", choices=("chart", "all", "none"), help="print the per-interval series as a chart (default), in full, or not")
     r.add_argument("--out", help="directory for summary.json, timeseries.parquet/.csv and erase_counts.parquet")
@@ -201,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--blkparse-arrivals", default="D", choices=("D", "Q"), help="blkparse events used as arrivals")
     t.add_argument("--precondition", default="none", choices=PRECONDITIONS)
     t.add_argument("--seed", type=int)
+    t.add_argument("--faults", metavar="SPEC", help=FAULTS_HELP)
     t.add_argument("--out", help="directory for replay-summary.json and replay-timeseries.parquet")
     t.add_argument("--quiet", action="store_true")
     t.set_defaults(func=_replay)

@@ -19,14 +19,15 @@ import time
 from pathlib import Path
 
 from . import _ssdlab
-from .drive import config_text, describe_text
+from .drive import FAULTS_HELP, config_text, describe_text
 from .errors import SsdlabError
 
 CLASSES = ("bit corruption", "flying write", "unserializable write", "metadata corruption", "dead device")
 
 
 def crashtest(drive: str, *, cycles: int = 100, seed: int = 0, commands: int = 400, span_mib: float = 16,
-              queue_depth: int = 4, prefill: bool = False, store: str | Path | None = None) -> dict:
+              queue_depth: int = 4, prefill: bool = False, store: str | Path | None = None,
+              faults: str | None = None) -> dict:
     """Run the power-cut cycles on one drive; the report as a dict (see crash.rs CrashReport)."""
     for name, value, lo, hi in (("--cycles", cycles, 1, 10**9), ("--commands", commands, 1, 10**7),
                                 ("--queue-depth", queue_depth, 1, 256)):
@@ -34,7 +35,7 @@ def crashtest(drive: str, *, cycles: int = 100, seed: int = 0, commands: int = 4
             raise SsdlabError(f"{name} {value}: accepted: {lo}..{hi}")
     if not 0.0625 <= span_mib <= 1 << 20:
         raise SsdlabError(f"--span-mib {span_mib}: accepted: 0.0625 (16 units) to 1048576")
-    text, source = config_text(drive)
+    text, source = config_text(drive, faults)
     d = describe_text(text, source)
     name = d["name"] or source
     span_units = int(span_mib * 2**20) // 4096
@@ -79,7 +80,7 @@ def run_cli(args) -> int:
     for drive in args.drive:
         r = crashtest(drive, cycles=args.cycles, seed=args.seed, commands=args.commands, span_mib=args.span_mib,
                       queue_depth=args.queue_depth, prefill=args.prefill,
-                      store=args.store if len(args.drive) == 1 else None)
+                      store=args.store if len(args.drive) == 1 else None, faults=args.faults)
         print(f"ssdlab crashtest: {r['drive']}: {r['cycles']:,} cycles in {r['wall_s']:.1f} s, "
               f"{r['violations']:,} violations", file=sys.stderr, flush=True)
         reports.append(r)
@@ -101,4 +102,5 @@ def add_parser(sub) -> None:
     c.add_argument("--prefill", action="store_true", help="start with every unit written, so garbage collection runs from the first cycle")
     c.add_argument("--store", help="directory for the drive's store (default: a temporary one; one drive only)")
     c.add_argument("--json", help="write the reports here as JSON")
+    c.add_argument("--faults", metavar="SPEC", help=FAULTS_HELP + " (program and erase failures move data; the check is unchanged)")
     c.set_defaults(func=run_cli)

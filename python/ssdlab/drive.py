@@ -170,9 +170,10 @@ class Drive:
         return cls(text, str(path), seed)
 
     @classmethod
-    def open(cls, name_or_path: str, seed: int = 0) -> "Drive":
-        """A preset by name, or a TOML file by path."""
-        text, source = config_text(name_or_path)
+    def open(cls, name_or_path: str, seed: int = 0, faults: str | None = None) -> "Drive":
+        """A preset by name, or a TOML file by path; `faults`: a `--faults` spec, e.g.
+        "uncorrectable=1e-4,program_fail=1e-4,seed=7" (see `ssdlab run --help`)."""
+        text, source = config_text(name_or_path, faults)
         return cls(text, source, seed)
 
     @property
@@ -295,6 +296,7 @@ class Drive:
             )
         except ValueError as e:
             raise SsdlabError(str(e)) from None
+        faults_before = self.fault_counters()
         bar = Progress(f"{self.name} replay", enabled=progress)
         try:
             while not self._sim.advance_replay(1.0):
@@ -307,13 +309,19 @@ class Drive:
         except ValueError as e:
             raise SsdlabError(str(e)) from None
         summary = json.loads(summary_json)
+        faults = {k: v - faults_before[k] for k, v in self.fault_counters().items()}
         summary.update({"format": fmt, "mode": mode, "bad_lines_skipped": bad,
-                        "other_devices_skipped": other, "requests_wrapped": wrapped})
+                        "other_devices_skipped": other, "requests_wrapped": wrapped, "faults": faults})
         return ReplayResult(summary, series_frame(series_json))
 
     def idle(self, seconds: float) -> None:
         """Leave the drive idle; background garbage collection may use the time."""
         self._sim.idle(seconds)
+
+    def fault_counters(self) -> dict:
+        """What seeded NAND faults did so far: read retries, uncorrectable pages, RAIN
+        rebuilds, failed reads, program and erase failures, grown bad blocks."""
+        return self.counters()["faults"]
 
     def counters(self) -> dict:
         """Lifetime counters: FTL (host/GC units, programs, erases) and NAND operations."""
@@ -336,14 +344,43 @@ class Drive:
         return describe_config(self.config, self.geometry)
 
 
-def config_text(name_or_path: str) -> tuple[str, str]:
-    """The TOML text of a preset (by name) or of a drive file (by path), and its source name."""
+def config_text(name_or_path: str, faults: str | None = None) -> tuple[str, str]:
+    """The TOML text of a preset (by name) or of a drive file (by path), and its source name;
+    with `faults` (a `--faults` spec) its `[faults]` table replaced by the spec's."""
     if name_or_path.endswith(".toml") or "/" in name_or_path:
         try:
-            return Path(name_or_path).read_text(), name_or_path
+            text = Path(name_or_path).read_text()
         except OSError as e:
             raise SsdlabError(f"{name_or_path}: cannot read: {e.strerror}") from None
-    return preset_path(name_or_path).read_text(), name_or_path
+    else:
+        text = preset_path(name_or_path).read_text()
+    if faults is None:
+        return text, name_or_path
+    try:
+        table = json.loads(_ssdlab.parse_faults(faults))
+    except ValueError as e:
+        raise SsdlabError(f"--faults {faults!r}: {e}") from None
+    try:
+        cfg = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise SsdlabError(f"{name_or_path}: {e}") from None
+    cfg["faults"] = table
+    return dump_toml(cfg), name_or_path
+
+
+FAULTS_HELP = ("seeded NAND faults, e.g. read_retry=1e-3,uncorrectable=1e-5,program_fail=1e-4,erase_fail=1e-4,seed=7 "
+               "(rates per operation; replaces the drive's [faults] table)")
+
+
+def format_faults(f: dict) -> str | None:
+    """One line on what seeded NAND faults did; None if they did nothing."""
+    if not any(f.values()):
+        return None
+    return (f"  faults: {f['read_retries']:,} read retries ({f['read_retry_reads']:,} extra reads), "
+            f"{f['uncorrectable_pages']:,} uncorrectable pages ({f['rain_rebuilds']:,} rebuilt by RAIN "
+            f"with {f['rain_rebuild_reads']:,} reads; {f['failed_reads']:,} reads failed, "
+            f"{f['unreadable_units']:,} units unreadable), {f['program_failures']:,} program and "
+            f"{f['erase_failures']:,} erase failures, {f['grown_bad_blocks']:,} grown bad blocks")
 
 
 def link_line_bytes_per_s(cfg: dict) -> float:

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 from . import _ssdlab
-from .drive import config_text, describe_text
+from .drive import FAULTS_HELP, config_text, describe_text, format_faults
 from .errors import SsdlabError
 
 PACES = ("model", "none")
@@ -28,7 +28,7 @@ class Server:
                  bind: str = "127.0.0.1", pace: str = "model", precondition: str = "none",
                  seed: int = 0, log: bool = True, store: str | Path | None = None,
                  read_only: bool = False, max_connections: int = 32, io_timeout_s: float = 30.0,
-                 power_cut_after: int | None = None):
+                 power_cut_after: int | None = None, faults: str | None = None):
         if pace not in PACES:
             raise SsdlabError(f"--pace '{pace}': accepted: {', '.join(PACES)}")
         if precondition not in PRECONDITIONS:
@@ -45,7 +45,7 @@ class Server:
             raise SsdlabError(f"--max-connections {max_connections}: accepted: 1..100000")
         if port is not None and not 0 <= port <= 65535:
             raise SsdlabError(f"--port {port}: accepted: 0..65535 (0 picks a free port)")
-        text, source = config_text(drive)
+        text, source = config_text(drive, faults)
         d = describe_text(text, source)
         self.name = d["name"] or source
         self.user_bytes = d["user_bytes"]
@@ -109,6 +109,9 @@ def format_stats(s: dict) -> str:
                      f"{s['power_cut_corrupted_units']:,} units corrupted")
     if s.get("uncorrectable_reads"):
         lines.append(f"  reads answered EIO (uncorrectable units): {s['uncorrectable_reads']:,}")
+    faults = format_faults(s.get("faults", {}))
+    if faults:
+        lines.append(faults)
     if s.get("store_error"):
         lines.append(f"  {s['store_error']}")
     if s["pace"] == "model":
@@ -138,7 +141,7 @@ def run_cli(args) -> int:
     server = Server(args.drive, socket=args.socket, port=args.port, bind=args.bind, pace=args.pace,
                     precondition=args.precondition, seed=args.seed or 0, log=not args.quiet,
                     store=args.store, read_only=args.read_only, max_connections=args.max_connections,
-                    io_timeout_s=args.io_timeout, power_cut_after=args.power_cut_after)
+                    io_timeout_s=args.io_timeout, power_cut_after=args.power_cut_after, faults=args.faults)
     if server.mount is not None:
         print("ssdlab serve: " + format_mount(server.mount), flush=True)
     print(f"ssdlab serve: {server.name} ({server.user_bytes:,} bytes) at {server.uri} (pace {args.pace}"
@@ -194,6 +197,7 @@ def add_parser(sub) -> None:
     s.add_argument("--power-cut-after", type=int, metavar="N",
                    help="cut the power once after N commands (needs --store): what the drive's "
                         "power_loss_protection does not keep is lost, connections drop, the drive is rebuilt and served again")
+    s.add_argument("--faults", metavar="SPEC", help=FAULTS_HELP + "; a read the drive cannot correct is answered EIO")
     s.add_argument("--seed", type=int)
     s.add_argument("--stats-json", help="write the final statistics here as JSON")
     s.add_argument("--quiet", action="store_true", help="no log lines for refused requests or failed connections")

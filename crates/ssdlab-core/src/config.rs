@@ -42,6 +42,13 @@ pub struct DriveConfig {
     /// The vendor's ratings, for reports and validation only: the model never reads them.
     #[serde(default)]
     pub datasheet: Datasheet,
+    /// Seeded NAND faults (none by default): see [`crate::faults`].
+    #[serde(default, skip_serializing_if = "is_default_faults")]
+    pub faults: crate::faults::FaultConfig,
+}
+
+fn is_default_faults(f: &crate::faults::FaultConfig) -> bool {
+    *f == crate::faults::FaultConfig::default()
 }
 
 /// What the drive's datasheet rates (drives.toml `spec_*`); absent figures were not published.
@@ -452,6 +459,9 @@ impl DriveConfig {
 
     /// Check every field and the relationships between them; derive the geometry.
     pub fn validate(&self) -> Result<Geometry, ConfigError> {
+        self.faults
+            .check()
+            .map_err(|(field, message)| ConfigError { field, message })?;
         let n = &self.nand;
         let f = &self.ftl;
         let h = &self.host;
@@ -796,6 +806,7 @@ pub(crate) mod tests {
                 command_latency_ns: 0,
             },
             datasheet: Datasheet::default(),
+            faults: Default::default(),
         }
     }
 

@@ -18,6 +18,7 @@
 
 pub mod config;
 pub mod device;
+pub mod faults;
 pub mod ftl;
 pub mod host;
 mod mem;

@@ -393,6 +393,7 @@ struct Sample {
     gc_units: u64,
     host_units_written: u64,
     erases: u64,
+    faults: crate::faults::FaultCounters,
 }
 
 fn sample(dev: &Device) -> Sample {
@@ -402,6 +403,7 @@ fn sample(dev: &Device) -> Sample {
         gc_units: dev.ftl.counters.gc_units_copied + dev.ftl.counters.wear_leveling_units_copied,
         host_units_written: dev.ftl.counters.host_units_written,
         erases: dev.ftl.counters.blocks_erased,
+        faults: dev.fault_counters(),
     }
 }
 
@@ -420,6 +422,8 @@ pub struct JobSummary {
     pub blocks_erased: u64,
     pub nand_page_programs: u64,
     pub host_units_written: u64,
+    /// What seeded NAND faults did during the job (all zero without `[faults]`).
+    pub faults: crate::faults::FaultCounters,
 }
 
 pub struct JobResult {
@@ -631,6 +635,7 @@ impl JobRun {
                 blocks_erased: s.erases - self.at_start.erases,
                 nand_page_programs: pages,
                 host_units_written: host_units,
+                faults: s.faults.since(&self.at_start.faults),
             },
             series: self.series,
         }

@@ -134,6 +134,10 @@ impl DiskUnits {
         self.meta.unit_bytes
     }
 
+    pub fn units_per_block(&self) -> u32 {
+        self.meta.units_per_block
+    }
+
     /// Units holding non-zero data.
     pub fn stored_units(&self) -> u64 {
         self.stored

@@ -13,7 +13,7 @@
 //! at power-on.
 
 use crate::disk::DiskUnits;
-use ssdlab_core::ftl::{MapChange, TAG_ERASE, TAG_RELOCATION, UNMAPPED};
+use ssdlab_core::ftl::{MapChange, HELD, TAG_ERASE, TAG_RELOCATION, UNMAPPED};
 use std::collections::BTreeMap;
 use std::io;
 
@@ -29,9 +29,15 @@ enum Units {
     Disk(Box<DiskUnits>),
 }
 
+/// A held write's new contents, whether its old copy was uncorrectable, and the old copy.
+type Held = (Option<Box<[u8]>>, bool, u32);
+
 pub struct DataStore {
     unit: usize,
     units: Units,
+    /// Host writes journalled in two parts ([`HELD`]): per logical unit its new contents,
+    /// whether the old copy was uncorrectable, and the old copy's unit.
+    held: BTreeMap<u32, Held>,
 }
 
 impl DataStore {
@@ -40,6 +46,7 @@ impl DataStore {
         DataStore {
             unit: unit_bytes as usize,
             units: Units::Memory(BTreeMap::new()),
+            held: BTreeMap::new(),
         }
     }
 
@@ -48,6 +55,7 @@ impl DataStore {
         DataStore {
             unit: disk.unit_bytes() as usize,
             units: Units::Disk(Box::new(disk)),
+            held: BTreeMap::new(),
         }
     }
 
@@ -89,7 +97,9 @@ impl DataStore {
     /// Apply map changes in the order the FTL made them. `writes` finds the data of the
     /// host command with a given tag (None: treat as zeros, as for the untimed fill). On disk
     /// the new copy is written before the old one is marked stale, so a process killed at
-    /// any point leaves one current copy of every unit (the newer one wins a tie).
+    /// any point leaves one current copy of every unit (the newer one wins a tie), except
+    /// a held write ([`HELD`]) caught between its old copy's erase and its placement: that
+    /// unit is lost, as the write buffer's copy is at a power cut.
     pub fn apply<'a>(
         &mut self,
         changes: impl IntoIterator<Item = MapChange>,
@@ -98,31 +108,51 @@ impl DataStore {
         for ch in changes {
             if ch.tag == TAG_ERASE {
                 if let Units::Disk(d) = &mut self.units {
+                    let upb = d.units_per_block();
+                    let block = ch.old_ppn..ch.old_ppn + upb;
+                    // A held write's old copy goes with the block: nothing left to release.
+                    for h in self.held.values_mut() {
+                        if block.contains(&h.2) {
+                            h.2 = UNMAPPED;
+                        }
+                    }
                     d.erase(ch.old_ppn)?;
                 }
                 continue;
             }
             let write = (ch.tag != TAG_RELOCATION).then(|| writes(ch.tag)).flatten();
-            let needs_old = ch.old_ppn != UNMAPPED
-                && ch.new_ppn != UNMAPPED
-                && write.is_none_or(|w| !self.covers(ch.lba, w));
-            // An uncorrectable old copy makes the new one uncorrectable too (a move or a
-            // read-modify-write cannot recover it).
-            let (old, unreadable) = if needs_old {
-                match self.load(ch.old_ppn) {
-                    Ok(d) => (d, false),
-                    Err(e) if e.kind() == io::ErrorKind::InvalidData => (None, true),
-                    Err(e) => return Err(e),
-                }
+            // The second part of a held write: its contents were taken with the first.
+            let (data, unreadable, prev) = if ch.old_ppn == HELD {
+                self.held.remove(&ch.lba).ok_or_else(|| {
+                    io::Error::other(format!("unit {} placed but never taken", ch.lba))
+                })?
             } else {
-                (None, false)
-            };
-            if ch.new_ppn != UNMAPPED {
+                let needs_old = ch.old_ppn != UNMAPPED
+                    && ch.new_ppn != UNMAPPED
+                    && write.is_none_or(|w| !self.covers(ch.lba, w));
+                // An uncorrectable old copy makes the new one uncorrectable too (a move or a
+                // read-modify-write cannot recover it).
+                let (old, unreadable) = if needs_old {
+                    match self.load(ch.old_ppn) {
+                        Ok(d) => (d, false),
+                        Err(e) if e.kind() == io::ErrorKind::InvalidData => (None, true),
+                        Err(e) => return Err(e),
+                    }
+                } else {
+                    (None, false)
+                };
                 let data = match write {
                     None if ch.tag == TAG_RELOCATION => old,
                     None => None,
-                    Some(w) => self.merge(ch.lba, old, w),
+                    Some(w) => (ch.new_ppn != UNMAPPED)
+                        .then(|| self.merge(ch.lba, old, w))
+                        .flatten(),
                 };
+                (data, unreadable, ch.old_ppn)
+            };
+            if ch.new_ppn == HELD {
+                self.held.insert(ch.lba, (data, unreadable, prev));
+            } else if ch.new_ppn != UNMAPPED {
                 match &mut self.units {
                     Units::Memory(m) => {
                         if let Some(d) = data {
@@ -131,23 +161,18 @@ impl DataStore {
                     }
                     Units::Disk(d) => {
                         let host = ch.tag != TAG_RELOCATION;
-                        d.store(
-                            ch.new_ppn,
-                            ch.lba,
-                            data.as_deref(),
-                            ch.old_ppn,
-                            unreadable,
-                            host,
-                        )?
+                        d.store(ch.new_ppn, ch.lba, data.as_deref(), prev, unreadable, host)?
                     }
                 }
             }
-            if ch.old_ppn != UNMAPPED {
+            // The old copy is released once the new one is stored (a held write's, when it
+            // is placed), so a kill at any point leaves a current copy.
+            if ch.new_ppn != HELD && prev != UNMAPPED {
                 match &mut self.units {
                     Units::Memory(m) => {
-                        m.remove(&ch.old_ppn);
+                        m.remove(&prev);
                     }
-                    Units::Disk(d) => d.release(ch.old_ppn)?,
+                    Units::Disk(d) => d.release(prev)?,
                 }
             }
         }

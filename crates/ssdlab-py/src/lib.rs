@@ -267,9 +267,10 @@ impl Simulation {
     /// Lifetime counters of the FTL and the NAND, as JSON.
     fn counters_json(&self) -> String {
         format!(
-            "{{\"ftl\": {}, \"nand\": {}, \"free_blocks\": {}, \"mapped_units\": {}}}",
+            "{{\"ftl\": {}, \"nand\": {}, \"faults\": {}, \"free_blocks\": {}, \"mapped_units\": {}}}",
             serde_json::to_string(&self.dev.ftl.counters).expect("counters serialise"),
             serde_json::to_string(&self.dev.nand().counters).expect("counters serialise"),
+            serde_json::to_string(&self.dev.fault_counters()).expect("counters serialise"),
             self.dev.ftl.free_blocks_total(),
             self.dev.ftl.mapped_units()
         )
@@ -526,6 +527,14 @@ fn crashtest(
     Ok(serde_json::to_string(&report).expect("report serialises"))
 }
 
+/// A `--faults` spec as the `[faults]` table it stands for (JSON); ValueError says what is
+/// wrong and what is accepted.
+#[pyfunction]
+fn parse_faults(spec: &str) -> PyResult<String> {
+    let f = ssdlab_core::faults::FaultConfig::parse(spec).map_err(PyValueError::new_err)?;
+    Ok(serde_json::to_string(&f).expect("faults serialise"))
+}
+
 #[pymodule]
 fn _ssdlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
@@ -534,5 +543,6 @@ fn _ssdlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate_theory_waf, m)?)?;
     m.add_function(wrap_pyfunction!(validate_config, m)?)?;
     m.add_function(wrap_pyfunction!(crashtest, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_faults, m)?)?;
     Ok(())
 }

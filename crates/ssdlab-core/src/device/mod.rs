@@ -49,6 +49,9 @@ pub struct Completion {
     pub io: HostIo,
     pub submitted: SimTime,
     pub completed: SimTime,
+    /// A READ that could not return all its data (an uncorrectable unit without RAIN, see
+    /// [`crate::faults`]): the host sees an error for this command only.
+    pub failed: bool,
 }
 
 impl Completion {
@@ -88,6 +91,8 @@ struct Slot {
     end_unit: u32,
     /// Writes: when read-modify-write reads of partial units are done.
     rmw_ready: SimTime,
+    /// Reads: a unit could not be read (see [`crate::faults`]).
+    failed: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -137,6 +142,25 @@ pub struct Device {
     gc_idle: SimDuration,
     /// Jobs with random streams started on this drive so far (each gets its own stream).
     jobs_started: u64,
+    /// Read faults (None: none configured).
+    faults: Option<Box<ReadFaults>>,
+}
+
+/// Reads a page read costs beyond itself: read retries of the page, and reads of the rest
+/// of its RAIN stripe.
+#[derive(Clone, Copy, Default)]
+struct ExtraReads {
+    retries: u32,
+    stripe_reads: u32,
+}
+
+/// Read retry and uncorrectable reads (see [`crate::faults`]).
+struct ReadFaults {
+    cfg: crate::faults::FaultConfig,
+    rng: crate::rng::Rng,
+    /// Logical units that read as uncorrectable until written or trimmed.
+    unreadable: std::collections::BTreeSet<u32>,
+    counters: crate::faults::FaultCounters,
 }
 
 impl Device {
@@ -145,8 +169,20 @@ impl Device {
         let geometry = config.validate()?;
         let unit_bytes = geometry.mapping_unit_bytes as u64;
         let buffer_units = config.ftl.write_buffer_bytes / unit_bytes;
+        let f = &config.faults;
+        let mut ftl = Ftl::new(&config.ftl, &geometry, seed);
+        ftl.set_faults(f.program_fail, f.erase_fail, f.seed);
+        let faults = (f.read_retry > 0.0 || f.uncorrectable > 0.0).then(|| {
+            Box::new(ReadFaults {
+                cfg: f.clone(),
+                rng: crate::rng::Rng::derive(f.seed, "read-faults"),
+                unreadable: Default::default(),
+                counters: Default::default(),
+            })
+        });
         Ok(Device {
-            ftl: Ftl::new(&config.ftl, &geometry, seed),
+            ftl,
+            faults,
             sched: Scheduler::new(
                 Nand::new(&config.nand, &geometry),
                 Processor::new(&config.controller),
@@ -312,6 +348,7 @@ impl Device {
             next_unit: first,
             end_unit: end,
             rmw_ready: at,
+            failed: false,
         };
         let index = match self.free_slots.pop() {
             Some(i) => {
@@ -407,6 +444,7 @@ impl Device {
             IoKind::Trim => {
                 for lba in s.next_unit..s.end_unit {
                     self.ftl.trim_unit(lba, s.io.tag, &mut self.sched);
+                    self.rewritten(lba);
                 }
                 let end = self.host.to_device(now, now, 0, true);
                 self.sched.kernel.push(end, Event::Complete(slot));
@@ -438,6 +476,7 @@ impl Device {
     fn enqueue_reads(&mut self, slot: u32, first: u32, end: u32) {
         let mut run_first = UNMAPPED;
         let mut run_last = UNMAPPED;
+        let mut run_lba = 0;
         for lba in first..end {
             let ppn = self.ftl.lookup(lba);
             if ppn == UNMAPPED {
@@ -455,20 +494,39 @@ impl Device {
                 run_last = ppn;
                 continue;
             }
-            self.enqueue_read_run(slot, run_first, run_last);
+            self.enqueue_read_run(slot, run_first, run_last, run_lba);
             run_first = ppn;
             run_last = ppn;
+            run_lba = lba;
         }
-        self.enqueue_read_run(slot, run_first, run_last);
+        self.enqueue_read_run(slot, run_first, run_last, run_lba);
     }
 
-    fn enqueue_read_run(&mut self, slot: u32, first_ppn: u32, last_ppn: u32) {
+    /// One NAND read of units `first_ppn..=last_ppn` (logical units from `first_lba` on).
+    fn enqueue_read_run(&mut self, slot: u32, first_ppn: u32, last_ppn: u32, first_lba: u32) {
         if first_ppn == UNMAPPED || self.ftl.is_buffered(first_ppn) {
             return;
         }
         let die = self.ftl.die_of(first_ppn);
         let planes = self.ftl.planes_spanned(first_ppn, last_ppn);
-        let bytes = (last_ppn - first_ppn + 1) as u64 * self.sched.unit_bytes;
+        let units = last_ppn - first_ppn + 1;
+        let bytes = units as u64 * self.sched.unit_bytes;
+        let host_read = self.slots[slot as usize].io.kind == IoKind::Read;
+        let extra = match self.faults.is_some() && host_read {
+            true => self.read_faults(slot, first_lba, units),
+            false => ExtraReads::default(),
+        };
+        for _ in 0..1 + extra.retries {
+            self.enqueue_host_read(slot, die, planes, bytes);
+        }
+        // A RAIN rebuild reads every other page of the stripe, whole.
+        let pu_bytes = self.geometry.units_per_pu as u64 * self.sched.unit_bytes;
+        for _ in 0..extra.stripe_reads {
+            self.enqueue_host_read(slot, die, self.geometry.planes_per_die, pu_bytes);
+        }
+    }
+
+    fn enqueue_host_read(&mut self, slot: u32, die: u32, planes: u32, bytes: u64) {
         self.sched.read_waits[slot as usize].pending += 1;
         self.sched.enqueue(
             die,
@@ -478,6 +536,68 @@ impl Device {
                 slot,
             },
         );
+    }
+
+    /// Draw the faults of one host page read of `units` logical units from `first_lba`:
+    /// the extra reads they cost; a unit beyond repair fails the command.
+    fn read_faults(&mut self, slot: u32, first_lba: u32, units: u32) -> ExtraReads {
+        let rain_period = self.geometry.rain_period;
+        let f = self.faults.as_mut().expect("faults on");
+        let mut extra = ExtraReads::default();
+        if f.cfg.read_retry > 0.0 && f.rng.unit_f64() < f.cfg.read_retry {
+            extra.retries = 1 + f.rng.below(f.cfg.read_retry_max as u64) as u32;
+            f.counters.read_retries += 1;
+        }
+        let lbas = first_lba..first_lba + units;
+        let known_bad =
+            !f.unreadable.is_empty() && f.unreadable.range(lbas.clone()).next().is_some();
+        let fresh =
+            !known_bad && f.cfg.uncorrectable > 0.0 && f.rng.unit_f64() < f.cfg.uncorrectable;
+        if known_bad || fresh {
+            // The whole retry table is tried before the controller gives up on the page.
+            extra.retries = f.cfg.read_retry_max;
+            f.counters.uncorrectable_pages += fresh as u64;
+            if rain_period > 0 {
+                f.counters.rain_rebuilds += 1;
+                extra.stripe_reads = rain_period - 1;
+                f.counters.rain_rebuild_reads += extra.stripe_reads as u64;
+            } else {
+                self.slots[slot as usize].failed = true;
+                for lba in lbas {
+                    f.counters.unreadable_units += f.unreadable.insert(lba) as u64;
+                }
+            }
+        }
+        f.counters.read_retry_reads += extra.retries as u64;
+        extra
+    }
+
+    /// A host write or TRIM replaced `lba`: it reads again.
+    #[inline]
+    fn rewritten(&mut self, lba: u32) {
+        if let Some(f) = self.faults.as_mut() {
+            if !f.unreadable.is_empty() {
+                f.unreadable.remove(&lba);
+            }
+        }
+    }
+
+    /// What the seeded faults did so far (see [`crate::faults`]).
+    pub fn fault_counters(&self) -> crate::faults::FaultCounters {
+        let mut c = self.faults.as_ref().map(|f| f.counters).unwrap_or_default();
+        let fc = &self.ftl.counters;
+        c.program_failures = fc.program_failures;
+        c.erase_failures = fc.erase_failures;
+        c.grown_bad_blocks = fc.grown_bad_blocks;
+        c
+    }
+
+    /// Logical units now unreadable (an uncorrectable read without RAIN, not yet rewritten).
+    pub fn unreadable_units(&self) -> Vec<u32> {
+        self.faults
+            .as_ref()
+            .map(|f| f.unreadable.iter().copied().collect())
+            .unwrap_or_default()
     }
 
     /// All NAND data of a command is in the controller.
@@ -520,6 +640,7 @@ impl Device {
                     data_ready: arrived,
                 };
                 self.ftl.write_unit(w, &mut self.sched);
+                self.rewritten(lba);
             }
             let s = &mut self.slots[slot as usize];
             s.next_unit += count;
@@ -572,10 +693,16 @@ impl Device {
 
     fn complete(&mut self, slot: u32) {
         let s = self.slots[slot as usize];
+        if s.failed {
+            if let Some(f) = self.faults.as_mut() {
+                f.counters.failed_reads += 1;
+            }
+        }
         self.completions.push(Completion {
             io: s.io,
             submitted: s.submitted,
             completed: self.sched.kernel.now,
+            failed: s.failed,
         });
         self.free_slots.push(slot);
         self.in_device -= 1;
@@ -629,6 +756,10 @@ impl Device {
         assert_eq!(self.outstanding(), 0, "fill with commands outstanding");
         let before = self.ftl.buffered_host_units();
         self.ftl.fill_untimed(first_unit, count);
+        if let Some(f) = self.faults.as_mut() {
+            let units = first_unit..first_unit + count;
+            f.unreadable.retain(|l| !units.contains(l));
+        }
         // Units of the last, partial PU sit in the write buffer, as after a timed fill.
         self.buffer
             .held_changed(before, self.ftl.buffered_host_units());
@@ -665,6 +796,9 @@ impl Device {
         );
         self.run_until(SimTime(u64::MAX));
         self.ftl.secure_erase();
+        if let Some(f) = self.faults.as_mut() {
+            f.unreadable.clear();
+        }
         self.buffer.empty();
     }
 }

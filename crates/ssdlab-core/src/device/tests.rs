@@ -611,3 +611,121 @@ fn map_persistence_writes_are_counted_in_write_amplification() {
     assert!(r.summary.write_amplification > base.summary.write_amplification);
     dev.ftl.verify().unwrap();
 }
+
+fn with_faults(spec: &str, rain: u32) -> DriveConfig {
+    let mut cfg = example();
+    cfg.faults = crate::faults::FaultConfig::parse(spec).unwrap();
+    cfg.ftl.rain_data_pages_per_parity = rain;
+    if rain > 0 {
+        cfg.ftl.user_capacity_bytes = 400_000_000;
+    }
+    cfg
+}
+
+fn read_latency_us(cfg: &DriveConfig) -> (JobResult, Device) {
+    let mut dev = filled(cfg, 1);
+    let r = run(&mut dev, job("randread", "4k", 1, 20_000));
+    (r, dev)
+}
+
+#[test]
+fn read_retry_costs_whole_page_reads_and_is_deterministic() {
+    let (clean, _) = read_latency_us(&with_faults("", 0));
+    let (slow, _) = read_latency_us(&with_faults("read_retry=0.2,read_retry_max=3,seed=4", 0));
+    let f = slow.summary.faults;
+    // About a fifth of the reads retried, 2 extra reads each on average.
+    assert!((3_000..5_000).contains(&f.read_retries), "{f:?}");
+    let per = f.read_retry_reads as f64 / f.read_retries as f64;
+    assert!((1.8..2.2).contains(&per), "{per}");
+    // Each extra read is a page read (tR) and transfer on the same die: the mean latency
+    // grows by about 0.2 * 2 of a read's NAND time.
+    let (a, b) = (
+        clean.summary.read.latency_us_mean,
+        slow.summary.read.latency_us_mean,
+    );
+    let read_us = example().nand.read_page_us;
+    assert!(
+        b - a > 0.25 * read_us && b - a < 0.8 * read_us,
+        "{a} -> {b}"
+    );
+    assert_eq!(clean.summary.faults, Default::default());
+    // Same seed, same faults; another seed, other faults.
+    let (again, _) = read_latency_us(&with_faults("read_retry=0.2,read_retry_max=3,seed=4", 0));
+    assert_eq!(
+        serde_json::to_string(&again.summary).unwrap(),
+        serde_json::to_string(&slow.summary).unwrap()
+    );
+    let (other, _) = read_latency_us(&with_faults("read_retry=0.2,read_retry_max=3,seed=5", 0));
+    assert_ne!(other.summary.faults, slow.summary.faults);
+}
+
+#[test]
+fn uncorrectable_reads_fail_only_their_units_without_rain_and_are_rebuilt_with_it() {
+    // Without RAIN: the command fails, the units stay unreadable until rewritten.
+    let (r, mut dev) = read_latency_us(&with_faults("uncorrectable=0.01,seed=2", 0));
+    let f = r.summary.faults;
+    assert!(f.uncorrectable_pages > 100, "{f:?}");
+    assert_eq!(f.rain_rebuilds, 0);
+    assert!(f.failed_reads >= f.uncorrectable_pages, "{f:?}");
+    let bad = dev.unreadable_units();
+    assert_eq!(bad.len() as u64, f.unreadable_units);
+    let lba = bad[0];
+    let read = |dev: &mut Device, tag| {
+        submit_now(dev, IoKind::Read, lba as u64 * 4096, 4096, tag);
+        dev.run_until(SimTime(u64::MAX));
+        dev.drain_completions().next().unwrap()
+    };
+    assert!(
+        read(&mut dev, 1).failed,
+        "an unreadable unit fails every read"
+    );
+    submit_now(&mut dev, IoKind::Write, lba as u64 * 4096, 4096, 2);
+    dev.run_until(SimTime(u64::MAX));
+    assert!(!dev.drain_completions().next().unwrap().failed);
+    assert!(!dev.unreadable_units().contains(&lba));
+    // (The rewritten unit sits in the write buffer or on a fresh page: it reads.)
+    assert!(!read(&mut dev, 3).failed);
+    // With RAIN 7:1 every uncorrectable page is rebuilt from the 7 other pages of its stripe:
+    // no command fails, and the rebuild reads cost time.
+    let (rain, dev) = read_latency_us(&with_faults("uncorrectable=0.01,seed=2", 7));
+    let f = rain.summary.faults;
+    assert!(f.rain_rebuilds > 100 && f.failed_reads == 0, "{f:?}");
+    assert_eq!(f.rain_rebuild_reads, 7 * f.rain_rebuilds);
+    assert!(dev.unreadable_units().is_empty());
+    let (clean, _) = read_latency_us(&with_faults("", 7));
+    assert!(
+        rain.summary.read.latency_us_max
+            > clean.summary.read.latency_us_max + 7.0 * example().nand.read_page_us
+    );
+}
+
+#[test]
+fn program_and_erase_failures_retire_blocks_and_lose_nothing() {
+    let cfg = with_faults("program_fail=0.0005,erase_fail=0.002,seed=9", 0);
+    let mut dev = filled(&cfg, 1);
+    let free0 = dev.ftl.free_blocks_total();
+    let r = run(&mut dev, job("randwrite", "4k", 8, 200_000));
+    let f = r.summary.faults;
+    assert!(f.program_failures > 0 && f.erase_failures > 0, "{f:?}");
+    assert_eq!(dev.fault_counters().grown_bad_blocks, f.grown_bad_blocks);
+    assert!(f.grown_bad_blocks >= f.erase_failures, "{f:?}");
+    assert!(dev.ftl.counters.program_fail_rewrites > 0);
+    // Every logical unit still maps to exactly one copy; retired blocks hold none.
+    dev.ftl.verify().unwrap();
+    assert_eq!(dev.ftl.mapped_units(), dev.geometry.logical_units);
+    // The spare area shrank by the retired blocks (the drive keeps writing meanwhile).
+    assert!(dev.ftl.free_blocks_total() <= free0, "{free0}");
+    // Past the spare the die can give, failed blocks stay in service: no panic, no lost data.
+    let mut worn = filled(
+        &with_faults("program_fail=0.01,erase_fail=0.05,seed=9", 0),
+        1,
+    );
+    run(&mut worn, job("randwrite", "4k", 8, 200_000));
+    assert!(worn.ftl.counters.failed_blocks_kept > 0);
+    worn.ftl.verify().unwrap();
+    // A secure erase keeps grown bad blocks out of service.
+    let bad = dev.fault_counters().grown_bad_blocks;
+    dev.secure_erase();
+    assert_eq!(dev.fault_counters().grown_bad_blocks, bad);
+    dev.ftl.verify().unwrap();
+}

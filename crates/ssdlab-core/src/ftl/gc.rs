@@ -118,11 +118,20 @@ impl Ftl {
         }
         self.dies[dix].victim_selections += 1;
         let mut wear_leveling = false;
-        let block = match self.coldest_if_spread_exceeded(die) {
-            Some(b) => {
-                wear_leveling = true;
-                b
+        // A block marked for retirement goes first: its data moves off failing flash.
+        let retiring = loop {
+            match self.dies[dix].retiring.pop() {
+                Some(b) if self.state[b as usize] == BlockState::Sealed => break Some(b),
+                Some(_) => continue, // already collected as an ordinary victim
+                None => break None,
             }
+        };
+        let block = match retiring.or_else(|| {
+            let b = self.coldest_if_spread_exceeded(die);
+            wear_leveling = b.is_some();
+            b
+        }) {
+            Some(b) => b,
             None => match self.policy {
                 GcPolicy::Greedy => self.buckets.min(die).expect("sealed blocks are in buckets"),
                 GcPolicy::Fifo => *self.dies[dix]
@@ -269,7 +278,18 @@ impl Ftl {
             self.valid[block as usize], 0,
             "victim {block} erased with valid data"
         );
-        sink.erase(die, true);
+        // A block marked for retirement is not erased; an erase may fail (see crate::faults).
+        let retire = self.retiring[block as usize] || {
+            sink.erase(die, true);
+            self.erase_count[block as usize] += 1;
+            self.counters.blocks_erased += 1;
+            let failed = self.erase_fail > 0.0 && self.fault_rng.unit_f64() < self.erase_fail;
+            self.counters.erase_failures += failed as u64;
+            let retire = failed && self.may_retire(die);
+            self.counters.failed_blocks_kept += (failed && !retire) as u64;
+            retire
+        };
+        // Either way the block's data is gone for a store that follows the journal.
         if let Some(journal) = &mut self.journal {
             journal.push(MapChange {
                 lba: UNMAPPED,
@@ -278,13 +298,17 @@ impl Ftl {
                 tag: TAG_ERASE,
             });
         }
-        self.erase_count[block as usize] += 1;
-        self.counters.blocks_erased += 1;
-        self.state[block as usize] = BlockState::Free;
-        let ec = self.erase_count[block as usize];
         let d = &mut self.dies[dix];
-        d.free.push(block, ec);
         d.victim = NONE;
         d.victim_cursor = 0;
+        if retire {
+            self.retiring[block as usize] = false;
+            self.state[block as usize] = BlockState::Retired;
+            self.counters.grown_bad_blocks += 1;
+        } else {
+            self.state[block as usize] = BlockState::Free;
+            let ec = self.erase_count[block as usize];
+            self.dies[dix].free.push(block, ec);
+        }
     }
 }

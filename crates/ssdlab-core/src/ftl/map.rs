@@ -138,6 +138,42 @@ impl Ftl {
         }
     }
 
+    /// Journal a host write of `lba` from `old_ppn` to where it maps now; `mark`: the
+    /// journal's length before the write placed the unit. Collection during the placement
+    /// may have erased the old copy's block: then the write goes in as two changes, around
+    /// everything the placement journalled (see [`HELD`]).
+    #[inline]
+    pub(super) fn record_host(&mut self, lba: u32, old_ppn: u32, tag: u64, mark: usize) {
+        let Some(journal) = &mut self.journal else {
+            return;
+        };
+        let new_ppn = self.l2p[lba as usize];
+        let upb = self.geometry.units_per_block;
+        let erased = |c: &MapChange| c.tag == TAG_ERASE && c.old_ppn / upb == old_ppn / upb;
+        if old_ppn != UNMAPPED && journal[mark..].iter().any(erased) {
+            let take = MapChange {
+                lba,
+                old_ppn,
+                new_ppn: HELD,
+                tag,
+            };
+            journal.insert(mark, take);
+            journal.push(MapChange {
+                lba,
+                old_ppn: HELD,
+                new_ppn,
+                tag,
+            });
+        } else {
+            journal.push(MapChange {
+                lba,
+                old_ppn,
+                new_ppn,
+                tag,
+            });
+        }
+    }
+
     /// Journal the move of `lba` from `old_ppn` to where it maps now.
     #[inline]
     pub(super) fn record(&mut self, lba: u32, old_ppn: u32, tag: u64) {

@@ -115,6 +115,8 @@ pub enum BlockState {
     Sealed,
     /// Being collected.
     Victim,
+    /// Retired after a program or erase failure (a grown bad block): never written again.
+    Retired,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -159,6 +161,8 @@ struct Die {
     sealed_fifo: VecDeque<u32>,
     /// Sealed blocks in no particular order (d-choices, cost-benefit, static levelling).
     sealed_list: Vec<u32>,
+    /// Sealed blocks marked for retirement, collected before any other victim.
+    retiring: Vec<u32>,
     victim_selections: u64,
     /// The current victim was chosen by static wear levelling, not by the GC policy.
     victim_for_wear_leveling: bool,
@@ -176,6 +180,7 @@ impl Die {
         self.gc_ratio = 0.0;
         self.sealed_fifo.clear();
         self.sealed_list.clear();
+        self.retiring.clear();
         self.victim_for_wear_leveling = false;
     }
 
@@ -190,6 +195,14 @@ impl Die {
 /// Counters of FTL activity, in mapping units unless named otherwise.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct FtlCounters {
+    /// Program and erase failures; blocks retired for them; units written again after a
+    /// failed program.
+    pub program_failures: u64,
+    pub erase_failures: u64,
+    pub grown_bad_blocks: u64,
+    pub program_fail_rewrites: u64,
+    /// Failures past the die's retirement limit: the block stayed in service.
+    pub failed_blocks_kept: u64,
     pub host_units_written: u64,
     pub host_units_read: u64,
     pub host_units_trimmed: u64,
@@ -236,6 +249,12 @@ pub const TAG_RELOCATION: u64 = u64::MAX;
 /// The tag of a data block's erase in the map-change journal.
 pub const TAG_ERASE: u64 = u64::MAX - 1;
 
+/// A host write's change in two parts, when collection inside that write erased the block
+/// of its old copy (the write had just made that copy stale, the block's last valid unit):
+/// first `old_ppn -> HELD` (take the old copy, before the erase), then `HELD -> new_ppn`
+/// (after it; the new unit may sit in the very block just erased and reused).
+pub const HELD: u32 = u32::MAX - 1;
+
 /// The flash translation layer of one drive.
 pub struct Ftl {
     pub geometry: Geometry,
@@ -277,6 +296,17 @@ pub struct Ftl {
     pub journal: Option<Vec<MapChange>>,
     /// The firmware's metadata writes (map journal, checkpoints, block summaries).
     pub persist: Persistence,
+    /// Program and erase failures (see [`crate::faults`]): rates, their own seeded stream, and
+    /// per block whether it is to be retired once its valid data is collected.
+    program_fail: f64,
+    erase_fail: f64,
+    fault_rng: Rng,
+    retiring: Vec<bool>,
+    /// Per die: blocks retired or marked, and how many it may retire while keeping the blocks
+    /// its data and the collector need; past that a failed block stays in service (the
+    /// spare area is spent, as at a real drive's end of life).
+    retired_per_die: Vec<u32>,
+    retire_limit: u32,
 }
 
 impl Ftl {
@@ -319,6 +349,20 @@ impl Ftl {
             counters: FtlCounters::default(),
             journal: None,
             persist: Persistence::new(cfg, &g),
+            program_fail: 0.0,
+            erase_fail: 0.0,
+            fault_rng: Rng::new(0),
+            retiring: vec![false; blocks],
+            retired_per_die: vec![0; g.dies as usize],
+            retire_limit: {
+                let usable =
+                    g.blocks_per_die - cfg.reserved_blocks_per_die - cfg.map_blocks_per_die;
+                let data =
+                    (g.logical_units / g.dies as u64).div_ceil(g.data_units_per_block as u64);
+                (usable as u64).saturating_sub(data + cfg.gc_foreground_free_blocks_min as u64 + 4)
+                    as u32
+                    / 2
+            },
             geometry: g,
         };
         let reserved = ftl.reserved_blocks_per_die;
@@ -338,6 +382,7 @@ impl Ftl {
                 gc_ratio: 0.0,
                 sealed_fifo: VecDeque::new(),
                 sealed_list: Vec::new(),
+                retiring: Vec::new(),
                 victim_selections: 0,
                 victim_for_wear_leveling: false,
             });
@@ -361,12 +406,13 @@ impl Ftl {
         debug_assert!((lba as u64) < self.geometry.logical_units);
         let old = self.l2p[lba as usize];
         self.invalidate(lba);
+        let mark = self.journal.as_ref().map_or(0, |j| j.len());
         let die = self.host_die;
         let ob = &mut self.dies[die as usize].host;
         ob.data_ready = ob.data_ready.max(w.data_ready);
         self.append(die, Stream::Host, lba, sink);
         self.counters.host_units_written += 1;
-        self.record(lba, old, w.tag);
+        self.record_host(lba, old, w.tag, mark);
         self.map_updated(lba, sink);
     }
 
@@ -425,6 +471,13 @@ impl Ftl {
             let d = &mut self.dies[die as usize];
             let mut free = FreePool::new(dynamic);
             for b in first + reserved..first + g.blocks_per_die {
+                // Grown bad blocks stay retired.
+                if self.state[b as usize] == BlockState::Retired || self.retiring[b as usize] {
+                    self.counters.grown_bad_blocks += self.retiring[b as usize] as u64;
+                    self.retiring[b as usize] = false;
+                    self.state[b as usize] = BlockState::Retired;
+                    continue;
+                }
                 if self.state[b as usize] != BlockState::Free {
                     self.erase_count[b as usize] += 1;
                 }
@@ -524,9 +577,75 @@ impl Ftl {
                 self.persist.block_sealed(&mut self.counters, sink);
             }
         }
+        if self.program_fail > 0.0 && self.fault_rng.unit_f64() < self.program_fail {
+            self.program_failed(
+                die,
+                stream,
+                ob.block,
+                ob.block * units_per_block + ob.next_pu * units_per_pu,
+                sink,
+            );
+        }
         if stream == Stream::Host {
             self.host_die = (die + 1) % self.geometry.dies;
             self.collect_after_host_program(die, sink);
+        }
+    }
+
+    /// May `die` retire one more block? Counts it if so.
+    pub(super) fn may_retire(&mut self, die: u32) -> bool {
+        let n = &mut self.retired_per_die[die as usize];
+        if *n >= self.retire_limit {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    /// Fail program and erase operations at these rates, drawn from a stream of `seed`.
+    pub fn set_faults(&mut self, program_fail: f64, erase_fail: f64, seed: u64) {
+        self.program_fail = program_fail;
+        self.erase_fail = erase_fail;
+        self.fault_rng = Rng::derive(seed, "ftl-faults");
+    }
+
+    /// The program of the PU at `first_ppn` in `block` failed its status check: the block is
+    /// closed and marked for retirement (collected first, never erased or written again), and
+    /// the PU's data, still in the controller, is written again elsewhere on the die (through
+    /// the collector's stream: the host's buffer space is released by the failed program).
+    #[inline(never)]
+    fn program_failed<S: NandSink>(
+        &mut self,
+        die: u32,
+        stream: Stream,
+        block: u32,
+        first_ppn: u32,
+        sink: &mut S,
+    ) {
+        self.counters.program_failures += 1;
+        if !self.retiring[block as usize] {
+            if !self.may_retire(die) {
+                self.counters.failed_blocks_kept += 1;
+                return; // the program is retried in place (no spare left to retire into)
+            }
+            self.retiring[block as usize] = true;
+            self.dies[die as usize].retiring.push(block);
+        }
+        let ob = self.dies[die as usize].open(stream);
+        if ob.block == block {
+            *ob = NO_OPEN_BLOCK;
+            self.seal(block);
+        }
+        for ppn in first_ppn..first_ppn + self.geometry.units_per_pu {
+            let lba = self.p2l[ppn as usize];
+            if lba == UNMAPPED {
+                continue;
+            }
+            self.invalidate(lba);
+            self.append(die, Stream::Gc, lba, sink);
+            self.record(lba, ppn, TAG_RELOCATION);
+            self.map_updated(lba, sink);
+            self.counters.program_fail_rewrites += 1;
         }
     }
 

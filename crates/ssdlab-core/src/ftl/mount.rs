@@ -78,6 +78,8 @@ impl Ftl {
         self.valid.fill(0);
         self.sealed_pos.fill(NONE);
         self.sealed_at.fill(0);
+        self.retiring.fill(false);
+        self.retired_per_die.fill(0);
         self.buckets.clear();
         self.mapped_units = 0;
         self.host_die = 0;

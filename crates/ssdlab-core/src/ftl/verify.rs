@@ -62,8 +62,11 @@ impl Ftl {
                     self.valid[block]
                 ));
             }
-            if self.state[block] == BlockState::Free && valid != 0 {
-                return Err(format!("free block {block} holds {valid} valid units"));
+            if matches!(self.state[block], BlockState::Free | BlockState::Retired) && valid != 0 {
+                return Err(format!(
+                    "{:?} block {block} holds {valid} valid units",
+                    self.state[block]
+                ));
             }
         }
         for (die, d) in self.dies.iter().enumerate() {

@@ -1,0 +1,228 @@
+//! Seeded NAND faults: what a drive's error handling costs in time and what it cannot hide.
+//!
+//! Rates are per NAND operation and drawn from one seeded stream in event order, so the same
+//! configuration and seed give the same faults (`[faults]` in a drive's TOML, or
+//! `--faults read_retry=1e-3,uncorrectable=1e-5,program_fail=1e-4,erase_fail=1e-4,seed=7`).
+//!
+//! - **Read retry** (`read_retry`, per page read): the ECC fails at the default read
+//!   reference voltages and the controller reads again with shifted ones (ONFI 4.0 "read retry"
+//!   feature; Cai et al., "Data Retention in MLC NAND Flash Memory", HPCA 2015, section 5). Each
+//!   retry is a full page read and transfer; the number of retries is drawn uniformly from
+//!   1..=`read_retry_max` (ASSUMED; vendors do not publish their retry tables).
+//! - **Uncorrectable read** (`uncorrectable`, per host page read, after the retries): with
+//!   RAIN the controller rebuilds the page from the other pages of its parity stripe (Micron,
+//!   "RAIN", TN-FD-12 / M500DC product brief: "RAIN ... rebuilds a failed page"); every one of
+//!   them is read and transferred, timed on the die and channel. Without RAIN the command fails
+//!   for those logical units only (NBD EIO; `Drive` counts it) and they stay unreadable until
+//!   the host writes or trims them, as a pending sector does on a real drive.
+//! - **Program failure** (`program_fail`, per program operation): the status check after
+//!   tPROG fails; the firmware writes the page's data again elsewhere (it is still in the
+//!   controller's buffer) and retires the block: its valid data is collected and the block is
+//!   never erased or written again (a grown bad block).
+//! - **Erase failure** (`erase_fail`, per block erase): the block is retired.
+//!
+//! Not modelled: a whole-die failure (the modelled RAIN stripe lies within one die's block,
+//! so it could not rebuild one), and faults on garbage-collection reads beyond read retry.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FaultConfig {
+    /// Probability that a page read needs read retry.
+    #[serde(default)]
+    pub read_retry: f64,
+    /// Most retries one page read takes (drawn uniformly from 1..=this).
+    #[serde(default = "default_read_retry_max")]
+    pub read_retry_max: u32,
+    /// Probability that a host page read is uncorrectable after its retries.
+    #[serde(default)]
+    pub uncorrectable: f64,
+    /// Probability that a program operation fails.
+    #[serde(default)]
+    pub program_fail: f64,
+    /// Probability that a block erase fails.
+    #[serde(default)]
+    pub erase_fail: f64,
+    /// Seed of the fault stream (independent of the workload's).
+    #[serde(default)]
+    pub seed: u64,
+}
+
+fn default_read_retry_max() -> u32 {
+    3
+}
+
+impl Default for FaultConfig {
+    fn default() -> Self {
+        FaultConfig {
+            read_retry: 0.0,
+            read_retry_max: default_read_retry_max(),
+            uncorrectable: 0.0,
+            program_fail: 0.0,
+            erase_fail: 0.0,
+            seed: 0,
+        }
+    }
+}
+
+/// The `--faults` keys, with what each accepts.
+pub const FAULT_KEYS: &str = "read_retry, uncorrectable, program_fail, erase_fail (probabilities 0..1), read_retry_max (1..64), seed (an integer)";
+
+impl FaultConfig {
+    /// Any fault enabled?
+    pub fn any(&self) -> bool {
+        self.read_retry > 0.0
+            || self.uncorrectable > 0.0
+            || self.program_fail > 0.0
+            || self.erase_fail > 0.0
+    }
+
+    /// Each field in range; the error names the field.
+    pub fn check(&self) -> Result<(), (String, String)> {
+        for (name, p) in [
+            ("read_retry", self.read_retry),
+            ("uncorrectable", self.uncorrectable),
+            ("program_fail", self.program_fail),
+            ("erase_fail", self.erase_fail),
+        ] {
+            if !(0.0..=1.0).contains(&p) {
+                return Err((
+                    format!("faults.{name}"),
+                    format!("{p} is not a probability (accepted: 0 to 1)"),
+                ));
+            }
+        }
+        // A program or erase that fails every time would retire every block.
+        for (name, p) in [
+            ("program_fail", self.program_fail),
+            ("erase_fail", self.erase_fail),
+        ] {
+            if p > 0.1 {
+                return Err((
+                    format!("faults.{name}"),
+                    format!("{p}: at most 0.1 (every failure retires a block)"),
+                ));
+            }
+        }
+        if !(1..=64).contains(&self.read_retry_max) {
+            return Err((
+                "faults.read_retry_max".into(),
+                format!("{} (accepted: 1 to 64)", self.read_retry_max),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Parse a `--faults` spec: `key=value` pairs separated by commas; keys not named keep
+    /// their defaults. An error names the pair and what is accepted.
+    pub fn parse(spec: &str) -> Result<FaultConfig, String> {
+        let mut f = FaultConfig::default();
+        for pair in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let Some((key, value)) = pair.split_once('=') else {
+                return Err(format!("'{pair}': expected key=value (keys: {FAULT_KEYS})"));
+            };
+            let (key, value) = (key.trim(), value.trim());
+            let prob = |v: &str| {
+                v.parse::<f64>()
+                    .ok()
+                    .filter(|p| p.is_finite())
+                    .ok_or_else(|| format!("'{pair}': {v} is not a number (accepted: a probability 0 to 1, e.g. 1e-4)"))
+            };
+            match key {
+                "read_retry" => f.read_retry = prob(value)?,
+                "uncorrectable" => f.uncorrectable = prob(value)?,
+                "program_fail" => f.program_fail = prob(value)?,
+                "erase_fail" => f.erase_fail = prob(value)?,
+                "read_retry_max" => {
+                    f.read_retry_max = value.parse().map_err(|_| {
+                        format!("'{pair}': {value} is not a whole number (accepted: 1 to 64)")
+                    })?
+                }
+                "seed" => {
+                    f.seed = value.parse().map_err(|_| {
+                        format!("'{pair}': {value} is not a whole number (accepted: 0 to 2^64-1)")
+                    })?
+                }
+                _ => {
+                    return Err(format!(
+                        "'{pair}': unknown key '{key}' (keys: {FAULT_KEYS})"
+                    ))
+                }
+            }
+        }
+        f.check()
+            .map_err(|(field, why)| format!("{field}: {why}"))?;
+        Ok(f)
+    }
+}
+
+/// What the faults did (in every summary).
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct FaultCounters {
+    /// Page reads that needed read retry, and the extra reads they took.
+    pub read_retries: u64,
+    pub read_retry_reads: u64,
+    /// Host page reads uncorrectable after retries.
+    pub uncorrectable_pages: u64,
+    /// Of those, pages rebuilt from their RAIN stripe, and the stripe reads that took.
+    pub rain_rebuilds: u64,
+    pub rain_rebuild_reads: u64,
+    /// Host commands failed because a unit in them could not be read (no RAIN), and units
+    /// left unreadable until rewritten.
+    pub failed_reads: u64,
+    pub unreadable_units: u64,
+    /// Program and erase failures, and the blocks retired for them (grown bad blocks).
+    pub program_failures: u64,
+    pub erase_failures: u64,
+    pub grown_bad_blocks: u64,
+}
+
+impl FaultCounters {
+    /// What happened since `before`.
+    pub fn since(&self, before: &FaultCounters) -> FaultCounters {
+        FaultCounters {
+            read_retries: self.read_retries - before.read_retries,
+            read_retry_reads: self.read_retry_reads - before.read_retry_reads,
+            uncorrectable_pages: self.uncorrectable_pages - before.uncorrectable_pages,
+            rain_rebuilds: self.rain_rebuilds - before.rain_rebuilds,
+            rain_rebuild_reads: self.rain_rebuild_reads - before.rain_rebuild_reads,
+            failed_reads: self.failed_reads - before.failed_reads,
+            unreadable_units: self.unreadable_units - before.unreadable_units,
+            program_failures: self.program_failures - before.program_failures,
+            erase_failures: self.erase_failures - before.erase_failures,
+            grown_bad_blocks: self.grown_bad_blocks - before.grown_bad_blocks,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_parses_and_bad_pairs_say_what_is_accepted() {
+        let f =
+            FaultConfig::parse("read_retry=1e-3, uncorrectable=1e-5,program_fail=0.0001,seed=7")
+                .unwrap();
+        assert_eq!(f.read_retry, 1e-3);
+        assert_eq!(f.uncorrectable, 1e-5);
+        assert_eq!(f.program_fail, 1e-4);
+        assert_eq!(f.erase_fail, 0.0);
+        assert_eq!(f.seed, 7);
+        assert!(f.any());
+        assert!(!FaultConfig::parse("").unwrap().any());
+        for (spec, says) in [
+            ("read_retry", "expected key=value"),
+            ("bogus=1", "unknown key 'bogus'"),
+            ("uncorrectable=abc", "not a number"),
+            ("uncorrectable=1.5", "not a probability"),
+            ("program_fail=0.5", "at most 0.1"),
+            ("read_retry_max=0", "1 to 64"),
+            ("seed=-1", "not a whole number"),
+        ] {
+            let e = FaultConfig::parse(spec).unwrap_err();
+            assert!(e.contains(says), "{spec}: {e}");
+        }
+    }
+}
