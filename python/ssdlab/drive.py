@@ -364,12 +364,12 @@ def config_text(name_or_path: str, faults: str | None = None) -> tuple[str, str]
         cfg = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise SsdlabError(f"{name_or_path}: {e}") from None
-    cfg["faults"] = table
+    cfg["faults"] = {k: v for k, v in table.items() if v is not None}
     return dump_toml(cfg), name_or_path
 
 
 FAULTS_HELP = ("seeded NAND faults, e.g. read_retry=1e-3,uncorrectable=1e-5,program_fail=1e-4,erase_fail=1e-4,seed=7 "
-               "(rates per operation; replaces the drive's [faults] table)")
+               "(rates per operation), die_fail=DIE@SECONDS (a whole die fails then); replaces the drive's [faults] table")
 
 
 def format_faults(f: dict) -> str | None:
@@ -380,7 +380,9 @@ def format_faults(f: dict) -> str | None:
             f"{f['uncorrectable_pages']:,} uncorrectable pages ({f['rain_rebuilds']:,} rebuilt by RAIN "
             f"with {f['rain_rebuild_reads']:,} reads; {f['failed_reads']:,} reads failed, "
             f"{f['unreadable_units']:,} units unreadable), {f['program_failures']:,} program and "
-            f"{f['erase_failures']:,} erase failures, {f['grown_bad_blocks']:,} grown bad blocks")
+            f"{f['erase_failures']:,} erase failures, {f['grown_bad_blocks']:,} grown bad blocks"
+            + (f"; {f['failed_dies']} die failed ({f['die_rebuilds']:,} page reads rebuilt from the other dies)"
+               if f.get("failed_dies") else ""))
 
 
 def link_line_bytes_per_s(cfg: dict) -> float:

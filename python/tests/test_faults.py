@@ -61,6 +61,19 @@ def test_program_and_erase_failures_retire_blocks_and_the_drive_goes_on():
     assert d.fault_counters()["grown_bad_blocks"] == f["grown_bad_blocks"]
 
 
+def test_a_failed_die_is_rebuilt_from_the_stripe_across_dies_or_its_reads_fail():
+    # The M500DC's RAIN (11:1) is striped across dies: reads of the failed die are rebuilt.
+    dc = _summary("micron-m500dc-120", "die_fail=3@0.5")
+    f = dc["faults"]
+    assert f["failed_dies"] == 1 and f["die_rebuilds"] > 100 and f["failed_reads"] == 0, f
+    assert f["rain_rebuild_reads"] == 11 * f["die_rebuilds"]
+    # The m4 has no RAIN: those reads fail.
+    m4 = _summary("crucial-m4-128", "die_fail=3@0.5")["faults"]
+    assert m4["failed_dies"] == 1 and m4["die_rebuilds"] == 0 and m4["failed_reads"] > 100, m4
+    with pytest.raises(SsdlabError, match="faults.die"):
+        Drive.open("crucial-m4-128", faults="die_fail=99@1")
+
+
 @pytest.mark.parametrize("spec, says", [
     ("uncorrectable=2", "not a probability"),
     ("bogus=1", "unknown key 'bogus'"),

@@ -462,6 +462,18 @@ impl DriveConfig {
         self.faults
             .check()
             .map_err(|(field, message)| ConfigError { field, message })?;
+        if let Some(die) = self.faults.die {
+            if self.nand.dies < 2 || die >= self.nand.dies {
+                return Err(ConfigError {
+                    field: "faults.die".into(),
+                    message: format!(
+                        "die {die}: the drive has {} dies (accepted: 0 to {}, on a drive of 2 or more dies)",
+                        self.nand.dies,
+                        self.nand.dies.saturating_sub(1)
+                    ),
+                });
+            }
+        }
         let n = &self.nand;
         let f = &self.ftl;
         let h = &self.host;

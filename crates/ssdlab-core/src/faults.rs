@@ -21,8 +21,16 @@
 //!   never erased or written again (a grown bad block).
 //! - **Erase failure** (`erase_fail`, per block erase): the block is retired.
 //!
-//! Not modelled: a whole-die failure (the modelled RAIN stripe lies within one die's block,
-//! so it could not rebuild one), and faults on garbage-collection reads beyond read retry.
+//! - **Die failure** (`die_fail=DIE@SECONDS`): from then on every page read on that die is
+//!   rebuilt from the other members of its RAIN stripe, which lies across dies ("RAIN is parity
+//!   striped across dies (RAID-5 like)", drives.toml; M500DC: rebuilds "a failed page or die"),
+//!   or fails without RAIN; host writes go to the other dies from then on.
+//!
+//! The stripe's members are read on the dies after the failing one in turn (`rain_period - 1`
+//! program units), in parallel across dies, as the parity is striped across dies; the FTL
+//! places parity pages in the same block for their capacity and program-time cost only.
+//! Not modelled: faults on garbage-collection reads beyond read retry, and the firmware
+//! rebuilding a failed die's data onto the others in the background.
 
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +52,11 @@ pub struct FaultConfig {
     /// Probability that a block erase fails.
     #[serde(default)]
     pub erase_fail: f64,
+    /// A whole die that fails, and when (simulated seconds from power-on).
+    #[serde(default)]
+    pub die: Option<u32>,
+    #[serde(default)]
+    pub die_fail_at_s: f64,
     /// Seed of the fault stream (independent of the workload's).
     #[serde(default)]
     pub seed: u64,
@@ -61,13 +74,15 @@ impl Default for FaultConfig {
             uncorrectable: 0.0,
             program_fail: 0.0,
             erase_fail: 0.0,
+            die: None,
+            die_fail_at_s: 0.0,
             seed: 0,
         }
     }
 }
 
 /// The `--faults` keys, with what each accepts.
-pub const FAULT_KEYS: &str = "read_retry, uncorrectable, program_fail, erase_fail (probabilities 0..1), read_retry_max (1..64), seed (an integer)";
+pub const FAULT_KEYS: &str = "read_retry, uncorrectable, program_fail, erase_fail (probabilities 0..1), read_retry_max (1..64), die_fail (DIE@SECONDS: that die fails then), seed (an integer)";
 
 impl FaultConfig {
     /// Any fault enabled?
@@ -76,6 +91,7 @@ impl FaultConfig {
             || self.uncorrectable > 0.0
             || self.program_fail > 0.0
             || self.erase_fail > 0.0
+            || self.die.is_some()
     }
 
     /// Each field in range; the error names the field.
@@ -104,6 +120,12 @@ impl FaultConfig {
                     format!("{p}: at most 0.1 (every failure retires a block)"),
                 ));
             }
+        }
+        if !(self.die_fail_at_s.is_finite() && self.die_fail_at_s >= 0.0) {
+            return Err((
+                "faults.die_fail_at_s".into(),
+                format!("{} (accepted: 0 or more seconds)", self.die_fail_at_s),
+            ));
         }
         if !(1..=64).contains(&self.read_retry_max) {
             return Err((
@@ -138,6 +160,14 @@ impl FaultConfig {
                     f.read_retry_max = value.parse().map_err(|_| {
                         format!("'{pair}': {value} is not a whole number (accepted: 1 to 64)")
                     })?
+                }
+                "die_fail" => {
+                    let bad = || {
+                        format!("'{pair}': accepted DIE@SECONDS, e.g. die_fail=2@1.5 (die 2 fails 1.5 simulated seconds after power-on)")
+                    };
+                    let (die, at) = value.split_once('@').ok_or_else(bad)?;
+                    f.die = Some(die.trim().parse().map_err(|_| bad())?);
+                    f.die_fail_at_s = at.trim().parse().map_err(|_| bad())?;
                 }
                 "seed" => {
                     f.seed = value.parse().map_err(|_| {
@@ -176,6 +206,9 @@ pub struct FaultCounters {
     pub program_failures: u64,
     pub erase_failures: u64,
     pub grown_bad_blocks: u64,
+    /// Dies failed, and page reads of a failed die rebuilt from the other dies (RAIN).
+    pub failed_dies: u64,
+    pub die_rebuilds: u64,
 }
 
 impl FaultCounters {
@@ -192,6 +225,8 @@ impl FaultCounters {
             program_failures: self.program_failures - before.program_failures,
             erase_failures: self.erase_failures - before.erase_failures,
             grown_bad_blocks: self.grown_bad_blocks - before.grown_bad_blocks,
+            failed_dies: self.failed_dies - before.failed_dies,
+            die_rebuilds: self.die_rebuilds - before.die_rebuilds,
         }
     }
 }
@@ -212,6 +247,8 @@ mod tests {
         assert_eq!(f.seed, 7);
         assert!(f.any());
         assert!(!FaultConfig::parse("").unwrap().any());
+        let d = FaultConfig::parse("die_fail=2@1.5").unwrap();
+        assert_eq!((d.die, d.die_fail_at_s), (Some(2), 1.5));
         for (spec, says) in [
             ("read_retry", "expected key=value"),
             ("bogus=1", "unknown key 'bogus'"),
@@ -220,6 +257,9 @@ mod tests {
             ("program_fail=0.5", "at most 0.1"),
             ("read_retry_max=0", "1 to 64"),
             ("seed=-1", "not a whole number"),
+            ("die_fail=3", "DIE@SECONDS"),
+            ("die_fail=x@1", "DIE@SECONDS"),
+            ("die_fail=1@-2", "0 or more seconds"),
         ] {
             let e = FaultConfig::parse(spec).unwrap_err();
             assert!(e.contains(says), "{spec}: {e}");

@@ -152,6 +152,8 @@ pub struct Device {
 struct ExtraReads {
     retries: u32,
     stripe_reads: u32,
+    /// The page's own die has failed: it is not read at all.
+    dead_die: bool,
 }
 
 /// Read retry and uncorrectable reads (see [`crate::faults`]).
@@ -160,6 +162,9 @@ struct ReadFaults {
     rng: crate::rng::Rng,
     /// Logical units that read as uncorrectable until written or trimmed.
     unreadable: std::collections::BTreeSet<u32>,
+    /// A die to fail and when; whether it has.
+    die_fail: Option<(u32, SimTime)>,
+    die_failed: bool,
     counters: crate::faults::FaultCounters,
 }
 
@@ -172,11 +177,15 @@ impl Device {
         let f = &config.faults;
         let mut ftl = Ftl::new(&config.ftl, &geometry, seed);
         ftl.set_faults(f.program_fail, f.erase_fail, f.seed);
-        let faults = (f.read_retry > 0.0 || f.uncorrectable > 0.0).then(|| {
+        let faults = (f.read_retry > 0.0 || f.uncorrectable > 0.0 || f.die.is_some()).then(|| {
             Box::new(ReadFaults {
                 cfg: f.clone(),
                 rng: crate::rng::Rng::derive(f.seed, "read-faults"),
                 unreadable: Default::default(),
+                die_fail: f
+                    .die
+                    .map(|d| (d, SimTime((f.die_fail_at_s * 1e9).round() as u64))),
+                die_failed: false,
                 counters: Default::default(),
             })
         });
@@ -412,6 +421,15 @@ impl Device {
 
     fn dispatch(&mut self, slot: u32) {
         let now = self.sched.kernel.now;
+        if let Some(f) = self.faults.as_mut() {
+            if let Some((die, at)) = f.die_fail {
+                if !f.die_failed && now >= at {
+                    f.die_failed = true;
+                    f.counters.failed_dies += 1;
+                    self.ftl.fail_die(die);
+                }
+            }
+        }
         let s = self.slots[slot as usize];
         match s.io.kind {
             IoKind::Read => {
@@ -513,16 +531,29 @@ impl Device {
         let bytes = units as u64 * self.sched.unit_bytes;
         let host_read = self.slots[slot as usize].io.kind == IoKind::Read;
         let extra = match self.faults.is_some() && host_read {
-            true => self.read_faults(slot, first_lba, units),
+            true => self.read_faults(slot, die, first_lba, units),
             false => ExtraReads::default(),
         };
-        for _ in 0..1 + extra.retries {
-            self.enqueue_host_read(slot, die, planes, bytes);
+        if !extra.dead_die {
+            for _ in 0..1 + extra.retries {
+                self.enqueue_host_read(slot, die, planes, bytes);
+            }
         }
-        // A RAIN rebuild reads every other page of the stripe, whole.
+        // A RAIN rebuild reads every other member of the stripe, whole: parity is striped
+        // across dies, so the members are on the dies after this one in turn (a failed die
+        // skipped), read in parallel across dies.
         let pu_bytes = self.geometry.units_per_pu as u64 * self.sched.unit_bytes;
+        let dies = self.geometry.dies;
+        let dead = self.ftl.failed_die();
+        let mut members = (1..dies)
+            .map(|k| (die + k) % dies)
+            .filter(|&d| Some(d) != dead)
+            .cycle();
         for _ in 0..extra.stripe_reads {
-            self.enqueue_host_read(slot, die, self.geometry.planes_per_die, pu_bytes);
+            let member = members
+                .next()
+                .expect("a stripe is rebuilt only with live members");
+            self.enqueue_host_read(slot, member, self.geometry.planes_per_die, pu_bytes);
         }
     }
 
@@ -540,10 +571,24 @@ impl Device {
 
     /// Draw the faults of one host page read of `units` logical units from `first_lba`:
     /// the extra reads they cost; a unit beyond repair fails the command.
-    fn read_faults(&mut self, slot: u32, first_lba: u32, units: u32) -> ExtraReads {
+    fn read_faults(&mut self, slot: u32, die: u32, first_lba: u32, units: u32) -> ExtraReads {
         let rain_period = self.geometry.rain_period;
         let f = self.faults.as_mut().expect("faults on");
         let mut extra = ExtraReads::default();
+        if f.die_failed && f.die_fail.is_some_and(|(d, _)| d == die) {
+            extra.dead_die = true;
+            if rain_period > 0 {
+                f.counters.die_rebuilds += 1;
+                extra.stripe_reads = rain_period - 1;
+                f.counters.rain_rebuild_reads += extra.stripe_reads as u64;
+            } else {
+                self.slots[slot as usize].failed = true;
+                for lba in first_lba..first_lba + units {
+                    f.counters.unreadable_units += f.unreadable.insert(lba) as u64;
+                }
+            }
+            return extra;
+        }
         if f.cfg.read_retry > 0.0 && f.rng.unit_f64() < f.cfg.read_retry {
             extra.retries = 1 + f.rng.below(f.cfg.read_retry_max as u64) as u32;
             f.counters.read_retries += 1;
@@ -557,7 +602,8 @@ impl Device {
             // The whole retry table is tried before the controller gives up on the page.
             extra.retries = f.cfg.read_retry_max;
             f.counters.uncorrectable_pages += fresh as u64;
-            if rain_period > 0 {
+            // With a die already lost, every stripe has lost a member: nothing to rebuild from.
+            if rain_period > 0 && !f.die_failed {
                 f.counters.rain_rebuilds += 1;
                 extra.stripe_reads = rain_period - 1;
                 f.counters.rain_rebuild_reads += extra.stripe_reads as u64;

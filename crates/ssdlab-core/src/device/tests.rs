@@ -692,11 +692,16 @@ fn uncorrectable_reads_fail_only_their_units_without_rain_and_are_rebuilt_with_i
     assert!(f.rain_rebuilds > 100 && f.failed_reads == 0, "{f:?}");
     assert_eq!(f.rain_rebuild_reads, 7 * f.rain_rebuilds);
     assert!(dev.unreadable_units().is_empty());
+    // The stripe lies across dies: its 7 other members are read on the 3 other dies in
+    // parallel (3, 2 and 2 page reads), after the page's own retry table (3 more reads of it).
     let (clean, _) = read_latency_us(&with_faults("", 7));
-    assert!(
-        rain.summary.read.latency_us_max
-            > clean.summary.read.latency_us_max + 7.0 * example().nand.read_page_us
+    let read_us = example().nand.read_page_us;
+    let (a, b) = (
+        clean.summary.read.latency_us_max,
+        rain.summary.read.latency_us_max,
     );
+    println!("max read latency {a:.0} -> {b:.0} us (tR {read_us} us)");
+    assert!(b > a + 3.0 * read_us && b < a + 7.0 * read_us, "{a} -> {b}");
 }
 
 #[test]
@@ -728,4 +733,44 @@ fn program_and_erase_failures_retire_blocks_and_lose_nothing() {
     dev.secure_erase();
     assert_eq!(dev.fault_counters().grown_bad_blocks, bad);
     dev.ftl.verify().unwrap();
+}
+
+#[test]
+fn a_failed_die_is_rebuilt_across_dies_with_rain_and_loses_its_reads_without() {
+    // RAIN 7:1 striped across the 4 dies: every read of die 1 is rebuilt from the others.
+    let (r, mut dev) = read_latency_us(&with_faults("die_fail=1@0,seed=1", 7));
+    let f = r.summary.faults;
+    assert_eq!(f.failed_dies, 1);
+    assert_eq!(f.failed_reads, 0);
+    let share = f.die_rebuilds as f64 / r.summary.read.ios as f64;
+    assert!(
+        (0.2..0.3).contains(&share),
+        "{share} of reads were on die 1"
+    );
+    let (clean, _) = read_latency_us(&with_faults("", 7));
+    assert!(r.summary.read.latency_us_mean > clean.summary.read.latency_us_mean);
+    // Host data goes to the other dies from then on.
+    let n = 4096u32;
+    for lba in (0..n).step_by(8) {
+        submit_now(
+            &mut dev,
+            IoKind::Write,
+            lba as u64 * 4096,
+            8 * 4096,
+            lba as u64,
+        );
+    }
+    dev.run_until(SimTime(u64::MAX));
+    assert!((0..n).all(|lba| dev.ftl.die_of(dev.ftl.lookup(lba)) != 1));
+    dev.ftl.verify().unwrap();
+    // Without RAIN the failed die's reads fail, for their units only.
+    let (r, _) = read_latency_us(&with_faults("die_fail=1@0,seed=1", 0));
+    let f = r.summary.faults;
+    let share = f.failed_reads as f64 / r.summary.read.ios as f64;
+    assert!((0.2..0.3).contains(&share), "{share} of reads failed");
+    // A die the drive does not have is a clear error.
+    let mut cfg = example();
+    cfg.faults = crate::faults::FaultConfig::parse("die_fail=4@1").unwrap();
+    let e = Device::new(&cfg, 1).err().unwrap().to_string();
+    assert!(e.contains("faults.die") && e.contains("0 to 3"), "{e}");
 }

@@ -70,6 +70,9 @@ impl Ftl {
                 let dies = self.geometry.dies;
                 for k in 0..dies {
                     let d = (die + k) % dies;
+                    if d == self.failed_die {
+                        continue;
+                    }
                     // Bounded: a die whose sealed blocks are all full cannot gain blocks.
                     let victims_max = self.dies[d as usize].victim_selections
                         + self.geometry.blocks_per_die as u64;
@@ -108,7 +111,7 @@ impl Ftl {
 
     pub fn background_work_pending(&self, die: u32) -> bool {
         let d = &self.dies[die as usize];
-        d.victim != NONE || d.free.len() < self.bg_free_target
+        die != self.failed_die && (d.victim != NONE || d.free.len() < self.bg_free_target)
     }
 
     fn select_victim(&mut self, die: u32) -> bool {

@@ -307,6 +307,8 @@ pub struct Ftl {
     /// spare area is spent, as at a real drive's end of life).
     retired_per_die: Vec<u32>,
     retire_limit: u32,
+    /// A failed die (NONE: none): host data goes to the others.
+    failed_die: u32,
 }
 
 impl Ftl {
@@ -354,6 +356,7 @@ impl Ftl {
             fault_rng: Rng::new(0),
             retiring: vec![false; blocks],
             retired_per_die: vec![0; g.dies as usize],
+            failed_die: NONE,
             retire_limit: {
                 let usable =
                     g.blocks_per_die - cfg.reserved_blocks_per_die - cfg.map_blocks_per_die;
@@ -587,9 +590,33 @@ impl Ftl {
             );
         }
         if stream == Stream::Host {
-            self.host_die = (die + 1) % self.geometry.dies;
+            self.host_die = self.next_host_die(die);
             self.collect_after_host_program(die, sink);
         }
+    }
+
+    /// The die after `die` that takes host data (a failed die is skipped).
+    #[inline]
+    fn next_host_die(&self, die: u32) -> u32 {
+        let next = (die + 1) % self.geometry.dies;
+        if next == self.failed_die {
+            (next + 1) % self.geometry.dies
+        } else {
+            next
+        }
+    }
+
+    /// `die` failed: host data goes to the other dies from now on, and the die does no
+    /// background collection. Its data stays mapped (a read of it is rebuilt or fails).
+    pub fn fail_die(&mut self, die: u32) {
+        self.failed_die = die;
+        if self.host_die == die {
+            self.host_die = self.next_host_die(die);
+        }
+    }
+
+    pub fn failed_die(&self) -> Option<u32> {
+        (self.failed_die != NONE).then_some(self.failed_die)
     }
 
     /// May `die` retire one more block? Counts it if so.
