@@ -1,11 +1,14 @@
 """NBD emulator speed and pacing fidelity. Pacing: fio 4 KiB random reads at QD1, QD4 and QD32
 against `ssdlab serve --pace model` (crucial-m500-120, fast-filled) next to what `ssdlab run`
-predicts for the same job (target: within 10%), with the server's lateness behind the model. Speed, side by side in one run: fio 4 KiB random writes at QD16 through its nbd
+predicts for the same job (target: within 10%), with the server's lateness behind the model and,
+at QD1 and QD4, the transport floor: fio's latency against `nbdkit memory`, which answers at
+once, so what fio, libnbd and the socket add to any NBD server; `beyond_floor_us` is what is
+left of fio's extra time per IO after it. Speed, side by side in one run: fio 4 KiB random writes at QD16 through its nbd
 engine against `ssdlab serve --pace none` and against `nbdkit memory` (the baseline: an NBD
 server that only copies bytes). Prints both IOPS and their ratio (target: ssdlab >= half of
 nbdkit). Never fails on a figure.
 
-    python benches/bench_nbd.py [--drive crucial-m500-120] [--runtime 10] [--span 1g]
+    python benches/bench_nbd.py [--drive crucial-m500-120] [--runtime 10] [--span 1g] [--paced-only]
 """
 
 import argparse
@@ -26,16 +29,19 @@ def fio_iops(uri: str, span: str, runtime: int, out: Path) -> float:
     return json.loads(text[text.index("{"):])["jobs"][0]["write"]["iops"]
 
 
-def paced_fidelity(tmp: Path, drive: str = "crucial-m500-120", runtime: int = 10, qd: int = 32) -> dict:
+def paced_fidelity(tmp: Path, drive: str = "crucial-m500-120", runtime: int = 10, qd: int = 32,
+                   transport_us: float = 0.0) -> dict:
     import ssdlab
-    sock = tmp / f"p{qd}.sock"
-    stats = tmp / f"p{qd}.json"
+    tag = f"{qd}-{transport_us:g}"
+    sock = tmp / f"p{tag}.sock"
+    stats = tmp / f"p{tag}.json"
     proc = subprocess.Popen([sys.executable, "-m", "ssdlab.cli", "serve", "--drive", drive, "--socket", str(sock),
-                             "--precondition", "fast-fill", "--quiet", "--stats-json", str(stats)],
+                             "--precondition", "fast-fill", "--quiet", "--stats-json", str(stats),
+                             "--transport-us", str(transport_us)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(sock, proc)
-        out = tmp / f"paced{qd}.json"
+        out = tmp / f"paced{tag}.json"
         subprocess.run(["fio", "--name=paced", "--ioengine=nbd", f"--uri=nbd+unix:///?socket={sock}", "--rw=randread",
                         "--bs=4k", f"--iodepth={qd}", "--size=8g", f"--runtime={runtime}", "--time_based",
                         "--ramp_time=1", "--output-format=json", f"--output={out}"], check=True, capture_output=True)
@@ -52,6 +58,44 @@ def paced_fidelity(tmp: Path, drive: str = "crucial-m500-120", runtime: int = 10
     return {f"qd{qd}_paced_fio_iops": round(measured), f"qd{qd}_ssdlab_run_iops": round(predicted),
             f"qd{qd}_error_pct": round(100 * (measured - predicted) / predicted, 2),
             f"qd{qd}_late_p50_us": round(late["late_p50_us"], 1), f"qd{qd}_late_p99_us": round(late["late_p99_us"], 1)}
+
+
+def transport_floor_us(tmp: Path, qd: int, runtime: int) -> float:
+    """fio's mean read latency against `nbdkit memory` (a server that answers at once) over the
+    same kind of socket: what fio, libnbd and the kernel add to any NBD server's replies."""
+    sock = tmp / f"floor{qd}.sock"
+    proc = subprocess.Popen(["nbdkit", "--foreground", "-U", str(sock), "memory", "8G"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(sock, proc)
+        out = tmp / f"floor{qd}.json"
+        subprocess.run(["fio", "--name=floor", "--ioengine=nbd", f"--uri=nbd+unix:///?socket={sock}", "--rw=randread",
+                        "--bs=4k", f"--iodepth={qd}", "--size=1g", f"--runtime={runtime}", "--time_based",
+                        "--ramp_time=1", "--output-format=json", f"--output={out}"], check=True, capture_output=True)
+        text = out.read_text()
+        return json.loads(text[text.index("{"):])["jobs"][0]["read"]["clat_ns"]["mean"] / 1e3
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def with_floor(paced: dict, tmp: Path, runtime: int) -> dict:
+    """Add, at QD1 and QD4, the transport floor and what the emulator adds beyond it (fio's
+    per-IO time at QD `qd` is qd / IOPS; the model's is qd / (ssdlab run IOPS)); then fio
+    against the server started with `--transport-us` set to that floor."""
+    if shutil.which("nbdkit") is None:
+        return paced
+    for qd in (1, 4):
+        floor = transport_floor_us(tmp, qd, runtime)
+        comp = paced_fidelity(tmp, qd=qd, runtime=runtime, transport_us=round(floor, 1))
+        paced[f"qd{qd}_fio_iops_transport_compensated"] = comp[f"qd{qd}_paced_fio_iops"]
+        paced[f"qd{qd}_error_pct_transport_compensated"] = comp[f"qd{qd}_error_pct"]
+        fio_us = qd * 1e6 / paced[f"qd{qd}_paced_fio_iops"]
+        model_us = qd * 1e6 / paced[f"qd{qd}_ssdlab_run_iops"]
+        paced[f"qd{qd}_transport_floor_us"] = round(floor, 1)
+        paced[f"qd{qd}_fio_minus_model_us"] = round(fio_us - model_us, 1)
+        paced[f"qd{qd}_beyond_floor_us"] = round(fio_us - model_us - floor, 1)
+    return paced
 
 
 def wait_for(path: Path, proc: subprocess.Popen) -> None:
@@ -74,6 +118,7 @@ def main() -> None:
             paced = {}
             for qd in (1, 4, 32):
                 paced.update(paced_fidelity(Path(tmp), qd=qd, runtime=args.runtime))
+            paced = with_floor(paced, Path(tmp), args.runtime)
         print(json.dumps(paced, indent=2))
         return
     for tool in ("fio", "nbdkit"):
@@ -100,6 +145,7 @@ def main() -> None:
         paced = {}
         for qd in (1, 4, 32):
             paced.update(paced_fidelity(tmp, qd=qd, runtime=args.runtime))
+        paced = with_floor(paced, tmp, args.runtime)
     print(json.dumps({
         **paced,
         "workload": f"fio nbd engine, 4 KiB randwrite, QD16, {args.span} span, {args.runtime} s",

@@ -28,7 +28,7 @@ class Server:
                  bind: str = "127.0.0.1", pace: str = "model", precondition: str = "none",
                  seed: int = 0, log: bool = True, store: str | Path | None = None,
                  read_only: bool = False, max_connections: int = 32, io_timeout_s: float = 30.0,
-                 power_cut_after: int | None = None, faults: str | None = None):
+                 power_cut_after: int | None = None, faults: str | None = None, transport_us: float = 0.0):
         if pace not in PACES:
             raise SsdlabError(f"--pace '{pace}': accepted: {', '.join(PACES)}")
         if precondition not in PRECONDITIONS:
@@ -39,6 +39,8 @@ class Server:
             raise SsdlabError("--power-cut-after needs --store DIR (the drive is rebuilt from it)")
         if power_cut_after is not None and not 1 <= power_cut_after <= 2**62:
             raise SsdlabError(f"--power-cut-after {power_cut_after}: accepted: 1 or more commands")
+        if not 0 <= transport_us <= 10_000:
+            raise SsdlabError(f"--transport-us {transport_us}: accepted: 0 to 10000 microseconds")
         if not 0.001 <= io_timeout_s <= 86_400:
             raise SsdlabError(f"--io-timeout {io_timeout_s}: accepted: 0.001 to 86400 seconds")
         if not 1 <= max_connections <= 100_000:
@@ -57,7 +59,8 @@ class Server:
                 socket=str(socket) if socket is not None else None, port=port,
                 bind=bind if port is not None else None, log=log,
                 store=str(store) if store is not None else None, read_only=read_only,
-                max_connections=max_connections, io_timeout_s=io_timeout_s, power_cut_after=power_cut_after)
+                max_connections=max_connections, io_timeout_s=io_timeout_s, power_cut_after=power_cut_after,
+                transport_us=transport_us)
         except ValueError as e:
             if str(e).startswith("store "):
                 raise SsdlabError(f"serve {self.name}: --{e}") from None
@@ -141,7 +144,8 @@ def run_cli(args) -> int:
     server = Server(args.drive, socket=args.socket, port=args.port, bind=args.bind, pace=args.pace,
                     precondition=args.precondition, seed=args.seed or 0, log=not args.quiet,
                     store=args.store, read_only=args.read_only, max_connections=args.max_connections,
-                    io_timeout_s=args.io_timeout, power_cut_after=args.power_cut_after, faults=args.faults)
+                    io_timeout_s=args.io_timeout, power_cut_after=args.power_cut_after, faults=args.faults,
+                    transport_us=args.transport_us)
     if server.mount is not None:
         print("ssdlab serve: " + format_mount(server.mount), flush=True)
     print(f"ssdlab serve: {server.name} ({server.user_bytes:,} bytes) at {server.uri} (pace {args.pace}"
@@ -197,6 +201,10 @@ def add_parser(sub) -> None:
     s.add_argument("--power-cut-after", type=int, metavar="N",
                    help="cut the power once after N commands (needs --store): what the drive's "
                         "power_loss_protection does not keep is lost, connections drop, the drive is rebuilt and served again")
+    s.add_argument("--transport-us", type=float, default=0.0, metavar="US",
+                   help="pace model: reply this many microseconds before the model's completion, for what the "
+                        "client and the NBD transport add to each round trip (a drive on the host's bus has no NBD "
+                        "hop); benches/bench_nbd.py --paced-only measures it on this machine (default 0)")
     s.add_argument("--faults", metavar="SPEC", help=FAULTS_HELP + "; a read the drive cannot correct is answered EIO")
     s.add_argument("--seed", type=int)
     s.add_argument("--stats-json", help="write the final statistics here as JSON")

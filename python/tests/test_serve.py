@@ -289,6 +289,8 @@ def test_api_server_context_manager(tmp_path, tiny_toml):
     (["--socket", "SOCK", "--max-connections", "0"], "--max-connections 0: accepted: 1..100000"),
     (["--socket", "SOCK", "--io-timeout", "-1"], "--io-timeout -1.0: accepted"),
     (["--socket", "SOCK", "--power-cut-after", "10"], "--power-cut-after needs --store DIR"),
+    (["--socket", "SOCK", "--transport-us", "-5"], "--transport-us -5.0: accepted: 0 to 10000"),
+    (["--socket", "SOCK", "--faults", "x=1"], "--faults 'x=1': 'x=1': unknown key 'x'"),
 ])
 def test_serve_argument_errors(tmp_path, tiny_toml, args, message):
     args = [a.replace("SOCK", str(tmp_path / "x.sock")) for a in args]

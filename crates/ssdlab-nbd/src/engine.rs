@@ -160,6 +160,8 @@ pub(crate) struct Engine {
     store_failed: bool,
     /// When the engine last took a request or sent a reply (Pace::Model polls for SPIN after).
     last_activity: Instant,
+    /// Replies leave this long before the model's completion (see `ServerConfig::transport`).
+    transport_ns: u64,
     /// A planned power cut: after how many commands, and what the rebuild needs.
     power_cut: Option<PlannedCut>,
     /// When the store's PENDING marks were last brought up to date (simulated time).
@@ -235,6 +237,7 @@ impl Engine {
             power_cut: None,
             pending_checked: SimTime::ZERO,
             commands_seen: 0,
+            transport_ns: 0,
         }
     }
 
@@ -351,8 +354,14 @@ impl Engine {
     }
 
     /// The simulated time the wall clock stands at now.
+    /// Where the model is due now: the wall clock's simulated time, ahead by the transport
+    /// compensation (replies leave that much before their completion time).
     fn wall_sim(&self) -> SimTime {
-        self.sim_of(wall_now())
+        SimTime(self.sim_of(wall_now()).ns() + self.transport_ns)
+    }
+
+    pub fn set_transport(&mut self, transport: Duration) {
+        self.transport_ns = transport.as_nanos() as u64;
     }
 
     fn sim_of(&self, at: Instant) -> SimTime {
@@ -734,7 +743,7 @@ mod tests {
 
     struct Rig {
         engine: Engine,
-        replies: Receiver<Reply>,
+        replies: Receiver<crate::Outgoing>,
     }
 
     fn rig(dir: &std::path::Path, fill: bool) -> Rig {
@@ -750,7 +759,7 @@ mod tests {
         let (tx, replies) = channel();
         engine.handle(Msg::Open {
             conn: 1,
-            replies: std::sync::Arc::new(crate::ReplySink { tx }),
+            replies: std::sync::Arc::new(crate::ReplySink { tx, direct: None }),
         });
         Rig { engine, replies }
     }
@@ -768,6 +777,13 @@ mod tests {
                 cost: 0,
             };
             self.engine.handle(Msg::Request { conn: 1, req });
+        }
+
+        fn reply(&self) -> Option<Reply> {
+            match self.replies.try_recv().ok()? {
+                crate::Outgoing::Reply(r) => Some(r),
+                crate::Outgoing::Rest(..) => unreachable!("no direct replies without a socket"),
+            }
         }
 
         /// A clean stop, as `run` ends.
@@ -832,7 +848,7 @@ mod tests {
             let mut answered = 0;
             let mut done: Vec<u64> = Vec::new();
             while answered < batch.len() {
-                while let Ok(rep) = r.replies.try_recv() {
+                while let Some(rep) = r.reply() {
                     answered += 1;
                     if let Some(&(_, off, len)) = batch.iter().find(|b| b.0 == rep.handle) {
                         let first = off / 4096 * 4096;
@@ -885,7 +901,7 @@ mod tests {
         for m in 0..mirror.len() as u64 / mib {
             r.send(m, Cmd::Read, m * mib, mib, None);
             let rep = loop {
-                if let Ok(rep) = r.replies.try_recv() {
+                if let Some(rep) = r.reply() {
                     break rep;
                 }
                 r.engine.step_to_completion();

@@ -67,6 +67,11 @@ pub struct ServerConfig {
     pub power_cut_after: Option<u64>,
     /// The directory of the on-disk store (for the rebuild after a power cut).
     pub store_dir: Option<PathBuf>,
+    /// Pace::Model: reply this much before the model's completion time, for the time the
+    /// client and the NBD transport add to each round trip and a drive on the host's own
+    /// bus would not have (measure it: `benches/bench_nbd.py` prints fio's floor against
+    /// `nbdkit memory`). Zero by default.
+    pub transport: Duration,
 }
 
 /// The handshake deadline the CLI and Python API use.
@@ -94,6 +99,7 @@ impl ServerConfig {
             io_timeout: IO_TIMEOUT,
             power_cut_after: None,
             store_dir: None,
+            transport: Duration::ZERO,
         }
     }
 }
@@ -122,6 +128,27 @@ impl Stream {
             Stream::Unix(s) => s.set_write_timeout(t),
         }
     }
+    #[allow(unsafe_code)]
+    /// Write what the socket takes now without waiting (none on error: the writer thread
+    /// meets the error and drops the client).
+    fn send_now(&self, buf: &[u8]) -> usize {
+        use std::os::fd::AsRawFd;
+        let fd = match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
+        };
+        // SAFETY: fd is an open socket owned by self; buf is valid for its length.
+        let n = unsafe {
+            libc::send(
+                fd,
+                buf.as_ptr().cast(),
+                buf.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
+        n.max(0) as usize
+    }
+
     fn shutdown(&self) {
         let _ = match self {
             Stream::Tcp(s) => s.shutdown(Shutdown::Both),
@@ -335,6 +362,7 @@ impl Server {
         let stop = Arc::new(AtomicBool::new(false));
         let registry: Registry = Arc::default();
         let mut engine = Engine::new(dev, config.pace, store, refused.clone());
+        engine.set_transport(config.transport);
         if let (Some(after), Some(dir)) = (config.power_cut_after, &config.store_dir) {
             engine.plan_power_cut(
                 after,
@@ -570,15 +598,30 @@ fn serve_connection(conn: u64, stream: Stream, shared: &Shared) -> Result<(), co
     {
         o.budget = Some(budget.clone());
     }
-    // Replies go to this connection's writer thread: the engine never waits for a socket.
+    // Replies go to the socket directly when nothing is queued and the socket takes them at
+    // once, else to this connection's writer thread: the engine never waits for a socket.
     let (tx, rx) = channel();
+    let queued = Arc::new(Mutex::new(0u64));
+    let direct = Direct {
+        stream: write_half.try_clone()?,
+        session,
+        budget: budget.clone(),
+        queued: queued.clone(),
+    };
     let writer = {
         let (budget, log, timeout) = (budget.clone(), config.log, config.io_timeout);
         std::thread::Builder::new()
             .name(format!("ssdlab-reply-{conn}"))
-            .spawn(move || write_replies(conn, rx, write_half, session, &budget, log, timeout))?
+            .spawn(move || {
+                write_replies(
+                    conn, rx, write_half, session, &budget, &queued, log, timeout,
+                )
+            })?
     };
-    let replies = Arc::new(ReplySink { tx });
+    let replies = Arc::new(ReplySink {
+        tx,
+        direct: Some(direct),
+    });
     let _ = shared.engine.send(Msg::Open {
         conn,
         replies: replies.clone(),
@@ -627,29 +670,30 @@ fn serve_connection(conn: u64, stream: Stream, shared: &Shared) -> Result<(), co
 /// The connection's writer thread: writes replies as they come, flushing when none wait. A
 /// client that takes no reply bytes for `timeout` is dropped (its socket shut down, so its
 /// reader ends too); its later replies are discarded. Ends when every sender is gone.
+#[allow(clippy::too_many_arguments)]
 fn write_replies(
     conn: u64,
-    rx: Receiver<Reply>,
+    rx: Receiver<Outgoing>,
     stream: Stream,
     session: Session,
     budget: &Budget,
+    queued: &Mutex<u64>,
     log: bool,
     timeout: Duration,
 ) {
     let mut w = BufWriter::with_capacity(256 * 1024, stream);
     let mut failed = false;
-    let write = |w: &mut BufWriter<Stream>, r: Reply, failed: &mut bool, last: bool| {
+    let write = |w: &mut BufWriter<Stream>, item: Outgoing, failed: &mut bool, last: bool| {
+        let cost = match &item {
+            Outgoing::Reply(r) => r.cost,
+            Outgoing::Rest(_, cost) => *cost,
+        };
         if !*failed {
-            let res =
-                conn::write_reply(w, &r, session).and_then(
-                    |_| {
-                        if last {
-                            w.flush()
-                        } else {
-                            Ok(())
-                        }
-                    },
-                );
+            let res = match &item {
+                Outgoing::Reply(r) => conn::write_reply(w, r, session),
+                Outgoing::Rest(bytes, _) => w.write_all(bytes),
+            }
+            .and_then(|_| if last { w.flush() } else { Ok(()) });
             if let Err(e) = res {
                 *failed = true;
                 if log {
@@ -669,15 +713,19 @@ fn write_replies(
                 w.get_ref().shutdown();
             }
         }
-        budget.release(r.cost);
+        budget.release(cost);
     };
     while let Ok(first) = rx.recv() {
         let mut next = Some(first);
-        while let Some(r) = next.take() {
+        let mut done = 0;
+        while let Some(item) = next.take() {
             next = rx.try_recv().ok();
             let last = next.is_none();
-            write(&mut w, r, &mut failed, last);
+            write(&mut w, item, &mut failed, last);
+            done += 1;
         }
+        // All on the socket (flushed): direct replies may go again once none is queued.
+        *queued.lock().expect("queued") -= done;
     }
     if !failed {
         let _ = w.flush();
@@ -685,16 +733,60 @@ fn write_replies(
     w.get_ref().shutdown();
 }
 
-/// Where the engine and the reader put a connection's replies (its writer thread takes them).
+/// Where the engine and the reader put a connection's replies. When the connection's writer
+/// thread has nothing queued, a small reply goes straight to the socket with a write that
+/// cannot block (saving the writer thread's wake-up, tens of microseconds at low queue depth);
+/// whatever the socket does not take at once, and every reply while others are queued, goes to
+/// the writer thread, in order.
 pub(crate) struct ReplySink {
-    tx: Sender<Reply>,
+    tx: Sender<Outgoing>,
+    direct: Option<Direct>,
 }
+
+/// A reply, or the unsent rest of one written directly (with the budget it holds).
+pub(crate) enum Outgoing {
+    Reply(Reply),
+    Rest(Vec<u8>, u64),
+}
+
+pub(crate) struct Direct {
+    stream: Stream,
+    session: Session,
+    budget: Arc<Budget>,
+    /// Items handed to the writer thread and not yet on the socket.
+    queued: Arc<Mutex<u64>>,
+}
+
+/// Replies with at most this much data may be written directly.
+const DIRECT_MAX: usize = 64 << 10;
 
 impl ReplySink {
     /// Queue one reply; never waits. A client that stopped reading loses its replies,
     /// nobody else's.
     pub(crate) fn send(&self, r: Reply) {
-        let _ = self.tx.send(r);
+        let Some(d) = &self.direct else {
+            let _ = self.tx.send(Outgoing::Reply(r));
+            return;
+        };
+        let mut queued = d.queued.lock().expect("queued");
+        let small = r
+            .read
+            .as_ref()
+            .is_none_or(|(_, data)| data.len() <= DIRECT_MAX);
+        if *queued > 0 || !small || d.budget.dead.load(Ordering::SeqCst) {
+            *queued += 1;
+            let _ = self.tx.send(Outgoing::Reply(r));
+            return;
+        }
+        let mut bytes = Vec::with_capacity(64 + r.read.as_ref().map_or(0, |(_, d)| d.len()));
+        conn::write_reply(&mut bytes, &r, d.session).expect("a reply encodes into memory");
+        let sent = d.stream.send_now(&bytes);
+        if sent == bytes.len() {
+            d.budget.release(r.cost);
+        } else {
+            *queued += 1;
+            let _ = self.tx.send(Outgoing::Rest(bytes[sent..].to_vec(), r.cost));
+        }
     }
 }
 

@@ -362,7 +362,7 @@ struct NbdServer {
 #[pymethods]
 impl NbdServer {
     #[new]
-    #[pyo3(signature = (toml_text, seed, precondition, pace, export_name, description, socket=None, port=None, bind=None, log=true, store=None, read_only=false, max_connections=ssdlab_nbd::MAX_CONNECTIONS, io_timeout_s=ssdlab_nbd::IO_TIMEOUT.as_secs_f64(), power_cut_after=None))]
+    #[pyo3(signature = (toml_text, seed, precondition, pace, export_name, description, socket=None, port=None, bind=None, log=true, store=None, read_only=false, max_connections=ssdlab_nbd::MAX_CONNECTIONS, io_timeout_s=ssdlab_nbd::IO_TIMEOUT.as_secs_f64(), power_cut_after=None, transport_us=0.0))]
     fn new(
         py: Python<'_>,
         toml_text: &str,
@@ -380,7 +380,13 @@ impl NbdServer {
         max_connections: usize,
         io_timeout_s: f64,
         power_cut_after: Option<u64>,
+        transport_us: f64,
     ) -> PyResult<Self> {
+        if !(0.0..=10_000.0).contains(&transport_us) {
+            return Err(PyValueError::new_err(format!(
+                "transport {transport_us} us: accepted: 0 to 10000"
+            )));
+        }
         if !(0.001..=86_400.0).contains(&io_timeout_s) {
             return Err(PyValueError::new_err(format!(
                 "io timeout {io_timeout_s} s: accepted: 0.001 to 86400"
@@ -426,6 +432,7 @@ impl NbdServer {
             read_only,
             max_connections,
             io_timeout: std::time::Duration::from_secs_f64(io_timeout_s),
+            transport: std::time::Duration::from_nanos((transport_us * 1e3).round() as u64),
             ..ssdlab_nbd::ServerConfig::new(listen, pace, export_name, description)
         };
         if power_cut_after.is_some() && store.is_none() {
