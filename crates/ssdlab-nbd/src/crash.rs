@@ -492,7 +492,7 @@ fn settle(
 /// Paired pages of 2-bit MLC, ASSUMED (the parts' pairing is not published in the reference
 /// data): pages 0, 1 and 2 are lower pages, and page p >= 3 odd is the upper page of the cells
 /// whose lower page is p - 3; even pages from 4 are lower pages.
-fn paired_lower_page(page: u32) -> Option<u32> {
+pub(crate) fn paired_lower_page(page: u32) -> Option<u32> {
     (page >= 3 && page % 2 == 1).then(|| page - 3)
 }
 

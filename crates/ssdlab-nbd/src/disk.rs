@@ -45,6 +45,9 @@ const UNREADABLE: u32 = 8;
 /// Host data not yet programmed in the model (in the controller's DRAM or in a program not yet
 /// complete): what a kill of the emulator loses on a drive without full protection.
 const PENDING: u32 = 16;
+/// With PENDING: the unit's program was running when last checked (a cut of a drive without
+/// protection may then corrupt its paired lower page; with `map` protection it completes).
+const RUNNING: u32 = 32;
 const FORMAT: u32 = 2;
 
 /// What `store.json` says.
@@ -101,6 +104,8 @@ pub struct DiskUnits {
     unreadable: std::collections::BTreeSet<u32>,
     /// Units whose record carries PENDING, with their flags without it.
     pending: BTreeMap<u32, u32>,
+    /// Of those, units whose record also carries RUNNING.
+    running: std::collections::BTreeSet<u32>,
     /// Tests: file writes left before the process "dies" (every later write fails).
     #[cfg(test)]
     pub(crate) writes_left: Option<u64>,
@@ -168,6 +173,7 @@ impl DiskUnits {
             next_sequence: 1,
             unreadable: Default::default(),
             pending: BTreeMap::new(),
+            running: Default::default(),
             #[cfg(test)]
             writes_left: None,
         })
@@ -355,9 +361,29 @@ impl DiskUnits {
                 let o = k * RECORD as usize + 4;
                 buf[o..o + 4].copy_from_slice(&flags.to_le_bytes());
                 self.pending.remove(&ppn);
+                self.running.remove(&ppn);
             }
             self.oob.write_all_at(&buf, first * RECORD)?;
             i = j;
+        }
+        Ok(())
+    }
+
+    /// The programs of the pending units in `running` (sorted) have started: mark their records
+    /// RUNNING (once), so that a kill can be judged as a cut mid-program.
+    pub fn mark_running(&mut self, running: &[u32]) -> io::Result<()> {
+        let new: Vec<(u32, u32)> = running
+            .iter()
+            .filter(|p| !self.running.contains(p))
+            .filter_map(|p| self.pending.get(p).map(|&f| (*p, f)))
+            .collect();
+        for (ppn, flags) in new {
+            self.running.insert(ppn);
+            self.spend()?;
+            self.oob.write_all_at(
+                &(flags | PENDING | RUNNING).to_le_bytes(),
+                ppn as u64 * RECORD + 4,
+            )?;
         }
         Ok(())
     }
@@ -376,7 +402,12 @@ impl DiskUnits {
         let on_disk = match self.pending.get_mut(&ppn) {
             Some(f) => {
                 *f = flags;
-                flags | PENDING
+                let running = if self.running.contains(&ppn) {
+                    RUNNING
+                } else {
+                    0
+                };
+                flags | PENDING | running
             }
             None => flags,
         };
@@ -404,6 +435,7 @@ impl DiskUnits {
             .collect();
         for p in gone {
             self.pending.remove(&p);
+            self.running.remove(&p);
         }
         self.spend()?;
         // The block's records read as zeros from now on; its data and records give their disk
@@ -446,6 +478,7 @@ impl DiskUnits {
             }
             self.unreadable.remove(&ppn);
             self.pending.remove(&ppn);
+            self.running.remove(&ppn);
             self.oob
                 .write_all_at(&[0u8; RECORD as usize], ppn as u64 * RECORD)?;
             if flags & STALE != 0 {
@@ -652,21 +685,47 @@ pub fn mount(
             }
             p
         };
-        let full = dev.config.controller.power_loss_protection
-            == ssdlab_core::config::PowerLossProtection::Full;
-        if full {
-            for (ppn, flags) in pending {
+        // The protection class decides what the kill took (as crate::crash::cut_losses does
+        // for a cut in the model): `full` programs everything; `map` completes the programs
+        // that were running and loses the rest; `none` loses all, and a running program of an
+        // upper page corrupts its paired lower page (rebuilt by RAIN where the drive has it).
+        use ssdlab_core::config::PowerLossProtection as P;
+        let protection = dev.config.controller.power_loss_protection;
+        let kept = |flags: u32| match protection {
+            P::Full => true,
+            P::Map => flags & RUNNING != 0,
+            P::None => false,
+        };
+        let mut lost = Vec::new();
+        let mut corrupt = Vec::new();
+        let g = &dev.geometry;
+        for &(ppn, flags) in &pending {
+            if kept(flags) {
                 disk.oob
-                    .write_all_at(&(flags & !PENDING).to_le_bytes(), ppn as u64 * RECORD + 4)
+                    .write_all_at(
+                        &(flags & !(PENDING | RUNNING)).to_le_bytes(),
+                        ppn as u64 * RECORD + 4,
+                    )
                     .map_err(|e| at(dir, "oob", e))?;
+                continue;
             }
-        } else {
-            // Mark them pending in memory so power_cut sees them, then cut.
-            let ppns: Vec<u32> = pending.iter().map(|p| p.0).collect();
-            for (ppn, flags) in pending {
-                disk.pending.insert(ppn, flags & !PENDING);
+            lost.push(ppn);
+            disk.pending.insert(ppn, flags & !(PENDING | RUNNING));
+            if protection == P::None && flags & RUNNING != 0 && g.rain_period == 0 {
+                let within = ppn % g.units_per_block;
+                let page = within / g.units_per_pu;
+                if let Some(lower) = crate::crash::paired_lower_page(page) {
+                    let first = ppn - within + lower * g.units_per_pu;
+                    corrupt.extend(first..first + g.units_per_pu);
+                }
             }
-            lost_at_kill = disk.power_cut(&ppns, &[]).map_err(|e| at(dir, "oob", e))?;
+        }
+        corrupt.sort_unstable();
+        corrupt.dedup();
+        if !lost.is_empty() || !corrupt.is_empty() {
+            lost_at_kill = disk
+                .power_cut(&lost, &corrupt)
+                .map_err(|e| at(dir, "oob", e))?;
         }
     }
     // Pass 1: which unit holds each logical unit's current data (the newest record wins).
@@ -976,6 +1035,76 @@ mod tests {
                     "cut {cut}: lba {lba} (version {v}) reads {:?}",
                     &buf[..9]
                 );
+            }
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
+    }
+
+    /// A kill while an upper page's program runs, judged by the protection class: `map`
+    /// completes the running program and loses only units not yet programming; `none` loses
+    /// both and corrupts the paired lower page (programmed earlier; no RAIN here).
+    #[test]
+    fn a_kill_mid_program_loses_and_corrupts_as_the_protection_class_says() {
+        use ssdlab_core::config::PowerLossProtection as P;
+        for protection in [P::Map, P::None] {
+            let dir = std::env::temp_dir().join(format!(
+                "ssdlab-disk-running-{}-{protection:?}",
+                std::process::id()
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            let mut cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
+            cfg.controller.power_loss_protection = protection;
+            let mut dev = Device::new(&cfg, 5).unwrap();
+            let g = dev.geometry.clone();
+            assert_eq!(g.rain_period, 0);
+            let (mut disk, _) = mount(&dir, &mut dev, "example-small", false).unwrap();
+            let base = (g.blocks_per_die - 1) * g.units_per_block;
+            let page = |p: u32| base + p * g.units_per_pu..base + (p + 1) * g.units_per_pu;
+            // Page 0 (lower) programmed and durable; page 3 (upper, paired with 0) programming;
+            // page 5 (upper over page 2, unwritten) queued.
+            for (p, lba0, pending) in [(0, 0, false), (3, 100, true), (5, 200, true)] {
+                for (k, ppn) in page(p).enumerate() {
+                    let lba = lba0 + k as u32;
+                    disk.store(ppn, lba, Some(&unit_data(lba, 1)), UNMAPPED, false, pending)
+                        .unwrap();
+                }
+            }
+            disk.mark_running(&page(3).collect::<Vec<_>>()).unwrap();
+            drop(disk); // killed: no close
+            let mut back = Device::new(&cfg, 5).unwrap();
+            let (disk, m) = mount(&dir, &mut back, "example-small", false).unwrap();
+            assert!(!m.clean);
+            let mut store = DataStore::on_disk(disk);
+            let mut buf = vec![0u8; 4096];
+            let mut read = |lba: u32| {
+                store
+                    .read(lba as u64 * 4096, &mut buf, |l| back.ftl.lookup(l))
+                    .map(|_| buf == unit_data(lba, 1))
+                    .map_err(|e| e.kind())
+            };
+            let n = g.units_per_pu;
+            match protection {
+                P::Map => {
+                    assert_eq!(m.lost_at_kill, n as u64);
+                    assert!((0..n).all(|k| read(k) == Ok(true)));
+                    assert!(
+                        (0..n).all(|k| read(100 + k) == Ok(true)),
+                        "the running program completed"
+                    );
+                    assert!(
+                        (0..n).all(|k| read(200 + k) == Ok(false)),
+                        "the queued one is lost"
+                    );
+                }
+                _ => {
+                    assert_eq!(m.lost_at_kill, 2 * n as u64);
+                    assert!((0..n).all(|k| read(100 + k) == Ok(false)));
+                    assert!((0..n).all(|k| read(200 + k) == Ok(false)));
+                    assert!(
+                        (0..n).all(|k| read(k) == Err(io::ErrorKind::InvalidData)),
+                        "the paired lower page reads as uncorrectable"
+                    );
+                }
             }
             std::fs::remove_dir_all(&dir).unwrap();
         }

@@ -270,14 +270,32 @@ impl Engine {
         self.pending_checked = now;
         let upu = self.dev.geometry.units_per_pu;
         let mut still = self.dev.ftl.buffered_host_ppns();
+        let mut running = Vec::new();
         for u in self.dev.unfinished_programs() {
             if u.program.kind == ssdlab_core::ftl::ProgramKind::Host {
-                still.extend(u.program.first_ppn..u.program.first_ppn + upu);
+                let units = u.program.first_ppn..u.program.first_ppn + upu;
+                still.extend(units.clone());
+                if u.started {
+                    running.extend(units);
+                }
             }
         }
         still.sort_unstable();
         still.dedup();
-        if let Some(Err(e)) = self.store.disk().map(|d| d.settle_pending(&still)) {
+        running.sort_unstable();
+        // Without full protection a kill is judged by which programs were running (see
+        // disk::mount): mark them.
+        let full = self.dev.config.controller.power_loss_protection
+            == ssdlab_core::config::PowerLossProtection::Full;
+        let settled = self.store.disk().map(|d| {
+            d.settle_pending(&still)?;
+            if full {
+                Ok(())
+            } else {
+                d.mark_running(&running)
+            }
+        });
+        if let Some(Err(e)) = settled {
             self.store_failed(e);
         }
     }
