@@ -416,8 +416,9 @@ impl DiskUnits {
             .write_all_at(&on_disk.to_le_bytes(), ppn as u64 * RECORD + 4)
     }
 
-    /// The block starting at unit `first_ppn` was erased: its records are gone.
-    pub fn erase(&mut self, first_ppn: u32) -> io::Result<()> {
+    /// The block starting at unit `first_ppn` was erased (or, `retired`, taken out of service
+    /// as a grown bad block, kept as bit 31 of its erase count): its records are gone.
+    pub fn erase(&mut self, first_ppn: u32, retired: bool) -> io::Result<()> {
         let upb = self.meta.units_per_block;
         let block = (first_ppn / upb) as usize;
         let stale: Vec<u32> = self
@@ -447,7 +448,11 @@ impl DiskUnits {
         }
         let unit = self.meta.unit_bytes as u64;
         punch_hole(&self.data, first_ppn as u64 * unit, upb as u64 * unit);
-        self.erase_counts[block] += 1;
+        if retired {
+            self.erase_counts[block] |= ssdlab_core::ftl::RETIRED_BIT;
+        } else {
+            self.erase_counts[block] += 1;
+        }
         self.spend()?;
         self.erase_file
             .write_all_at(&self.erase_counts[block].to_le_bytes(), block as u64 * 4)

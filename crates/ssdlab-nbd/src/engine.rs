@@ -764,9 +764,16 @@ mod tests {
         replies: Receiver<crate::Outgoing>,
     }
 
+    fn example() -> DriveConfig {
+        DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap()
+    }
+
     fn rig(dir: &std::path::Path, fill: bool) -> Rig {
-        let cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
-        let mut dev = Device::new(&cfg, 3).unwrap();
+        rig_with(dir, &example(), fill)
+    }
+
+    fn rig_with(dir: &std::path::Path, cfg: &DriveConfig, fill: bool) -> Rig {
+        let mut dev = Device::new(cfg, 3).unwrap();
         if fill {
             let units = dev.geometry.logical_units as u32;
             dev.fill_untimed(0, units);
@@ -966,5 +973,36 @@ mod tests {
             r.stop();
             std::fs::remove_dir_all(&dir).unwrap();
         }
+    }
+
+    /// Blocks retired after program and erase failures stay out of service after a restart
+    /// (the store keeps them with their erase counts), and no data is lost on the way.
+    #[test]
+    fn grown_bad_blocks_stay_retired_across_a_restart() {
+        let dir = std::env::temp_dir().join(format!("ssdlab-engine-bad-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut faulty = example();
+        faulty.faults =
+            ssdlab_core::faults::FaultConfig::parse("program_fail=0.005,erase_fail=0.05,seed=3")
+                .unwrap();
+        let mut rng = Rng::new(77);
+        let mut mirror = vec![0u8; 32 << 20];
+        let mut r = rig_with(&dir, &faulty, true);
+        exercise(&mut r, &mut mirror, 8_000, &mut rng);
+        let retired = r.engine.dev.ftl.retired_blocks();
+        let f = r.engine.dev.fault_counters();
+        assert!(
+            retired > 0 && f.program_failures > 0 && f.erase_failures > 0,
+            "{f:?}"
+        );
+        r.stop();
+        let mut r = rig(&dir, false);
+        assert_eq!(r.engine.dev.ftl.retired_blocks(), retired);
+        read_back(&mut r, &mirror);
+        exercise(&mut r, &mut mirror, 2_000, &mut rng);
+        read_back(&mut r, &mirror);
+        assert_eq!(r.engine.dev.ftl.retired_blocks(), retired);
+        r.stop();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -116,7 +116,7 @@ impl DataStore {
                             h.2 = UNMAPPED;
                         }
                     }
-                    d.erase(ch.old_ppn)?;
+                    d.erase(ch.old_ppn, ch.new_ppn == ssdlab_core::ftl::BLOCK_RETIRED)?;
                 }
                 continue;
             }

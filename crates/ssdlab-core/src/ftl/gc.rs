@@ -297,7 +297,7 @@ impl Ftl {
             journal.push(MapChange {
                 lba: UNMAPPED,
                 old_ppn: block * self.geometry.units_per_block,
-                new_ppn: UNMAPPED,
+                new_ppn: if retire { BLOCK_RETIRED } else { UNMAPPED },
                 tag: TAG_ERASE,
             });
         }

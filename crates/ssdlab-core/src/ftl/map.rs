@@ -111,6 +111,14 @@ impl Ftl {
         self.dies[die as usize].free.len()
     }
 
+    /// Blocks retired as grown bad blocks (after program or erase failures).
+    pub fn retired_blocks(&self) -> u64 {
+        self.state
+            .iter()
+            .filter(|&&s| s == BlockState::Retired)
+            .count() as u64
+    }
+
     pub fn free_blocks_total(&self) -> u64 {
         self.dies.iter().map(|d| d.free.len() as u64).sum()
     }

@@ -249,6 +249,13 @@ pub const TAG_RELOCATION: u64 = u64::MAX;
 /// The tag of a data block's erase in the map-change journal.
 pub const TAG_ERASE: u64 = u64::MAX - 1;
 
+/// In a [`TAG_ERASE`] change's `new_ppn`: the block was retired (a grown bad block), not
+/// erased. A store keeps that with the block's erase count ([`RETIRED_BIT`]).
+pub const BLOCK_RETIRED: u32 = u32::MAX - 2;
+
+/// In erase counts as a store keeps them (and [`Ftl::restore`] takes them): the block is retired.
+pub const RETIRED_BIT: u32 = 1 << 31;
+
 /// A host write's change in two parts, when collection inside that write erased the block
 /// of its old copy (the write had just made that copy stale, the block's last valid unit):
 /// first `old_ppn -> HELD` (take the old copy, before the erase), then `HELD -> new_ppn`

@@ -70,7 +70,10 @@ impl Ftl {
                     ec.len()
                 ));
             }
-            self.erase_count.copy_from_slice(ec);
+            // Bit 31: retired (a grown bad block), kept out of service.
+            for (i, &c) in ec.iter().enumerate() {
+                self.erase_count[i] = c & !RETIRED_BIT;
+            }
         }
         self.l2p.fill(UNMAPPED);
         self.p2l.fill(UNMAPPED);
@@ -143,6 +146,18 @@ impl Ftl {
             let mut partial = Vec::new();
             for b in first + reserved..first + g.blocks_per_die {
                 let bi = b as usize;
+                let retired = match erase_counts {
+                    Some(ec) => ec[bi] & RETIRED_BIT != 0,
+                    None => self.state[bi] == BlockState::Retired,
+                };
+                if retired {
+                    if top_pu[bi] != NONE {
+                        return Err(format!("block {b}: retired but holds recorded units"));
+                    }
+                    self.state[bi] = BlockState::Retired;
+                    self.retired_per_die[die as usize] += 1;
+                    continue;
+                }
                 if top_pu[bi] == NONE {
                     self.state[bi] = BlockState::Free;
                     free.push(b, self.erase_count[bi]);
