@@ -81,6 +81,10 @@ class Server:
     def stats(self) -> dict:
         return json.loads(self._server.stats_json())
 
+    def failed(self) -> bool:
+        """The simulation thread died of an internal error: nothing more will be answered."""
+        return self._server.failed()
+
     def shutdown(self) -> dict:
         return json.loads(self._server.shutdown())
 
@@ -165,8 +169,12 @@ def run_cli(args) -> int:
     signal.signal(signal.SIGINT, on_stop)
     signal.signal(signal.SIGTERM, on_stop)
     signal.signal(signal.SIGUSR1, on_report)
+    failed = False
     while not stop.is_set():
         stop.wait(0.2)
+        if server.failed():
+            failed = True
+            break
         if report.is_set():
             report.clear()
             print(format_stats(server.stats()), flush=True)
@@ -174,6 +182,10 @@ def run_cli(args) -> int:
     print("ssdlab serve: stopped\n" + format_stats(stats), flush=True)
     if args.stats_json:
         Path(args.stats_json).write_text(json.dumps(stats, indent=2) + "\n")
+    if failed:
+        print("ssdlab serve: error: the simulation thread failed (an internal error, logged above); "
+              "what was acknowledged before is kept", file=sys.stderr, flush=True)
+        return 1
     return 0
 
 

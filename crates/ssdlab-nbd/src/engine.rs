@@ -71,6 +71,9 @@ pub(crate) enum Msg {
     Stats(Sender<ServeStats>),
     /// Answer what is in flight, then stop.
     Shutdown,
+    /// Tests: an internal error in the simulation thread.
+    #[cfg(test)]
+    Crash,
 }
 
 /// What the server did, for the report on exit or on a signal.
@@ -498,6 +501,8 @@ impl Engine {
                 let _ = to.send(self.snapshot());
             }
             Msg::Shutdown => self.stopping = true,
+            #[cfg(test)]
+            Msg::Crash => panic!("a simulated internal error (test)"),
         }
     }
 

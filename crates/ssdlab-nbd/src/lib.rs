@@ -318,6 +318,8 @@ pub struct Server {
     engine: Option<JoinHandle<ServeStats>>,
     registry: Registry,
     socket_path: Option<PathBuf>,
+    /// The simulation thread died (a bug): nothing will be answered any more.
+    failed: Arc<AtomicBool>,
 }
 
 /// What every connection thread shares.
@@ -371,8 +373,9 @@ impl Server {
                 registry.clone(),
             );
         }
+        let failed = Arc::new(AtomicBool::new(false));
         let engine = {
-            let (registry, stop) = (registry.clone(), stop.clone());
+            let (registry, stop, failed) = (registry.clone(), stop.clone(), failed.clone());
             std::thread::Builder::new()
                 .name("ssdlab-engine".into())
                 .spawn(move || {
@@ -382,6 +385,7 @@ impl Server {
                         // close every connection rather than leave clients waiting.
                         eprintln!("ssdlab serve: internal error in the simulation thread (message above); closing every connection");
                         stop.store(true, Ordering::SeqCst);
+                        failed.store(true, Ordering::SeqCst);
                         for o in registry.lock().expect("registry").iter() {
                             o.stream.shutdown();
                         }
@@ -413,7 +417,13 @@ impl Server {
             engine: Some(engine),
             registry,
             socket_path,
+            failed,
         })
+    }
+
+    /// The simulation thread died of an internal error: stop the server and report failure.
+    pub fn failed(&self) -> bool {
+        self.failed.load(Ordering::SeqCst)
     }
 
     /// The NBD URI clients connect to (nbd+unix:///NAME?socket=PATH or nbd://ADDR:PORT/NAME).

@@ -939,3 +939,25 @@ fn a_power_cut_keeps_what_the_drives_protection_promises() {
         "unflushed data still in the buffer is lost without full protection"
     );
 }
+
+#[test]
+fn an_internal_error_in_the_simulation_closes_every_connection_and_is_reported() {
+    let (server, path) = start("crash.sock", Pace::None);
+    let mut c = Client::connect(&path);
+    assert!(!server.failed());
+    server.engine_tx.send(crate::engine::Msg::Crash).unwrap();
+    // The client's connection is closed, not left waiting.
+    let mut rest = Vec::new();
+    c.s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let _ = c.s.read_to_end(&mut rest);
+    // Reported once the thread has closed the connections (bounded: 2000 x 10 ms).
+    for _ in 0..2000 {
+        if server.failed() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(server.failed(), "not reported");
+    let stats = server.shutdown();
+    assert!(stats.store_error.contains("internal error"), "{stats:?}");
+}

@@ -483,6 +483,11 @@ impl NbdServer {
         Ok(serde_json::to_string(&stats).expect("stats serialise"))
     }
 
+    /// The simulation thread died of an internal error (the server answers nothing more).
+    fn failed(&self) -> bool {
+        self.server.as_ref().is_some_and(|s| s.failed())
+    }
+
     /// Answer what is in flight, close every connection, stop; the final statistics as JSON.
     fn shutdown(&mut self, py: Python<'_>) -> PyResult<String> {
         let server = self
