@@ -81,8 +81,10 @@ def run_cli(args) -> int:
         r = crashtest(drive, cycles=args.cycles, seed=args.seed, commands=args.commands, span_mib=args.span_mib,
                       queue_depth=args.queue_depth, prefill=args.prefill,
                       store=args.store if len(args.drive) == 1 else None, faults=args.faults)
+        faults = (f" (faults: {r['program_failures']:,} program and {r['erase_failures']:,} erase failures, "
+                  f"{r['grown_bad_blocks']:,} grown bad blocks)" if args.faults else "")
         print(f"ssdlab crashtest: {r['drive']}: {r['cycles']:,} cycles in {r['wall_s']:.1f} s, "
-              f"{r['violations']:,} violations", file=sys.stderr, flush=True)
+              f"{r['violations']:,} violations{faults}", file=sys.stderr, flush=True)
         reports.append(r)
     print(format_table(reports))
     if args.json:

@@ -56,3 +56,12 @@ def test_crashtest_argument_errors(args, message):
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and message in p.stderr, p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_power_cuts_through_program_and_erase_failures_keep_the_promise(tmp_path):
+    """With seeded program and erase failures (data written again elsewhere, blocks marked for
+    retirement; the prefill programs fail too) the M500 still keeps what it promises at every cut."""
+    r = crashtest("crucial-m500-120", cycles=8, seed=3, prefill=True,
+                  faults="program_fail=5e-3,erase_fail=5e-2,seed=1")
+    assert r["violations"] == 0, r["examples"]
+    assert r["program_failures"] > 0, r

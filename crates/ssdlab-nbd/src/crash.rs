@@ -80,6 +80,10 @@ pub struct CrashReport {
     pub units_checked: u64,
     /// Units garbage collection moved during the cycles (the cuts fall among its copies).
     pub gc_units_copied: u64,
+    /// Program and erase failures and grown bad blocks over the cycles (`--faults`).
+    pub program_failures: u64,
+    pub erase_failures: u64,
+    pub grown_bad_blocks: u64,
     pub violations: u64,
     pub violations_by_class: BTreeMap<String, u64>,
     /// The first violations, described.
@@ -259,6 +263,9 @@ pub fn crashtest(
         }
         settle(&mut dev, &mut store, &mut flights, &mut shadow)?;
         report.gc_units_copied += dev.ftl.counters.gc_units_copied;
+        report.program_failures += dev.ftl.counters.program_failures;
+        report.erase_failures += dev.ftl.counters.erase_failures;
+        report.grown_bad_blocks += dev.ftl.counters.grown_bad_blocks;
         // The cut.
         let (lost, corrupt, repaired) = cut_losses(&dev, protection, rain);
         let disk_units = store.disk().expect("on disk");
