@@ -29,6 +29,15 @@ def fio_iops(uri: str, span: str, runtime: int, out: Path) -> float:
     return json.loads(text[text.index("{"):])["jobs"][0]["write"]["iops"]
 
 
+def fio_randread(sock: Path, qd: int, size: str, runtime: int, out: Path) -> dict:
+    """fio's 4 KiB random reads through its nbd engine at `sock`: the job's read section."""
+    subprocess.run(["fio", "--name=randread", "--ioengine=nbd", f"--uri=nbd+unix:///?socket={sock}", "--rw=randread",
+                    "--bs=4k", f"--iodepth={qd}", f"--size={size}", f"--runtime={runtime}", "--time_based",
+                    "--ramp_time=1", "--output-format=json", f"--output={out}"], check=True, capture_output=True)
+    text = out.read_text()
+    return json.loads(text[text.index("{"):])["jobs"][0]["read"]
+
+
 def paced_fidelity(tmp: Path, drive: str = "crucial-m500-120", runtime: int = 10, qd: int = 32,
                    transport_us: float = 0.0) -> dict:
     import ssdlab
@@ -41,12 +50,7 @@ def paced_fidelity(tmp: Path, drive: str = "crucial-m500-120", runtime: int = 10
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(sock, proc)
-        out = tmp / f"paced{tag}.json"
-        subprocess.run(["fio", "--name=paced", "--ioengine=nbd", f"--uri=nbd+unix:///?socket={sock}", "--rw=randread",
-                        "--bs=4k", f"--iodepth={qd}", "--size=8g", f"--runtime={runtime}", "--time_based",
-                        "--ramp_time=1", "--output-format=json", f"--output={out}"], check=True, capture_output=True)
-        text = out.read_text()
-        measured = json.loads(text[text.index("{"):])["jobs"][0]["read"]["iops"]
+        measured = fio_randread(sock, qd, "8g", runtime, tmp / f"paced{tag}.json")["iops"]
     finally:
         proc.terminate()
         proc.wait(timeout=60)
@@ -68,12 +72,7 @@ def transport_floor_us(tmp: Path, qd: int, runtime: int) -> float:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(sock, proc)
-        out = tmp / f"floor{qd}.json"
-        subprocess.run(["fio", "--name=floor", "--ioengine=nbd", f"--uri=nbd+unix:///?socket={sock}", "--rw=randread",
-                        "--bs=4k", f"--iodepth={qd}", "--size=1g", f"--runtime={runtime}", "--time_based",
-                        "--ramp_time=1", "--output-format=json", f"--output={out}"], check=True, capture_output=True)
-        text = out.read_text()
-        return json.loads(text[text.index("{"):])["jobs"][0]["read"]["clat_ns"]["mean"] / 1e3
+        return fio_randread(sock, qd, "1g", runtime, tmp / f"floor{qd}.json")["clat_ns"]["mean"] / 1e3
     finally:
         proc.terminate()
         proc.wait(timeout=60)
