@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import math
 import sys
 from pathlib import Path
@@ -13,7 +14,18 @@ from .job import Job
 
 
 def _drives(args: argparse.Namespace) -> int:
-    rows = [describe_preset(name) for name in preset_names()]
+    if args.name:
+        # One preset's TOML, to copy and edit (presets live inside the installed package).
+        from .drive import preset_path
+        text = preset_path(args.name).read_text()
+        if args.toml:
+            sys.stdout.write(text)
+            return 0
+        rows = [describe_preset(args.name)]
+    elif args.toml:
+        raise SsdlabError("--toml needs a drive name, e.g. `ssdlab drives crucial-m500-960 --toml > my-drive.toml`")
+    else:
+        rows = [describe_preset(name) for name in preset_names()]
     header = f"{'drive':<22} {'controller':<18} {'host':<5} {'dies':>4} {'ch':>3} {'raw GiB':>8} {'user GB':>8} {'RAIN':>6} {'OP/user':>8} {'OP/raw':>7} {'GC spare':>9}"
     print(header)
     print("-" * len(header))
@@ -107,13 +119,14 @@ def _run(args: argparse.Namespace) -> int:
             drive._sim.check_job(job.to_json())
         except ValueError as e:
             raise SsdlabError(f"job '{job.name}': {e}") from None
+    _out_dir(args.out)  # before any simulated time is spent
     progress = not args.quiet
     if args.precondition != "none":
         pre = drive.precondition(args.precondition, progress=progress)
         if pre is not None and not args.quiet:
             print(f"precondition {args.precondition}: {pre.summary['elapsed_s']:.1f} simulated s, "
                   f"{pre.summary['write']['mb_per_s']:.1f} MB/s")
-    out = Path(args.out) if args.out else None
+    out = _out_dir(args.out)
     for i, job in enumerate(jobs):
         result = drive.run(job, progress=progress)
         _print_summary(result)
@@ -131,8 +144,25 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _out_dir(path: str | None) -> Path | None:
+    """The output directory, made (or found writable) now: a typo must not cost a long run."""
+    if path is None:
+        return None
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise SsdlabError(f"--out {path}: is a file; accepted: a directory (made if missing)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise SsdlabError(f"--out {path}: cannot make it: {e.strerror}") from None
+    if not os.access(out, os.W_OK):
+        raise SsdlabError(f"--out {path}: not writable")
+    return out
+
+
 def _replay(args: argparse.Namespace) -> int:
     drive = Drive.open(args.drive, seed=args.seed or 0, faults=args.faults)
+    _out_dir(args.out)
     if args.precondition != "none":
         drive.precondition(args.precondition, progress=not args.quiet)
     r = drive.replay(
@@ -166,9 +196,13 @@ def _synth(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
     p = argparse.ArgumentParser(prog="ssdlab", description="A software SSD: model NAND-flash drives and run workloads on them.")
+    p.add_argument("--version", action="version", version=f"ssdlab {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("drives", help="list the preset drives with dies, capacities and over-provisioning")
+    d.add_argument("name", nargs="?", help="one preset only")
+    d.add_argument("--toml", action="store_true", help="print the preset's TOML (to copy and edit: --drive FILE.toml)")
     d.set_defaults(func=_drives)
     r = sub.add_parser("run", help="run a job (fio job file or flags) on a drive",
                        description="Run fio-style jobs on a simulated drive. Times are simulated seconds.")

@@ -81,6 +81,13 @@ class Result:
     def _from_json(summary_json: str, series_json: str) -> "Result":
         return Result(json.loads(summary_json), series_frame(series_json))
 
+    def __repr__(self) -> str:
+        s = self.summary
+        ops = ", ".join(f"{op} {s[op]['iops']:,.0f} IOPS {s[op]['mb_per_s']:,.1f} MB/s"
+                        for op in ("read", "write", "trim") if s.get(op, {}).get("ios"))
+        return (f"Result({s.get('name', 'job')!r}: {s['elapsed_s']:.2f} simulated s, {ops or 'no IO'}, "
+                f"WA {s['write_amplification']:.2f}, {len(self.series)} intervals)")
+
     def write(self, out_dir: str | Path, prefix: str = "") -> list[Path]:
         """Write summary JSON and the time series as Parquet (and CSV) into out_dir."""
         out = Path(out_dir)
@@ -257,7 +264,20 @@ class Drive:
                 bar.update(*self._sim.progress())
         finally:
             bar.close()
-        return Result._from_json(*self._sim.finish_job())
+        result = Result._from_json(*self._sim.finish_job())
+        # What produced it, so a summary.json stands on its own.
+        result.summary["run"] = self._provenance() | {"job": json.loads(job.to_json())}
+        return result
+
+    def _provenance(self) -> dict:
+        from . import __version__
+        return {"ssdlab_version": __version__, "drive": self.name, "drive_source": self.source,
+                "seed": self.seed, "faults": self.config.get("faults", {})}
+
+    def __repr__(self) -> str:
+        g = self.geometry
+        return (f"Drive({self.name!r}, {self.user_bytes / 1e9:.1f} GB, {g.get('dies', '?')} dies, "
+                f"seed={self.seed}, at {self.now_s:.3f} simulated s)")
 
     def replay(
         self,
@@ -311,7 +331,8 @@ class Drive:
         summary = json.loads(summary_json)
         faults = {k: v - faults_before[k] for k, v in self.fault_counters().items()}
         summary.update({"format": fmt, "mode": mode, "bad_lines_skipped": bad,
-                        "other_devices_skipped": other, "requests_wrapped": wrapped, "faults": faults})
+                        "other_devices_skipped": other, "requests_wrapped": wrapped, "faults": faults,
+                        "run": self._provenance() | {"trace": str(trace), "scale": scale, "qd": qd}})
         return ReplayResult(summary, series_frame(series_json))
 
     def idle(self, seconds: float) -> None:

@@ -185,8 +185,9 @@ def test_nbdcopy_copies_in_and_out_byte_identical(tmp_path, tiny_toml):
 
 
 def _fio(uri: str, out: Path, *opts: str) -> dict:
+    # In the test's directory: fio leaves verify state files where it runs.
     p = run(["fio", "--name=t", "--ioengine=nbd", f"--uri={uri}", "--output-format=json",
-             f"--output={out}", *opts])
+             f"--output={out}", *opts], cwd=out.parent)
     assert out.exists(), p.stdout + p.stderr
     text = out.read_text()
     return json.loads(text[text.index("{"):])  # fio may print notes before the JSON
@@ -217,7 +218,8 @@ def test_fio_verify_detects_lost_data(tmp_path, small_toml):
     assert run(["qemu-io", "-f", "raw", s.uri, "-c", "discard 0 1M"]).returncode == 0
     out = tmp_path / "v.json"
     p = run(["fio", "--name=t", "--ioengine=nbd", f"--uri={s.uri}", "--rw=randwrite", "--bs=4k", "--size=8m",
-             "--iodepth=4", "--verify=crc32c", "--verify_only", "--output-format=json", f"--output={out}"])
+             "--iodepth=4", "--verify=crc32c", "--verify_only", "--output-format=json", f"--output={out}"],
+            cwd=tmp_path)
     assert p.returncode != 0 or json.loads(out.read_text()[out.read_text().index("{"):])["jobs"][0]["error"] != 0
     s.stop()
 

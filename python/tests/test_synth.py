@@ -36,7 +36,8 @@ def test_real_fio_replays_a_synthetic_iolog(tmp_path, small_toml):
         f.truncate(256 * 2**20)
     out = tmp_path / "fio.json"
     p = subprocess.run(["fio", "--name=replay", f"--read_iolog={log}", f"--replay_redirect={target}", "--ioengine=psync",
-                        "--replay_no_stall=1", "--output-format=json", f"--output={out}"], capture_output=True, text=True)
+                        "--replay_no_stall=1", "--output-format=json", f"--output={out}"], capture_output=True, text=True,
+                       cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     job = json.loads(out.read_text())["jobs"][0]
     assert job["error"] == 0

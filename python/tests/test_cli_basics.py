@@ -1,0 +1,59 @@
+"""The command's basics a new user meets first: --version, one preset's TOML to edit, --out
+checked before a run, run provenance in summary.json, and useful reprs."""
+import json
+import subprocess
+import sys
+
+from ssdlab import Drive, Job, __version__
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "ssdlab.cli", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=600)
+
+
+def test_version():
+    p = cli("--version")
+    assert p.returncode == 0 and p.stdout.strip() == f"ssdlab {__version__}"
+
+
+def test_one_preset_as_toml_to_edit_and_use(tmp_path):
+    p = cli("drives", "crucial-m500-120", "--toml")
+    assert p.returncode == 0 and 'name = "crucial-m500-120"' in p.stdout
+    mine = tmp_path / "mine.toml"
+    mine.write_text(p.stdout.replace('name = "crucial-m500-120"', 'name = "my-m500"'))
+    r = cli("run", "--drive", str(mine), "--rw", "randread", "--number-ios", "2000", "--quiet", "--intervals", "none")
+    assert r.returncode == 0, r.stderr
+    one = cli("drives", "crucial-m500-120")
+    assert one.returncode == 0 and len(one.stdout.splitlines()) == 3  # header, rule, the drive
+    bad = cli("drives", "--toml")
+    assert bad.returncode == 2 and "needs a drive name" in bad.stderr
+    unknown = cli("drives", "no-such-drive", "--toml")
+    assert unknown.returncode == 2 and "unknown drive 'no-such-drive'" in unknown.stderr
+
+
+def test_out_is_checked_before_the_run(tmp_path):
+    f = tmp_path / "a-file"
+    f.write_text("")
+    # A 2000 s job on the largest drive would take a while: the error must come first.
+    p = cli("run", "--drive", "crucial-m500-960", "--precondition", "fill", "--rw", "randwrite", "--runtime", "2000",
+            "--quiet", "--out", str(f))
+    assert p.returncode == 2 and "is a file" in p.stderr, p.stderr
+    assert "simulated s" not in p.stdout
+
+
+def test_summary_json_says_what_produced_it(tmp_path):
+    p = cli("run", "--drive", "crucial-m4-128", "--rw", "randread", "--bs", "4k", "--iodepth", "8",
+            "--number-ios", "5000", "--seed", "7", "--quiet", "--intervals", "none", "--out", str(tmp_path / "o"))
+    assert p.returncode == 0, p.stderr
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    run = s["run"]
+    assert run["ssdlab_version"] == __version__ and run["drive"] == "crucial-m4-128" and run["seed"] == 7
+    assert run["job"]["rw"] == "randread" and run["job"]["iodepth"] == 8 and run["job"]["number_ios"] == 5000
+
+
+def test_drive_and_result_say_what_they_are():
+    d = Drive.open("crucial-m4-128", seed=3)
+    assert repr(d).startswith("Drive('crucial-m4-128', 128.0 GB") and "seed=3" in repr(d)
+    r = d.run(Job(rw="randread", number_ios=1000))
+    assert repr(r).startswith("Result('job'") and "read" in repr(r) and "IOPS" in repr(r)
