@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .drive import FAULTS_HELP, PRECONDITIONS, Drive, Result, describe_preset, format_faults, preset_names
 from .errors import SsdlabError
-from .job import Job
+from .job import Job, _int, _seconds, job_error
 
 
 def _drives(args: argparse.Namespace) -> int:
@@ -59,7 +59,10 @@ def _job_from_args(args: argparse.Namespace) -> list[Job]:
             if v is not None:
                 setattr(job, k, v)
         if args.runtime is not None:
-            job.runtime_s = args.runtime
+            try:
+                job.runtime_s = _seconds(args.runtime)
+            except ValueError as e:
+                raise SsdlabError(f"--runtime: {e}") from None
             job.time_based = True
     return jobs
 
@@ -118,7 +121,7 @@ def _run(args: argparse.Namespace) -> int:
         try:
             drive._sim.check_job(job.to_json())
         except ValueError as e:
-            raise SsdlabError(f"job '{job.name}': {e}") from None
+            raise job_error(job, str(e)) from None
     _out_dir(args.out)  # before any simulated time is spent
     progress = not args.quiet
     if args.precondition != "none":
@@ -142,6 +145,16 @@ def _run(args: argparse.Namespace) -> int:
     if out:
         drive.erase_count_histogram().to_parquet(out / "erase_counts.parquet", index=False)
     return 0
+
+
+def _whole(flag: str):
+    """An argparse type: a whole number (with fio's k/m/g), with a clear error."""
+    def parse(text: str) -> int:
+        try:
+            return _int(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(f"{flag}: {e}") from None
+    return parse
 
 
 def _out_dir(path: str | None) -> Path | None:
@@ -211,14 +224,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--rw", help="read, write, randread, randwrite, randrw, rw, trim, randtrim (default randread)")
     r.add_argument("--bs", help="block size, e.g. 4k, 128k")
     r.add_argument("--bssplit", help="block size mix, e.g. 4k/50:64k/50")
-    r.add_argument("--iodepth", type=int, help="commands in flight")
-    r.add_argument("--runtime", type=float, help="simulated seconds (implies time_based)")
-    r.add_argument("--number-ios", type=int, help="stop after this many IOs")
+    r.add_argument("--iodepth", type=_whole("--iodepth"), help="commands in flight")
+    r.add_argument("--runtime", help="simulated time (implies time_based): seconds, or with a unit us, ms, s, m, h (e.g. 1m)")
+    r.add_argument("--number-ios", "--number_ios", type=_whole("--number-ios"), help="stop after this many IOs")
     r.add_argument("--offset", help="start of the LBA span (bytes, 1g, or 25%%)")
     r.add_argument("--size", help="length of the LBA span (bytes, 8g, or 75%%)")
-    r.add_argument("--io-size", help="bytes to transfer")
-    r.add_argument("--rwmixread", type=int, help="percent reads for randrw/rw")
-    r.add_argument("--random-distribution", help="random, zipf:THETA, pareto:H")
+    r.add_argument("--io-size", "--io_size", help="bytes to transfer")
+    r.add_argument("--rwmixread", type=_whole("--rwmixread"), help="percent reads for randrw/rw")
+    r.add_argument("--random-distribution", "--random_distribution", help="random, zipf:THETA, pareto:H")
     r.add_argument("--precondition", default="none", choices=PRECONDITIONS, help="drive state before the job (default none)")
     r.add_argument("--seed", type=int, help="root seed (same seed, same results)")
     r.add_argument("--faults", metavar="SPEC", help=FAULTS_HELP)

@@ -73,6 +73,8 @@ def _int(value: str) -> int:
     for suffix, m in (("k", 1000), ("m", 1000**2), ("g", 1000**3)):
         if v.endswith(suffix):
             v, mult = v[: -len(suffix)], m
+    if not v.isdigit():
+        raise ValueError(f"'{value}' is not a whole number; accepted: digits with an optional k, m or g (x1000)")
     return int(v) * mult
 
 
@@ -140,10 +142,23 @@ def parse_fio(text: str, source: str = "<job file>") -> list[Job]:
     result = []
     for name, lineno, opts in jobs:
         job = Job(name=name)
+        job._where = {}  # Job field -> file:line that set it, for errors found later
         for opt_line, key, value in global_opts + opts:
             _apply(job, key, value, f"{source}:{opt_line}")
+            if key in _OPTIONS:
+                job._where[_OPTIONS[key][0]] = f"{source}:{opt_line}"
         result.append(job)
     return result
+
+
+def job_error(job: Job, message: str) -> SsdlabError:
+    """An error the model found in `job`'s values ("field: why"), placed at the job file's line
+    that set the field when the job came from one, else named by the job."""
+    field_name = message.split(":", 1)[0].strip()
+    where = getattr(job, "_where", {}).get(field_name)
+    if where:
+        return SsdlabError(f"{where}: job '{job.name}': {message}")
+    return SsdlabError(f"job '{job.name}': {message}")
 
 
 def _apply(job: Job, key: str, value: str | None, where: str) -> None:

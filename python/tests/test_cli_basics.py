@@ -57,3 +57,27 @@ def test_drive_and_result_say_what_they_are():
     assert repr(d).startswith("Drive('crucial-m4-128', 128.0 GB") and "seed=3" in repr(d)
     r = d.run(Job(rw="randread", number_ios=1000))
     assert repr(r).startswith("Result('job'") and "read" in repr(r) and "IOPS" in repr(r)
+
+
+def test_job_value_errors_name_the_file_and_line_and_say_what_is_accepted(tmp_path):
+    for body, where, says in (
+        ("[a]\nrw=randread\nbs=abc\n", ":3: job 'a': bs:", "not a size"),
+        ("[a]\nrw=randread\niodepth=abc\n", ":3: iodepth=abc:", "not a whole number"),
+        ("[a]\nrw=bogus\n", ":2: job 'a': rw:", "accepted: read, write"),
+    ):
+        f = tmp_path / "j.fio"
+        f.write_text(body)
+        p = cli("run", "--drive", "crucial-m4-128", str(f), "--quiet")
+        assert p.returncode == 2 and f"{f}{where}" in p.stderr and says in p.stderr, p.stderr
+        assert "invalid literal" not in p.stderr and "Traceback" not in p.stderr
+
+
+def test_cli_takes_fio_spellings_and_time_units():
+    p = cli("run", "--drive", "crucial-m4-128", "--rw", "randread", "--io_size", "1m", "--number_ios", "100",
+            "--quiet", "--intervals", "none")
+    assert p.returncode == 0 and "read" in p.stdout, p.stderr
+    p = cli("run", "--drive", "crucial-m4-128", "--rw", "randread", "--runtime", "0.05m", "--quiet", "--intervals", "none")
+    assert p.returncode == 0 and "3.00 simulated s" in p.stdout, p.stdout + p.stderr
+    for flag, value, says in (("--iodepth", "abc", "not a whole number"), ("--runtime", "1x", "not a time")):
+        p = cli("run", "--drive", "crucial-m4-128", flag, value)
+        assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
