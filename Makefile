@@ -8,6 +8,8 @@ test: lint rust-test py-test
 lint:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	$(PYTHON) -m pip install -q "ruff>=0.6"
+	$(PYTHON) -m ruff check python benches tools
 
 rust-test:
 	cargo test -p ssdlab-core -p ssdlab-trace -p ssdlab-nbd

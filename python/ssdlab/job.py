@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import SsdlabError
@@ -140,7 +140,7 @@ def parse_fio(text: str, source: str = "<job file>") -> list[Job]:
     if not jobs:
         raise SsdlabError(f"{source}: no job section; expected at least one [jobname] section")
     result = []
-    for name, lineno, opts in jobs:
+    for name, _line, opts in jobs:
         job = Job(name=name)
         job._where = {}  # Job field -> file:line that set it, for errors found later
         for opt_line, key, value in global_opts + opts:

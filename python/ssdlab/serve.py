@@ -154,7 +154,7 @@ def run_cli(args) -> int:
         print("ssdlab serve: " + format_mount(server.mount), flush=True)
     print(f"ssdlab serve: {server.name} ({server.user_bytes:,} bytes) at {server.uri} (pace {args.pace}"
           + (", read-only" if args.read_only else "") + "); "
-          f"SIGINT or SIGTERM stops, SIGUSR1 prints statistics"
+          "SIGINT or SIGTERM stops, SIGUSR1 prints statistics"
           + (f"; listening on every interface ({args.bind}): other hosts use this machine's address"
              if server.all_interfaces else ""), flush=True)
     stop = threading.Event()

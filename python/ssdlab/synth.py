@@ -125,7 +125,7 @@ def write_fio_iolog(path: str | Path, name: str, *, fraction: float = 0.01, span
     with open(path, "w") as f:
         f.write(f"fio version 3 iolog\n0 {filename} add\n0 {filename} open\n")
         actions = np.where(w, "write", "read")
-        for ti, a, o, l in zip(t.tolist(), actions.tolist(), off.tolist(), ln.tolist()):
-            f.write(f"{ti} {filename} {a} {o} {l}\n")
+        for ti, a, o, n in zip(t.tolist(), actions.tolist(), off.tolist(), ln.tolist()):
+            f.write(f"{ti} {filename} {a} {o} {n}\n")
         f.write(f"{int(t[-1]) if len(t) else 0} {filename} close\n")
     return len(t)

@@ -14,7 +14,7 @@ def test_drives_lists_every_preset():
     p = run_cli("drives")
     assert p.returncode == 0
     assert "crucial-m500-960" in p.stdout and "micron-p420m-1400" in p.stdout
-    line = next(l for l in p.stdout.splitlines() if l.startswith("crucial-m500-120 "))
+    line = next(x for x in p.stdout.splitlines() if x.startswith("crucial-m500-120 "))
     assert " 8 " in line and "15:1" in line
 
 

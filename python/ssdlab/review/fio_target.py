@@ -83,7 +83,7 @@ class Fio:
         p = subprocess.run(args, capture_output=True, text=True)
         if p.returncode != 0 or not out.exists():
             err = (p.stderr or p.stdout).strip().splitlines()
-            hint = " (the file system may not support O_DIRECT: try --no-direct)" if any("direct" in l.lower() or "Invalid argument" in l for l in err) else ""
+            hint = " (the file system may not support O_DIRECT: try --no-direct)" if any("direct" in e.lower() or "Invalid argument" in e for e in err) else ""
             raise SsdlabError(f"fio failed on {self.t['path']}: {err[-1] if err else p.returncode}{hint}")
         text = out.read_text()
         result = json.loads(text[text.index("{"):])

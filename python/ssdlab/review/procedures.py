@@ -7,7 +7,6 @@ tables behind its charts. Every run starts from a new drive (same seed, same res
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -383,7 +382,6 @@ def endurance(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Out
     tracker.step("fill")
     d.secure_erase()
     d.fill()
-    raw_units = d.geometry["raw_bytes"] // d.geometry["mapping_unit_bytes"]
     if ent:
         job = dict(rw="randwrite", bs="4k", size="100%")
         workload = "4 KiB random writes over the whole drive (enterprise rating workload)"
@@ -396,14 +394,13 @@ def endurance(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Out
     user_units = d.geometry["logical_units"]
     mean_io_units = 1 if ent else (0.5 * 1 + 0.4 * 16 + 0.1 * 32)
     d.run(Job(name="warm-up", number_ios=int(2 * user_units / mean_io_units), iodepth=32, **job), progress=tracker)
-    c0 = d.counters()["ftl"]
     e0 = d.erase_counts().astype(np.float64)
     tracker.step("measure")
     # Run in chunks until the mean erase count has grown by `cycles`; WAF over all chunks.
     per_cycle_ios = len(e0) * d.geometry["units_per_block"] / mean_io_units / 2
     pages = host = 0.0
     e1 = e0
-    for chunk in range(1000):
+    for _chunk in range(1000):
         r = d.run(Job(name="measure", number_ios=int(per_cycle_ios) + 1000, iodepth=32, **job))
         units = r.summary["host_units_written"]
         pages += r.summary["write_amplification"] * units

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from multiprocessing import Manager
 from pathlib import Path
 
@@ -119,7 +119,7 @@ class Board:
         if self.tty:
             if self.drawn:
                 self.stream.write(f"\x1b[{self.drawn}F")
-            self.stream.write("".join(f"\x1b[2K{l}\n" for l in lines))
+            self.stream.write("".join(f"\x1b[2K{line}\n" for line in lines))
             self.drawn = len(lines)
         else:
             self.stream.write("\n".join(lines) + "\n\n")
@@ -180,7 +180,7 @@ def review(drives: list[str], out: str | Path, procedures: list[str] | None = No
     if not tasks:
         raise SsdlabError("nothing to run: no drive or target takes these procedures")
     outcomes = run_all(tasks, jobs, progress, seed)
-    from .report import chromium_path, write_pngs, write_report
+    from .report import write_pngs, write_report
     note = ("Simulated with ssdlab" + (" using --quick settings (shorter than methodology.md)" if quick else " with the methodology.md defaults")
             + f"; seed {seed}. Buttons switch the drive shown in per-drive charts and the spare-area variant of the consistency test.")
     info = write_report(outcomes, out, "ssdlab review: " + ", ".join(dict.fromkeys(o.drive for o in outcomes)), note)
