@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pandas as pd
+import ssdlab
 import pytest
 
 from ssdlab.errors import SsdlabError
@@ -153,7 +154,12 @@ def test_review_report_and_buttons_in_a_real_browser(tmp_path, two_drives):
     full = pd.read_parquet(out / "data" / "consistency-full.parquet")
     assert set(full.drive) == {"test-small", "test-other"} and set(full.variant) == {"spare 0%", "spare 25%"}
     summary = pd.read_csv(out / "summary.csv", index_col=0)
-    assert list(summary.columns) == ["test-small", "test-other"]
+    assert list(summary.columns) == ["test-small", "test-other"] and summary.index.name == "metric"
+    # Figures carry the digits that matter, not a float's 16.
+    assert all(len(f"{v}".replace("-", "").replace(".", "").lstrip("0")) <= 8 for v in summary.stack())
+    rows = json.loads((out / "summary.json").read_text())
+    assert {r["spare_pct"] for r in rows if r["procedure"] == "consistency"} == {0.0, 25.0}
+    assert all(r["run"]["ssdlab_version"] == ssdlab.__version__ and "seed" in r["run"] for r in rows)
 
     from playwright.sync_api import sync_playwright
     with sync_playwright() as p:

@@ -215,7 +215,25 @@ document.body.dataset.ready = "1";
 """
 
 
-def write_report(outcomes: list[Outcome], out: Path, title: str = "ssdlab review", note: str = "") -> dict:
+def _number(v: float) -> str:
+    """A table figure with the digits that matter: 55,262 / 303.9 / 1.086."""
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 10:
+        return f"{v:,.1f}"
+    return f"{v:.4g}"
+
+
+def _spare_pct(variant: str) -> float | None:
+    """The spare-area variant's percentage ("spare 25%" -> 25.0), None for none."""
+    import re
+    m = re.search(r"spare\s+([0-9.]+)\s*%", variant or "")
+    return float(m.group(1)) if m else None
+
+
+def write_report(outcomes: list[Outcome], out: Path, title: str = "ssdlab review", note: str = "",
+                 provenance: dict | None = None) -> dict:
     """Write report.html, data/*.csv|parquet, summary.csv|json into `out`. Returns the paths
     and the chart list (for the PNG step)."""
     import plotly.offline
@@ -229,9 +247,13 @@ def write_report(outcomes: list[Outcome], out: Path, title: str = "ssdlab review
         df.to_csv(out / "data" / f"{cid}.csv", index=False)
         df.to_parquet(out / "data" / f"{cid}.parquet", index=False)
     table = summary_table(outcomes)
-    table.to_csv(out / "summary.csv")
+    # Six significant digits: a measurement's precision, not a float's.
+    table.apply(lambda col: col.map(lambda v: float(f"{v:.6g}") if pd.notna(v) else v)).to_csv(
+        out / "summary.csv", index_label="metric")
     (out / "summary.json").write_text(json.dumps([{"procedure": o.procedure, "drive": o.drive, "variant": o.variant,
-                                                   "source": o.source, "wall_s": o.wall_s, "summary": o.summary}
+                                                   "spare_pct": _spare_pct(o.variant),
+                                                   "source": o.source, "wall_s": o.wall_s, "summary": o.summary,
+                                                   "run": provenance or {}}
                                                   for o in outcomes], indent=2, default=_jsonable) + "\n")
     body = []
     section = None
@@ -241,7 +263,7 @@ def write_report(outcomes: list[Outcome], out: Path, title: str = "ssdlab review
             section = sec
         body.append(f'<div class="chart" id="{cid}"></div>')
     body.append("<h2>Summary</h2>")
-    body.append(table.to_html(float_format=lambda v: f"{v:,.1f}", na_rep="", border=0))
+    body.append(table.to_html(float_format=_number, na_rep="", border=0))
     drive_buttons = " ".join(f'<button data-drive="{html.escape(d)}">{html.escape(d)}</button>' for d in drives)
     if len(drives) > 1:
         drive_buttons += ' <button data-drive="all">all</button>'

@@ -181,9 +181,13 @@ def review(drives: list[str], out: str | Path, procedures: list[str] | None = No
         raise SsdlabError("nothing to run: no drive or target takes these procedures")
     outcomes = run_all(tasks, jobs, progress, seed)
     from .report import write_pngs, write_report
-    note = ("Simulated with ssdlab" + (" using --quick settings (shorter than methodology.md)" if quick else " with the methodology.md defaults")
+    from .. import __version__
+    note = (f"Simulated with ssdlab {__version__}" + (" using --quick settings (shorter than methodology.md)" if quick else " with the methodology.md defaults")
             + f"; seed {seed}. Buttons switch the drive shown in per-drive charts and the spare-area variant of the consistency test.")
-    info = write_report(outcomes, out, "ssdlab review: " + ", ".join(dict.fromkeys(o.drive for o in outcomes)), note)
+    provenance = {"ssdlab_version": __version__, "seed": seed, "quick": quick, "procedures": procedures,
+                  "overrides": overrides or {}}
+    info = write_report(outcomes, out, "ssdlab review: " + ", ".join(dict.fromkeys(o.drive for o in outcomes)), note,
+                        provenance)
     pngs = []
     png_note = ""
     if png:
