@@ -174,6 +174,12 @@ def test_review_report_and_buttons_in_a_real_browser(tmp_path, two_drives):
             return page.evaluate("(id) => document.getElementById(id).data.filter(t => t.visible !== false).map(t => t.name)", chart)
 
         assert shown("consistency-full") == ["test-small (spare 0%)"]
+        # As the reviews draw it: per-second dots, decades labelled 1K/10K/100K on the log axis.
+        modes = page.evaluate("() => document.getElementById('consistency-full').data.map(t => t.mode)")
+        assert set(modes) == {"markers"}
+        ticks = page.evaluate("() => [...document.querySelectorAll('#consistency-full .ytick text')].map(t => t.textContent)")
+        assert ticks and set(ticks) <= {"1", "10", "100", "1K", "10K", "100K", "1M", "10M"}, ticks
+        assert any(t.endswith("K") for t in ticks), ticks  # 40K reads as 10K..100K, not "4"
         page.click("button[data-spare='spare 25%']")
         assert shown("consistency-full") == ["test-small (spare 25%)"]
         page.click("button[data-drive='test-other']")

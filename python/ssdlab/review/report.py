@@ -16,6 +16,30 @@ from .procedures import Outcome
 LINEAR_ZOOM_MAX = 40_000  # methodology.md: zoom "linear y up to 40K IOPS"
 
 
+# Log IOPS axes label decades as the reviews do (1K, 10K, 100K), never minor ticks ("2, 3, 4").
+DECADES = [10.0 ** k for k in range(0, 8)]
+DECADE_LABELS = ["1", "10", "100", "1K", "10K", "100K", "1M", "10M"]
+
+
+def _log_iops_axis(lo: float = 1e3, hi: float = 1e5) -> dict:
+    """A log IOPS axis over whole decades around lo..hi, so at least two decades are labelled."""
+    import math
+    a = math.floor(math.log10(max(lo, 1.0)))
+    b = max(math.ceil(math.log10(max(hi, 1.0))), a + 2)
+    return {"title": {"text": "IOPS (log scale)"}, "type": "log", "tickvals": DECADES, "ticktext": DECADE_LABELS,
+            "range": [a, b]}
+
+
+def _slug(text: str) -> str:
+    import re
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _dots(x, y, name, drive, variant=""):
+    """Per-second samples as dots, as the reviews draw them (lines of two drives tangle)."""
+    return _line(x, y, name, drive, variant, mode="markers", marker={"size": 3})
+
+
 def _fig(title, xaxis, yaxis, **layout):
     return {"data": [], "layout": {"title": {"text": title}, "xaxis": xaxis, "yaxis": yaxis,
                                    "margin": {"l": 70, "r": 20, "t": 50, "b": 50}, "height": 420,
@@ -44,20 +68,22 @@ def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], 
         outs = by["consistency"]
         end = max(float(o.tables["iops"].time_s.max()) for o in outs)
         lo = max(0.0, end - 600)
-        full = _fig("4 KiB random write IOPS, QD32, over the whole run (log scale)", {"title": {"text": "time (s)"}},
-                    {"title": {"text": "IOPS"}, "type": "log"})
+        iops = pd.concat([o.tables["iops"].iops for o in outs])
+        span = (float(iops[iops > 0].min()) if (iops > 0).any() else 1.0, float(iops.max()) if len(iops) else 1.0)
+        full = _fig("4 KiB random write IOPS, QD32, each second of the whole run (log scale)",
+                    {"title": {"text": "time (s)"}}, _log_iops_axis(*span))
         zl = _fig(f"Zoom t = {lo:.0f}..{end:.0f} s (log scale)", {"title": {"text": "time (s)"}, "range": [lo, end]},
-                  {"title": {"text": "IOPS"}, "type": "log"})
+                  _log_iops_axis(*span))
         zn = _fig(f"Zoom t = {lo:.0f}..{end:.0f} s (linear, to 40K IOPS)", {"title": {"text": "time (s)"}, "range": [lo, end]},
                   {"title": {"text": "IOPS"}, "range": [0, LINEAR_ZOOM_MAX]})
         frames = []
         for o in outs:
             s = o.tables["iops"]
             name = f"{o.drive} ({o.variant})"
-            full["data"].append(_line(s.time_s, s.iops.clip(lower=1), name, o.drive, o.variant))
+            full["data"].append(_dots(s.time_s, s.iops.clip(lower=1), name, o.drive, o.variant))
             z = s[s.time_s >= lo]
-            zl["data"].append(_line(z.time_s, z.iops.clip(lower=1), name, o.drive, o.variant))
-            zn["data"].append(_line(z.time_s, z.iops, name, o.drive, o.variant))
+            zl["data"].append(_dots(z.time_s, z.iops.clip(lower=1), name, o.drive, o.variant))
+            zn["data"].append(_dots(z.time_s, z.iops, name, o.drive, o.variant))
             frames.append(s.assign(drive=o.drive, variant=o.variant, source=o.source))
         charts += [("consistency-full", "Performance consistency", full),
                    ("consistency-zoom-log", "Performance consistency", zl),
@@ -80,7 +106,7 @@ def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], 
 
     if "transfer-size" in by:
         sizes = sorted({int(b) for o in by["transfer-size"] for b in o.tables["curves"].bs_bytes})
-        fig = _fig("Sequential throughput vs transfer size, QD4", {"title": {"text": "transfer size"}, "type": "log",
+        fig = _fig("Sequential throughput vs transfer size, QD4", {"title": {"text": "transfer size (bytes, log scale)"}, "type": "log",
                    "tickvals": sizes, "ticktext": [_size_label(b) for b in sizes]}, {"title": {"text": "MB/s"}})
         frames = []
         for o in by["transfer-size"]:
@@ -105,7 +131,7 @@ def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], 
 
     if "qd-scaling" in by:
         allc = pd.concat([o.tables["curves"].assign(drive=o.drive, source=o.source) for o in by["qd-scaling"]], ignore_index=True)
-        for k, (w, g) in enumerate(allc.groupby("workload", sort=False)):
+        for w, g in allc.groupby("workload", sort=False):
             metric, unit = ("mb_per_s", "MB/s") if "128K" in w else ("iops", "IOPS")
             qds = sorted(int(q) for q in g.qd.unique())
             fig = _fig(f"{w}: steady state vs queue depth", {"title": {"text": "queue depth"}, "type": "log",
@@ -113,7 +139,7 @@ def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], 
                        {"title": {"text": unit}, "rangemode": "tozero"})
             for drive, gd in g.groupby("drive", sort=False):
                 fig["data"].append(_line(gd.qd, gd[metric], drive, drive, mode="lines+markers"))
-            cid = f"qd-scaling-{k + 1}"
+            cid = f"qd-scaling-{_slug(w)}"
             charts.append((cid, "Queue-depth scaling at steady state", fig))
             data[cid] = g
     if "endurance" in by:
@@ -127,11 +153,11 @@ def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], 
         data["endurance"] = t
     if "storage-bench" in by:
         allt = pd.concat([o.tables["results"].assign(drive=o.drive, source=o.source) for o in by["storage-bench"]], ignore_index=True)
-        for k, (trace, g) in enumerate(allt.groupby("trace", sort=False)):
+        for trace, g in allt.groupby("trace", sort=False):
             fig = _fig(f"Storage bench, {trace}: average data rate", {"title": {"text": ""}}, {"title": {"text": "MB/s"}}, barmode="group")
             for drive, gd in g.groupby("drive", sort=False):
                 fig["data"].append(_bar(gd["class"], gd.data_rate_mb_per_s, drive))
-            cid = f"storage-bench-{k + 1}"
+            cid = f"storage-bench-{_slug(trace)}"
             charts.append((cid, "Storage bench (trace replay)", fig))
             data[cid] = g
     return charts, data
