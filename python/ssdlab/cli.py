@@ -123,15 +123,23 @@ def _run(args: argparse.Namespace) -> int:
         except ValueError as e:
             raise job_error(job, str(e)) from None
     _out_dir(args.out)  # before any simulated time is spent
-    progress = not args.quiet
+    as_json = args.output_format in ("json", "json+")
+    progress = not (args.quiet or as_json)
     if args.precondition != "none":
         pre = drive.precondition(args.precondition, progress=progress)
-        if pre is not None and not args.quiet:
+        if pre is not None and progress:
             print(f"precondition {args.precondition}: {pre.summary['elapsed_s']:.1f} simulated s, "
                   f"{pre.summary['write']['mb_per_s']:.1f} MB/s")
     out = _out_dir(args.out)
+    fio_jobs = []
     for i, job in enumerate(jobs):
         result = drive.run(job, progress=progress)
+        if as_json:
+            from .fio_json import fio_job
+            fio_jobs.append(fio_job(result, job, drive.name, plus=args.output_format == "json+"))
+            if out:
+                result.write(out, f"{i:02d}-{job.name}-" if len(jobs) > 1 else "")
+            continue
         _print_summary(result)
         if args.intervals == "all":
             print(result.series.to_string(index=False, float_format=lambda x: f"{x:.1f}"))
@@ -144,6 +152,11 @@ def _run(args: argparse.Namespace) -> int:
             print(f"  wrote {', '.join(str(p) for p in paths)}")
     if out:
         drive.erase_count_histogram().to_parquet(out / "erase_counts.parquet", index=False)
+    if as_json:
+        import json
+
+        from .fio_json import fio_output
+        print(json.dumps(fio_output(fio_jobs), indent=2))
     return 0
 
 
@@ -235,6 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--precondition", default="none", choices=PRECONDITIONS, help="drive state before the job (default none)")
     r.add_argument("--seed", type=int, help="root seed (same seed, same results)")
     r.add_argument("--faults", metavar="SPEC", help=FAULTS_HELP)
+    r.add_argument("--output-format", "--output_format", default="normal", choices=("normal", "json", "json+"),
+                   help="json: print only fio's JSON output (jobs[].read/write/trim with iops, bw, clat_ns percentiles); "
+                        "json+: with the latency histograms (clat_ns bins), as fio_jsonplus_clat2csv reads them")
     r.add_argument("--interval", type=float, help="seconds per time-series interval (default 1)")
     r.add_argument("--intervals", default="chart", choices=("chart", "all", "none"), help="print the per-interval series as a chart (default), in full, or not")
     r.add_argument("--out", help="directory for summary.json, timeseries.parquet/.csv and erase_counts.parquet")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -76,10 +76,15 @@ class Result:
 
     summary: dict
     series: pd.DataFrame
+    bins: dict = field(default_factory=dict)
 
     @staticmethod
     def _from_json(summary_json: str, series_json: str) -> "Result":
-        return Result(json.loads(summary_json), series_frame(series_json))
+        summary = json.loads(summary_json)
+        # The latency histograms (fio json+ "bins") travel beside the summary, not in it.
+        bins = {op: {int(k): v for k, v in summary[op].pop("latency_ns_bins", {}).items()}
+                for op in ("read", "write", "trim") if op in summary}
+        return Result(summary, series_frame(series_json), bins)
 
     def __repr__(self) -> str:
         s = self.summary

@@ -102,6 +102,18 @@ impl Histogram {
         self.max
     }
 
+    /// Non-empty buckets: (midpoint, count), in value order.
+    pub fn bins(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c > 0)
+            .map(|(i, &c)| {
+                let (lo, width) = bucket_range(i);
+                (lo + width / 2, c)
+            })
+    }
+
     pub fn merge(&mut self, other: &Histogram) {
         for (a, b) in self.counts.iter_mut().zip(&other.counts) {
             *a += b;
@@ -138,7 +150,18 @@ pub struct OpSummary {
     pub latency_us_p99_9: f64,
     pub latency_us_p99_99: f64,
     pub latency_us_max: f64,
+    /// Completion latency at fio's default percentiles (fio's `clat_ns.percentile`), ns,
+    /// keyed as fio keys them ("99.900000").
+    pub latency_ns_percentiles: std::collections::BTreeMap<String, u64>,
+    /// The latency histogram as fio's json+ "bins": bucket midpoint (ns) -> completions.
+    pub latency_ns_bins: std::collections::BTreeMap<u64, u64>,
 }
+
+/// fio's default `percentile_list`.
+pub const FIO_PERCENTILES: [f64; 17] = [
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99,
+];
 
 impl OpStats {
     pub fn record(&mut self, bytes: u64, latency_ns: u64) {
@@ -165,6 +188,11 @@ impl OpStats {
             latency_us_p99_9: us(h.quantile(0.999)),
             latency_us_p99_99: us(h.quantile(0.9999)),
             latency_us_max: us(h.max),
+            latency_ns_percentiles: FIO_PERCENTILES
+                .iter()
+                .map(|&p| (format!("{p:.6}"), h.quantile(p / 100.0)))
+                .collect(),
+            latency_ns_bins: h.bins().collect(),
         }
     }
 }
