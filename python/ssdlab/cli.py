@@ -64,6 +64,11 @@ def _job_from_args(args: argparse.Namespace) -> list[Job]:
             except ValueError as e:
                 raise SsdlabError(f"--runtime: {e}") from None
             job.time_based = True
+        if args.ramp_time is not None:
+            try:
+                job.ramp_time_s = _seconds(args.ramp_time)
+            except ValueError as e:
+                raise SsdlabError(f"--ramp-time: {e}") from None
     return jobs
 
 
@@ -239,6 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--bssplit", help="block size mix, e.g. 4k/50:64k/50")
     r.add_argument("--iodepth", type=_whole("--iodepth"), help="commands in flight")
     r.add_argument("--runtime", help="simulated time (implies time_based): seconds, or with a unit us, ms, s, m, h (e.g. 1m)")
+    r.add_argument("--ramp-time", "--ramp_time", help="simulated time run before measuring (fio's ramp_time), e.g. 30s")
     r.add_argument("--number-ios", "--number_ios", type=_whole("--number-ios"), help="stop after this many IOs")
     r.add_argument("--offset", help="start of the LBA span (bytes, 1g, or 25%%)")
     r.add_argument("--size", help="length of the LBA span (bytes, 8g, or 75%%)")

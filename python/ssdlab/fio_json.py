@@ -16,7 +16,7 @@ import math
 from . import __version__
 
 # Job fields -> fio option names (the Job dataclass follows fio's names otherwise).
-_OPTION_NAMES = {"runtime_s": "runtime", "log_interval_s": "log_avg_msec"}
+_OPTION_NAMES = {"runtime_s": "runtime", "log_interval_s": "log_avg_msec", "ramp_time_s": "ramp_time"}
 
 
 def _lat(o: dict, percentiles: bool) -> dict:

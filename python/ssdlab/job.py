@@ -25,6 +25,7 @@ class Job:
     io_size : bytes to transfer (default: ``size``, unless ``runtime_s`` with ``time_based``
         or ``number_ios`` bound the job)
     runtime_s : simulated seconds
+    ramp_time_s : simulated seconds run before anything is measured (fio's ramp_time)
     random_distribution : random, zipf:THETA, pareto:H
     """
 
@@ -43,6 +44,7 @@ class Job:
     random_distribution: str = "random"
     randseed: int = 0
     log_interval_s: float = 1.0
+    ramp_time_s: float = 0.0
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -93,6 +95,7 @@ _OPTIONS = {
     "io_size": ("io_size", str),
     "io_limit": ("io_size", str),
     "runtime": ("runtime_s", _seconds),
+    "ramp_time": ("ramp_time_s", _seconds),
     "time_based": ("time_based", _bool),
     "number_ios": ("number_ios", _int),
     "rwmixread": ("rwmixread", _int),
@@ -107,7 +110,7 @@ _IGNORED = {
     "randrepeat", "thread", "numjobs", "refill_buffers", "buffer_compress_percentage",
     "invalidate", "stonewall", "new_group", "write_bw_log", "write_iops_log", "write_lat_log",
     "per_job_logs", "log_offset", "lat_percentiles", "clat_percentiles", "percentile_list",
-    "description", "kb_base", "unit_base", "zero_buffers",
+    "description", "kb_base", "unit_base", "zero_buffers", "directory",
 }
 _UNSUPPORTED_VALUES = {"numjobs": lambda v: _int(v) != 1}
 

@@ -81,3 +81,19 @@ def test_cli_takes_fio_spellings_and_time_units():
     for flag, value, says in (("--iodepth", "abc", "not a whole number"), ("--runtime", "1x", "not a time")):
         p = cli("run", "--drive", "crucial-m4-128", flag, value)
         assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_ramp_time_is_run_but_not_measured(tmp_path):
+    base = ["run", "--drive", "crucial-m4-128", "--precondition", "fast-fill", "--rw", "randwrite", "--iodepth", "32",
+            "--runtime", "3", "--quiet", "--intervals", "none", "--output-format", "json"]
+    plain = json.loads(cli(*base).stdout)["jobs"][0]
+    ramped = json.loads(cli(*base, "--ramp-time", "2s").stdout)["jobs"][0]
+    assert ramped["job options"]["ramp_time"] == "2"
+    assert abs(ramped["write"]["runtime"] - 3000) <= 5 and abs(plain["write"]["runtime"] - 3000) <= 5
+    assert ramped["write"]["total_ios"] != plain["write"]["total_ios"]
+    f = tmp_path / "r.fio"
+    f.write_text("[r]\nrw=randwrite\nramp_time=2\nruntime=3\ntime_based\ndirectory=/mnt/x\n")
+    p = cli("run", "--drive", "crucial-m4-128", str(f), "--precondition", "fast-fill", "--quiet", "--intervals", "none",
+            "--output-format", "json")
+    assert p.returncode == 0, p.stderr
+    assert abs(json.loads(p.stdout)["jobs"][0]["write"]["runtime"] - 3000) <= 5

@@ -36,6 +36,9 @@ pub struct Job {
     pub randseed: u64,
     /// Interval of the time series, simulated seconds.
     pub log_interval_s: f64,
+    /// fio's ramp_time: run this many simulated seconds before measuring anything (the
+    /// runtime follows it; every result, series and counter covers the measured part only).
+    pub ramp_time_s: f64,
 }
 
 impl Default for Job {
@@ -56,6 +59,7 @@ impl Default for Job {
             random_distribution: "random".into(),
             randseed: 0,
             log_interval_s: 1.0,
+            ramp_time_s: 0.0,
         }
     }
 }
@@ -119,6 +123,7 @@ pub struct CompiledJob {
     span_bytes: u64,
     io_bytes_max: Option<u64>,
     runtime_ns: Option<u64>,
+    ramp_ns: u64,
     number_ios: Option<u64>,
     distribution: Distribution,
     interval_ns: u64,
@@ -271,6 +276,12 @@ impl Job {
             None if self.time_based || self.number_ios.is_some() => None,
             None => Some(span_bytes),
         };
+        if !(self.ramp_time_s >= 0.0 && self.ramp_time_s.is_finite()) {
+            return Err(format!(
+                "ramp_time: {} must be 0 or more seconds",
+                self.ramp_time_s
+            ));
+        }
         if self.log_interval_s.is_nan() || self.log_interval_s <= 0.0 {
             return Err("log_interval: must be a positive number of seconds".into());
         }
@@ -285,6 +296,7 @@ impl Job {
             span_bytes,
             io_bytes_max,
             runtime_ns,
+            ramp_ns: (self.ramp_time_s * NS_PER_S as f64) as u64,
             number_ios: self.number_ios,
             distribution,
             interval_ns: (self.log_interval_s * NS_PER_S as f64) as u64,
@@ -453,11 +465,14 @@ pub struct JobRun {
     done: bool,
     /// Reused buffer for completions drained from the device.
     completions: Vec<crate::device::Completion>,
+    /// Before `start` (ramp_time): completions are not measured.
+    ramping: bool,
 }
 
 impl JobRun {
     pub fn new(dev: &mut Device, job: &CompiledJob, seed: u64) -> JobRun {
-        let start = dev.now();
+        // Measurement starts after the ramp; IOs are issued from now.
+        let start = dev.now() + crate::time::SimDuration(job.ramp_ns);
         let s = sample(dev);
         let mut run = JobRun {
             generator: Generator::new(
@@ -486,6 +501,7 @@ impl JobRun {
             last_completion: start,
             done: false,
             completions: Vec::new(),
+            ramping: job.ramp_ns > 0,
         };
         for _ in 0..job.job.iodepth {
             if !run.issue(dev) {
@@ -561,15 +577,28 @@ impl JobRun {
             if t > until {
                 return false;
             }
-            // Crossing into a new interval: sample device counters for the finished ones.
-            let index = ((t.ns() - self.start.ns()) / interval) as usize;
-            self.close_intervals(dev, index);
+            if self.ramping && t >= self.start {
+                // The ramp is over: what happened so far is not measured.
+                self.ramping = false;
+                self.at_start = sample(dev);
+                self.at_interval = self.at_start;
+            }
+            if !self.ramping {
+                // Crossing into a new interval: sample device counters for the finished ones.
+                let index = ((t.ns() - self.start.ns()) / interval) as usize;
+                self.close_intervals(dev, index);
+            }
             dev.step();
             let now = dev.now();
+            let measured = !self.ramping;
             let mut finished = 0u64;
             let mut completions = std::mem::take(&mut self.completions);
             completions.extend(dev.drain_completions());
             for &c in &completions {
+                finished += 1;
+                if !measured {
+                    continue;
+                }
                 c.record_into(&mut self.series, self.start);
                 let stats = match c.io.kind {
                     IoKind::Read => &mut self.read,
@@ -578,7 +607,6 @@ impl JobRun {
                 };
                 stats.record(c.io.length_bytes, c.latency_ns());
                 self.last_completion = now;
-                finished += 1;
             }
             completions.clear();
             self.completions = completions;
@@ -596,7 +624,7 @@ impl JobRun {
     }
 
     pub fn progress(&self, dev: &Device) -> (f64, u64, f64) {
-        let elapsed = (dev.now().ns() - self.start.ns()) as f64 / NS_PER_S as f64;
+        let elapsed = dev.now().ns().saturating_sub(self.start.ns()) as f64 / NS_PER_S as f64;
         let fraction = if let Some(r) = self.job.runtime_ns {
             elapsed / (r as f64 / NS_PER_S as f64)
         } else if let Some(n) = self.job.number_ios {

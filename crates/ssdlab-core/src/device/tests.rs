@@ -774,3 +774,42 @@ fn a_failed_die_is_rebuilt_across_dies_with_rain_and_loses_its_reads_without() {
     let e = Device::new(&cfg, 1).err().unwrap().to_string();
     assert!(e.contains("faults.die") && e.contains("0 to 3"), "{e}");
 }
+
+/// fio's ramp_time: the workload runs from the start, but nothing before the ramp's end is
+/// measured (a fresh drive's burst before its cliff is left out of the results).
+#[test]
+fn ramp_time_runs_the_workload_but_measures_only_after_it() {
+    let cfg = example();
+    let job = |ramp: f64| Job {
+        rw: "randwrite".into(),
+        iodepth: 32,
+        runtime_s: Some(4.0),
+        time_based: true,
+        ramp_time_s: ramp,
+        ..Job::default()
+    };
+    let mut plain = filled(&cfg, 2);
+    let a = run(&mut plain, job(0.0));
+    let mut ramped = filled(&cfg, 2);
+    let b = run(&mut ramped, job(6.0));
+    // The same 4 s measured, after 6 s of the same workload.
+    assert_eq!(b.series.len(), 4);
+    assert!(
+        (b.summary.elapsed_s - 4.0).abs() < 0.1,
+        "{}",
+        b.summary.elapsed_s
+    );
+    assert!(ramped.now().ns() > 9_900_000_000);
+    // The ramp's writes are not counted, the device's work during it is not either.
+    let per_s = |r: &JobResult| r.summary.write.ios as f64 / r.summary.elapsed_s;
+    assert!(b.summary.host_units_written < ramped.ftl.counters.host_units_written);
+    assert_ne!(per_s(&a), per_s(&b));
+    // Deterministic.
+    let mut again = filled(&cfg, 2);
+    let c = run(&mut again, job(6.0));
+    assert_eq!(
+        serde_json::to_string(&b.summary).unwrap(),
+        serde_json::to_string(&c.summary).unwrap()
+    );
+    assert!(job(-1.0).compile(plain.user_bytes()).is_err());
+}
