@@ -97,3 +97,14 @@ def test_ramp_time_is_run_but_not_measured(tmp_path):
             "--output-format", "json")
     assert p.returncode == 0, p.stderr
     assert abs(json.loads(p.stdout)["jobs"][0]["write"]["runtime"] - 3000) <= 5
+
+
+def test_block_size_per_direction_in_a_job_file(tmp_path):
+    f = tmp_path / "rw.fio"
+    f.write_text("[mixed]\nrw=randrw\nbs=4k,64k\nnumber_ios=4000\niodepth=4\n")
+    p = cli("run", "--drive", "crucial-m4-128", str(f), "--precondition", "fast-fill", "--quiet",
+            "--output-format", "json")
+    assert p.returncode == 0, p.stderr
+    job = json.loads(p.stdout)["jobs"][0]
+    assert job["read"]["io_bytes"] // job["read"]["total_ios"] == 4096
+    assert job["write"]["io_bytes"] // job["write"]["total_ios"] == 65536

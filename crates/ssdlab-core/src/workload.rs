@@ -118,6 +118,9 @@ pub struct CompiledJob {
     trim: bool,
     /// (bytes, cumulative weight out of 100).
     sizes: Vec<(u64, u32)>,
+    /// bs=READ,WRITE,TRIM: the write and trim sizes where they differ from the read size.
+    write_size: Option<u64>,
+    trim_size: Option<u64>,
     align_bytes: u64,
     span_start: u64,
     span_bytes: u64,
@@ -184,13 +187,45 @@ impl Job {
                     return Err(format!("bssplit: percentages add up to {total}, not 100"));
                 }
             }
-            None => sizes.push((parse_size(&self.bs).map_err(|e| format!("bs: {e}"))?, 100)),
+            None if !self.bs.contains(',') => {
+                sizes.push((parse_size(&self.bs).map_err(|e| format!("bs: {e}"))?, 100))
+            }
+            None => {}
         }
-        if sizes.iter().any(|&(b, _)| b == 0 || b % 512 != 0) {
+        // fio's bs=READ,WRITE[,TRIM]: an empty place takes fio's default (4k); a missing
+        // one takes the place before it.
+        let (mut write_size, mut trim_size) = (None, None);
+        if self.bssplit.is_none() && self.bs.contains(',') {
+            let parts: Vec<&str> = self.bs.split(',').map(str::trim).collect();
+            if parts.len() > 3 {
+                return Err(format!(
+                    "bs: '{}' has {} sizes; accepted: READ[,WRITE[,TRIM]]",
+                    self.bs,
+                    parts.len()
+                ));
+            }
+            let size = |p: &str| -> Result<u64, String> {
+                parse_size(if p.is_empty() { "4k" } else { p }).map_err(|e| format!("bs: {e}"))
+            };
+            let read = size(parts[0])?;
+            let write = parts.get(1).map(|p| size(p)).transpose()?.unwrap_or(read);
+            let trim = parts.get(2).map(|p| size(p)).transpose()?.unwrap_or(write);
+            sizes.push((read, 100));
+            write_size = (write != read).then_some(write);
+            trim_size = (trim != read).then_some(trim);
+        }
+        let all_sizes = || {
+            sizes
+                .iter()
+                .map(|&(b, _)| b)
+                .chain(write_size)
+                .chain(trim_size)
+        };
+        if all_sizes().any(|b| b == 0 || b % 512 != 0) {
             return Err("bs: every block size must be a positive multiple of 512 bytes".into());
         }
-        let bs_max = sizes.iter().map(|&(b, _)| b).max().unwrap();
-        let align_bytes = sizes.iter().map(|&(b, _)| b).min().unwrap();
+        let bs_max = all_sizes().max().unwrap();
+        let align_bytes = all_sizes().min().unwrap();
         if self.iodepth == 0 || self.iodepth > 65_536 {
             return Err(format!(
                 "iodepth: {} is out of range; accepted: 1 to 65536",
@@ -291,6 +326,8 @@ impl Job {
             read_pct,
             trim,
             sizes,
+            write_size,
+            trim_size,
             align_bytes,
             span_start,
             span_bytes,
@@ -347,6 +384,11 @@ impl Generator {
             IoKind::Read
         } else {
             IoKind::Write
+        };
+        let size = match kind {
+            IoKind::Write => job.write_size.unwrap_or(size),
+            IoKind::Trim => job.trim_size.unwrap_or(size),
+            _ => size,
         };
         let offset = match job.pattern {
             Pattern::Sequential => {

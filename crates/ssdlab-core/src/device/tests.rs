@@ -813,3 +813,37 @@ fn ramp_time_runs_the_workload_but_measures_only_after_it() {
     );
     assert!(job(-1.0).compile(plain.user_bytes()).is_err());
 }
+
+/// fio's bs=READ,WRITE[,TRIM]: each direction its own transfer size; an empty place is fio's
+/// default 4k.
+#[test]
+fn block_size_per_direction_as_fio_writes_it() {
+    let cfg = example();
+    let sizes = |bs: &str| {
+        let mut dev = filled(&cfg, 1);
+        let r = run(
+            &mut dev,
+            Job {
+                rw: "randrw".into(),
+                bs: bs.into(),
+                iodepth: 4,
+                number_ios: Some(4000),
+                ..Job::default()
+            },
+        );
+        let per = |o: &crate::stats::OpSummary| o.bytes / o.ios;
+        (per(&r.summary.read), per(&r.summary.write))
+    };
+    assert_eq!(sizes("4k,64k"), (4096, 65536));
+    assert_eq!(sizes(",8k"), (4096, 8192));
+    assert_eq!(sizes("16k"), (16384, 16384));
+    let dev = filled(&cfg, 1);
+    let bad = Job {
+        bs: "4k,8k,16k,32k".into(),
+        ..Job::default()
+    };
+    assert!(bad
+        .compile(dev.user_bytes())
+        .unwrap_err()
+        .contains("READ[,WRITE[,TRIM]]"));
+}
