@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import ssdlab
 import pytest
@@ -240,3 +241,15 @@ def test_destructive_targets_need_the_flag(tmp_path):
     assert f.read_bytes() == b"keep me"
     p = ssdlab_cli("procedure", "endurance", "--target", str(tmp_path / "new.bin"), "--quiet")
     assert p.returncode == 2 and "does not run on a real device" in p.stderr, p.stderr
+
+
+def test_a_short_consistency_run_warns_and_keeps_the_peak_out_of_its_steady_state():
+    from ssdlab.review.procedures import consistency_summary
+    t = np.arange(1, 101, dtype=float)
+    iops = np.where(t <= 20, 40_000.0, 2_000.0)  # fresh peak, then the cliff
+    s = consistency_summary(pd.DataFrame({"time_s": t, "iops": iops}), 600, 3.0)
+    assert s["steady_window_s"] == 30 and "too short" in s["warning"]
+    assert s["steady_p99_iops"] == 2_000.0  # not the fresh peak
+    full = consistency_summary(pd.DataFrame({"time_s": np.arange(1, 2001, dtype=float),
+                                             "iops": np.full(2000, 2_000.0)}), 600, 3.0)
+    assert full["steady_window_s"] == 600 and "warning" not in full

@@ -89,6 +89,10 @@ def _review(args) -> int:
     if r["png_note"]:
         print(f"  {r['png_note']}")
     print(f"  data in {Path(args.out) / 'data'} (CSV and Parquet), summary.csv, summary.json")
+    for o in r["outcomes"]:
+        if o.summary.get("warning"):
+            print(f"  warning: {o.procedure} on {o.drive}" + (f" ({o.variant})" if o.variant else "")
+                  + f": {o.summary['warning']}")
     return 0
 
 

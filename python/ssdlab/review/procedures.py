@@ -161,11 +161,19 @@ def consistency(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[O
     return outs
 
 
+def steady_window(window_s: float, run_s: float) -> float:
+    """The steady-state window of a run: the last `window_s` (methodology.md: 600 of 2000 s),
+    but never more than the last 30% of a shorter run, where it would take in the fresh peak."""
+    return min(window_s, 0.3 * run_s) if run_s > 0 else window_s
+
+
 def consistency_summary(s: pd.DataFrame, window_s: float, waf: float | None) -> dict:
     iops = s["iops"].to_numpy()
     t = s["time_s"].to_numpy()
     first = iops[t <= min(60, t[-1])] if len(iops) else iops
     peak = float(first.max()) if len(first) else 0.0
+    asked = window_s
+    window_s = steady_window(window_s, float(t[-1]) if len(t) else 0.0)
     last = iops[t > t[-1] - window_s] if len(iops) else iops
     below = np.nonzero(iops < 0.5 * peak)[0]
     return {
@@ -177,6 +185,8 @@ def consistency_summary(s: pd.DataFrame, window_s: float, waf: float | None) -> 
         "steady_stddev_iops": float(last.std()) if len(last) else 0.0,
         "steady_window_s": window_s,
         "write_amplification": waf,
+        **({"warning": f"a {t[-1]:.0f} s run is too short for a {asked:.0f} s steady-state window: "
+                       f"steady state taken over its last {window_s:.0f} s (30%)"} if window_s < asked else {}),
     }
 
 

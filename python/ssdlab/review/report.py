@@ -66,8 +66,9 @@ def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], 
 
     if "consistency" in by:
         outs = by["consistency"]
+        from .procedures import steady_window
         end = max(float(o.tables["iops"].time_s.max()) for o in outs)
-        lo = max(0.0, end - 600)
+        lo = max(0.0, end - steady_window(600, end))  # methodology.md: the 1400-2000 s zoom
         iops = pd.concat([o.tables["iops"].iops for o in outs])
         span = (float(iops[iops > 0].min()) if (iops > 0).any() else 1.0, float(iops.max()) if len(iops) else 1.0)
         full = _fig("4 KiB random write IOPS, QD32, each second of the whole run (log scale)",
