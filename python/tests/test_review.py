@@ -230,6 +230,14 @@ def test_fio_target_next_to_a_model_in_one_report(tmp_path, small_toml):
     assert p.returncode == 0, p.stderr
     rows = json.loads((out / "summary.json").read_text())
     assert {(r["drive"], r["source"]) for r in rows} == {("test-small", "model"), (f"target {tmp_path / 't.img'}", "fio")}
+    # TRIM is not run through fio: said, not drawn as an empty chart.
+    p = ssdlab_cli("review", str(small_toml), "--out", str(tmp_path / "t"), "--procedures", "trim",
+                   "--set", "trim.random_s=5", "--set", "trim.positions=4", "--target", str(tmp_path / "t.img"),
+                   "--target-size", "32m", "--no-direct", "--no-png", "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert f"trim not run on target {tmp_path / 't.img'}" in p.stdout
+    page = (tmp_path / "t" / "report.html").read_text()
+    assert "trim was not run on target" in page
 
 
 def test_destructive_targets_need_the_flag(tmp_path):

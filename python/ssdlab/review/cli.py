@@ -89,6 +89,8 @@ def _review(args) -> int:
     if r["png_note"]:
         print(f"  {r['png_note']}")
     print(f"  data in {Path(args.out) / 'data'} (CSV and Parquet), summary.csv, summary.json")
+    for name, drive, why in r.get("not_run", []):
+        print(f"  {name} not run on {drive}: {why}")
     for o in r["outcomes"]:
         if o.summary.get("warning"):
             print(f"  warning: {o.procedure} on {o.drive}" + (f" ({o.variant})" if o.variant else "")

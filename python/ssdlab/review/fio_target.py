@@ -23,6 +23,12 @@ from ..job import _parse_size_arg
 from .procedures import Outcome, Tracker, consistency_summary
 
 FIO_PROCEDURES = ("consistency", "four-corners", "sequential-qd", "transfer-size", "qd-scaling")
+# Why the others are not run on a real device.
+NOT_ON_TARGETS = {
+    "trim": "needs the model's TRIM of a live span and its per-slice timing; not run through fio",
+    "endurance": "needs the drive's erase counts, which a real device does not expose",
+    "storage-bench": "replays traces in the model only",
+}
 
 
 def check_target(path: str, yes_destroy: bool, size: str | None) -> dict:

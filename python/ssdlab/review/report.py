@@ -260,7 +260,7 @@ def _spare_pct(variant: str) -> float | None:
 
 
 def write_report(outcomes: list[Outcome], out: Path, title: str = "ssdlab review", note: str = "",
-                 provenance: dict | None = None) -> dict:
+                 provenance: dict | None = None, not_run: list[tuple[str, str, str]] = ()) -> dict:
     """Write report.html, data/*.csv|parquet, summary.csv|json into `out`. Returns the paths
     and the chart list (for the PNG step)."""
     import plotly.offline
@@ -288,6 +288,11 @@ def write_report(outcomes: list[Outcome], out: Path, title: str = "ssdlab review
         if sec != section:
             body.append(f"<h2>{html.escape(sec)}</h2>")
             section = sec
+            proc = cid.split("-zoom")[0].split("-full")[0]
+            for name, drive, why in not_run:
+                if proc.startswith(name):
+                    body.append(f'<p class="note skipped">{html.escape(name)} was not run on {html.escape(drive)}: '
+                                f"{html.escape(why)}.</p>")
         body.append(f'<div class="chart" id="{cid}"></div>')
     body.append("<h2>Summary</h2>")
     body.append(table.to_html(float_format=_number, na_rep="", border=0))

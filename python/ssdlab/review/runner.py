@@ -39,9 +39,14 @@ class Task:
     weight: float = 1.0
 
 
+# (procedure, drive, why) of the last plan's procedures that a target does not take.
+skipped: list[tuple[str, str, str]] = []
+
+
 def plan(drives: list[str], procedures: list[str], overrides: dict[str, dict], quick: bool,
          targets: list[dict] = ()) -> list[Task]:
     tasks = []
+    skipped.clear()
     for name in procedures:
         if name not in PROCEDURES:
             raise SsdlabError(f"unknown procedure '{name}'; accepted: {', '.join(PROCEDURES)}")
@@ -56,8 +61,9 @@ def plan(drives: list[str], procedures: list[str], overrides: dict[str, dict], q
                 q = dict(p, spare=v) if v is not None else dict(p)
                 tasks.append(Task(len(tasks), name, src, q, label + (f" spare {v[0]}%" if v else "")))
         for t in targets:
-            from .fio_target import FIO_PROCEDURES
+            from .fio_target import FIO_PROCEDURES, NOT_ON_TARGETS
             if name not in FIO_PROCEDURES:
+                skipped.append((name, f"target {t['path']}", NOT_ON_TARGETS.get(name, "not run through fio")))
                 continue
             variants = [[s] for s in resolved["spare"]] if name == "consistency" else [None]
             for v in variants:
@@ -186,8 +192,9 @@ def review(drives: list[str], out: str | Path, procedures: list[str] | None = No
             + f"; seed {seed}. Buttons switch the drive shown in per-drive charts and the spare-area variant of the consistency test.")
     provenance = {"ssdlab_version": __version__, "seed": seed, "quick": quick, "procedures": procedures,
                   "overrides": overrides or {}}
+    not_run = list(skipped)
     info = write_report(outcomes, out, "ssdlab review: " + ", ".join(dict.fromkeys(o.drive for o in outcomes)), note,
-                        provenance)
+                        provenance, not_run)
     pngs = []
     png_note = ""
     if png:
@@ -197,5 +204,5 @@ def review(drives: list[str], out: str | Path, procedures: list[str] | None = No
             png_note = "PNGs skipped: Playwright is not installed (pip install playwright; apt-get install chromium)"
         except Exception as e:  # no browser on this machine
             png_note = f"PNGs skipped: no headless Chromium could start ({str(e).splitlines()[0]})"
-    return {"html": info["html"], "pngs": pngs, "png_note": png_note, "outcomes": outcomes,
+    return {"html": info["html"], "pngs": pngs, "png_note": png_note, "outcomes": outcomes, "not_run": not_run,
             "wall_s": time.perf_counter() - t0, "tasks": len(tasks)}
