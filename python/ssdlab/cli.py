@@ -138,6 +138,7 @@ def _run(args: argparse.Namespace) -> int:
     out = _out_dir(args.out)
     fio_jobs = []
     for i, job in enumerate(jobs):
+        _warn_unwritten_reads(drive, job)
         result = drive.run(job, progress=progress)
         if as_json:
             from .fio_json import fio_job
@@ -163,6 +164,19 @@ def _run(args: argparse.Namespace) -> int:
         from .fio_json import fio_output
         print(json.dumps(fio_output(fio_jobs), indent=2))
     return 0
+
+
+def _warn_unwritten_reads(drive: Drive, job: Job) -> None:
+    """Reads of LBAs never written are answered without a NAND read, as a real drive answers
+    them: say so when a reading job starts on a drive mostly unwritten."""
+    if job.rw in ("write", "randwrite", "trim", "randtrim") or (job.rw in ("randrw", "rw", "readwrite")
+                                                              and job.rwmixread == 0):
+        return
+    written = drive.counters()["mapped_units"] / max(drive.geometry["logical_units"], 1)
+    if written < 0.99:
+        print(f"ssdlab: warning: job '{job.name}' reads a drive {100 * written:.0f}% written; reads of "
+              "never-written LBAs are answered without reading the NAND (fast, as on a real drive); "
+              "precondition first (--precondition fill or fast-fill) to measure NAND reads", file=sys.stderr)
 
 
 def _whole(flag: str):

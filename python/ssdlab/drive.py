@@ -86,6 +86,32 @@ class Result:
                 for op in ("read", "write", "trim") if op in summary}
         return Result(summary, series_frame(series_json), bins)
 
+    def plot(self, column: str | None = None, log: bool = True):
+        """The per-interval IOPS as the review report draws them (dots, log axis labelled by
+        decade), as a plotly Figure: `.show()`, `.write_html(path)`. `column`: any series
+        column (default: write_iops or read_iops, whichever the job did more of)."""
+        import plotly.graph_objects as go
+
+        from .review.report import _log_iops_axis
+        s = self.summary
+        if column is None:
+            column = "write_iops" if s["write"]["ios"] >= s["read"]["ios"] else "read_iops"
+        if column not in self.series:
+            raise SsdlabError(f"column '{column}'; accepted: {', '.join(self.series.columns[1:])}")
+        y = self.series[column]
+        fig = go.Figure(go.Scattergl(x=self.series.time_s, y=y, mode="markers", marker={"size": 3},
+                                     name=column))
+        positive = y[y > 0]
+        yaxis = (_log_iops_axis(float(positive.min()), float(positive.max())) if log and len(positive)
+                 else {"title": {"text": column}})
+        if log and "iops" not in column:
+            yaxis["title"] = {"text": f"{column} (log scale)"}
+            yaxis.pop("tickvals", None)
+            yaxis.pop("ticktext", None)
+        fig.update_layout(title=f"{s.get('name', 'job')}: {column} per {self.series.time_s.iloc[0]:g} s"
+                          if len(self.series) else column, xaxis={"title": {"text": "time (s)"}}, yaxis=yaxis)
+        return fig
+
     def __repr__(self) -> str:
         s = self.summary
         ops = ", ".join(f"{op} {s[op]['iops']:,.0f} IOPS {s[op]['mb_per_s']:,.1f} MB/s"

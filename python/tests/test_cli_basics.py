@@ -108,3 +108,26 @@ def test_block_size_per_direction_in_a_job_file(tmp_path):
     job = json.loads(p.stdout)["jobs"][0]
     assert job["read"]["io_bytes"] // job["read"]["total_ios"] == 4096
     assert job["write"]["io_bytes"] // job["write"]["total_ios"] == 65536
+
+
+def test_a_result_plots_as_the_report_draws_and_a_review_runs_from_python(tmp_path):
+    d = Drive.open("crucial-m4-128")
+    d.precondition("fast-fill")
+    r = d.run(Job(rw="randwrite", iodepth=32, runtime_s=3, time_based=True))
+    fig = r.plot()
+    assert fig.data[0].mode == "markers" and fig.layout.yaxis.type == "log"
+    assert "1K" in fig.layout.yaxis.ticktext
+    fig.write_html(tmp_path / "p.html")
+    assert (tmp_path / "p.html").stat().st_size > 10_000
+    import ssdlab.review
+    out = ssdlab.review.review(["crucial-m4-128"], tmp_path / "rev", procedures=["four-corners"], quick=True,
+                               png=False, progress=False)
+    assert out["html"].exists() and out["outcomes"][0].procedure == "four-corners"
+
+
+def test_reading_an_unwritten_drive_warns():
+    p = cli("run", "--drive", "crucial-m4-128", "--rw", "randread", "--number-ios", "1000", "--quiet", "--intervals", "none")
+    assert p.returncode == 0 and "reads a drive 0% written" in p.stderr, p.stderr
+    p = cli("run", "--drive", "crucial-m4-128", "--precondition", "fast-fill", "--rw", "randread", "--number-ios", "1000",
+            "--quiet", "--intervals", "none")
+    assert p.returncode == 0 and "warning" not in p.stderr, p.stderr

@@ -2,5 +2,6 @@
 fio, on real devices; and the report that puts them side by side."""
 
 from .procedures import PROCEDURES, Outcome, resolve_params, run_procedure
+from .runner import review
 
-__all__ = ["PROCEDURES", "Outcome", "resolve_params", "run_procedure"]
+__all__ = ["PROCEDURES", "Outcome", "resolve_params", "review", "run_procedure"]
