@@ -251,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=_drives)
     r = sub.add_parser("run", help="run a job (fio job file or flags) on a drive",
                        description="Run fio-style jobs on a simulated drive. Times are simulated seconds.")
-    r.add_argument("jobfile", nargs="?", help="fio job file (subset: rw, bs, bssplit, iodepth, offset, size, io_size, runtime, time_based, number_ios, rwmixread, random_distribution, randseed)")
+    r.add_argument("jobfile", nargs="?", help="fio job file (subset: rw, bs (also READ,WRITE[,TRIM]), bssplit, iodepth, offset, size, io_size, runtime, time_based, ramp_time, number_ios, rwmixread, random_distribution, randseed, log_avg_msec)")
     r.add_argument("--drive", required=True, help="preset name (see `ssdlab drives`) or path to a drive .toml")
     r.add_argument("--rw", help="read, write, randread, randwrite, randrw, rw, trim, randtrim (default randread)")
     r.add_argument("--bs", help="block size, e.g. 4k, 128k")
