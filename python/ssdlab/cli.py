@@ -53,6 +53,7 @@ def _job_from_args(args: argparse.Namespace) -> list[Job]:
         "random_distribution": args.random_distribution,
         "randseed": args.seed if args.seed is not None else None,
         "log_interval_s": args.interval,
+        "numjobs": args.numjobs,
     }
     for job in jobs:
         for k, v in overrides.items():
@@ -251,13 +252,14 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=_drives)
     r = sub.add_parser("run", help="run a job (fio job file or flags) on a drive",
                        description="Run fio-style jobs on a simulated drive. Times are simulated seconds.")
-    r.add_argument("jobfile", nargs="?", help="fio job file (subset: rw, bs (also READ,WRITE[,TRIM]), bssplit, iodepth, offset, size, io_size, runtime, time_based, ramp_time, number_ios, rwmixread, random_distribution, randseed, log_avg_msec)")
+    r.add_argument("jobfile", nargs="?", help="fio job file (subset: rw, bs (also READ,WRITE[,TRIM]), bssplit, iodepth, offset, size, io_size, runtime, time_based, ramp_time, numjobs, number_ios, rwmixread, random_distribution, randseed, log_avg_msec)")
     r.add_argument("--drive", required=True, help="preset name (see `ssdlab drives`) or path to a drive .toml")
     r.add_argument("--rw", help="read, write, randread, randwrite, randrw, rw, trim, randtrim (default randread)")
     r.add_argument("--bs", help="block size, e.g. 4k, 128k")
     r.add_argument("--bssplit", help="block size mix, e.g. 4k/50:64k/50")
     r.add_argument("--iodepth", type=_whole("--iodepth"), help="commands in flight")
     r.add_argument("--runtime", help="simulated time (implies time_based): seconds, or with a unit us, ms, s, m, h (e.g. 1m)")
+    r.add_argument("--numjobs", type=_whole("--numjobs"), help="copies of the job at once, each its own stream and queue (reported together)")
     r.add_argument("--ramp-time", "--ramp_time", help="simulated time run before measuring (fio's ramp_time), e.g. 30s")
     r.add_argument("--number-ios", "--number_ios", type=_whole("--number-ios"), help="stop after this many IOs")
     r.add_argument("--offset", help="start of the LBA span (bytes, 1g, or 25%%)")

@@ -26,6 +26,8 @@ class Job:
         or ``number_ios`` bound the job)
     runtime_s : simulated seconds
     ramp_time_s : simulated seconds run before anything is measured (fio's ramp_time)
+    numjobs : copies of the job at once, each its own random stream and queue of ``iodepth``;
+        reported together, as fio's group_reporting does
     random_distribution : random, zipf:THETA, pareto:H
     """
 
@@ -45,6 +47,7 @@ class Job:
     randseed: int = 0
     log_interval_s: float = 1.0
     ramp_time_s: float = 0.0
+    numjobs: int = 1
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -96,6 +99,7 @@ _OPTIONS = {
     "io_limit": ("io_size", str),
     "runtime": ("runtime_s", _seconds),
     "ramp_time": ("ramp_time_s", _seconds),
+    "numjobs": ("numjobs", _int),
     "time_based": ("time_based", _bool),
     "number_ios": ("number_ios", _int),
     "rwmixread": ("rwmixread", _int),
@@ -107,12 +111,12 @@ _OPTIONS = {
 }
 _IGNORED = {
     "direct", "ioengine", "filename", "group_reporting", "buffered", "norandommap",
-    "randrepeat", "thread", "numjobs", "refill_buffers", "buffer_compress_percentage",
+    "randrepeat", "thread", "refill_buffers", "buffer_compress_percentage",
     "invalidate", "stonewall", "new_group", "write_bw_log", "write_iops_log", "write_lat_log",
     "per_job_logs", "log_offset", "lat_percentiles", "clat_percentiles", "percentile_list",
     "description", "kb_base", "unit_base", "zero_buffers", "directory",
 }
-_UNSUPPORTED_VALUES = {"numjobs": lambda v: _int(v) != 1}
+_UNSUPPORTED_VALUES: dict = {}
 
 
 def parse_fio(text: str, source: str = "<job file>") -> list[Job]:

@@ -131,3 +131,13 @@ def test_reading_an_unwritten_drive_warns():
     p = cli("run", "--drive", "crucial-m4-128", "--precondition", "fast-fill", "--rw", "randread", "--number-ios", "1000",
             "--quiet", "--intervals", "none")
     assert p.returncode == 0 and "warning" not in p.stderr, p.stderr
+
+
+def test_numjobs_runs_copies_together():
+    f_args = ["run", "--drive", "crucial-m4-128", "--precondition", "fast-fill", "--rw", "randread",
+              "--number-ios", "3000", "--quiet", "--output-format", "json"]
+    four = json.loads(cli(*f_args, "--numjobs", "4").stdout)["jobs"][0]
+    one = json.loads(cli(*f_args).stdout)["jobs"][0]
+    assert four["read"]["total_ios"] == 4 * one["read"]["total_ios"] == 12_000
+    assert four["read"]["iops"] > 2 * one["read"]["iops"]  # four queues of one, not one
+    assert four["job options"]["numjobs"] == "4"

@@ -42,7 +42,7 @@ def test_units_of_time():
     ("[a\n", r"c.fio:1: '\[a' is not a section header"),
     ("[global]\nbs=4k\n", r"c.fio: no job section"),
     ("[a]\nruntime=fast\n", r"c.fio:2: runtime=fast: 'fast' is not a time"),
-    ("[a]\nnumjobs=4\n", r"c.fio:2: numjobs=4 is not supported"),
+    ("[a]\nnumjobs=four\n", r"c.fio:2: numjobs=four: 'four' is not a whole number"),
     ("[a]\niodepth\n", r"c.fio:2: option 'iodepth' needs a value"),
 ])
 def test_errors_name_file_line_and_option(text, expected):

@@ -39,6 +39,9 @@ pub struct Job {
     /// fio's ramp_time: run this many simulated seconds before measuring anything (the
     /// runtime follows it; every result, series and counter covers the measured part only).
     pub ramp_time_s: f64,
+    /// fio's numjobs: this many copies of the job at once on the drive, each its own random
+    /// stream and its own `iodepth` queue; results are reported together (group_reporting).
+    pub numjobs: u32,
 }
 
 impl Default for Job {
@@ -60,6 +63,7 @@ impl Default for Job {
             randseed: 0,
             log_interval_s: 1.0,
             ramp_time_s: 0.0,
+            numjobs: 1,
         }
     }
 }
@@ -311,6 +315,18 @@ impl Job {
             None if self.time_based || self.number_ios.is_some() => None,
             None => Some(span_bytes),
         };
+        if self.numjobs == 0 || self.numjobs > 1024 {
+            return Err(format!(
+                "numjobs: {} is out of range; accepted: 1 to 1024",
+                self.numjobs
+            ));
+        }
+        if self.numjobs as u64 * self.iodepth as u64 > 65_536 {
+            return Err(format!(
+                "numjobs: {} jobs x iodepth {} exceed 65536 commands in flight",
+                self.numjobs, self.iodepth
+            ));
+        }
         if !(self.ramp_time_s >= 0.0 && self.ramp_time_s.is_finite()) {
             return Err(format!(
                 "ramp_time: {} must be 0 or more seconds",
@@ -485,16 +501,26 @@ pub struct JobResult {
     pub series: IntervalSeries,
 }
 
+/// One copy of a job (fio's numjobs clones): its IO stream and its queue.
+struct JobStream {
+    generator: Generator,
+    issued_ios: u64,
+    issued_bytes: u64,
+    outstanding: u64,
+}
+
+/// Tag bits below a stream's index (a stream issues fewer than 2^48 IOs).
+const STREAM_SHIFT: u32 = 48;
+
 /// A job in progress on a device; advance it in slices so a caller can show progress.
 pub struct JobRun {
     job: CompiledJob,
-    generator: Generator,
+    streams: Vec<JobStream>,
     start: SimTime,
     stop_issuing_at: Option<SimTime>,
-    issued_ios: u64,
-    issued_bytes: u64,
     completed_ios: u64,
-    outstanding: u64,
+    /// Streams to issue for after a step's completions, in completion order (reused).
+    refill: Vec<usize>,
     read: OpStats,
     write: OpStats,
     trim: OpStats,
@@ -516,23 +542,29 @@ impl JobRun {
         // Measurement starts after the ramp; IOs are issued from now.
         let start = dev.now() + crate::time::SimDuration(job.ramp_ns);
         let s = sample(dev);
+        let streams = (0..job.job.numjobs)
+            .map(|_| JobStream {
+                generator: Generator::new(
+                    job,
+                    seed,
+                    if job.uses_random_stream() {
+                        dev.next_job_ordinal()
+                    } else {
+                        0
+                    },
+                ),
+                issued_ios: 0,
+                issued_bytes: 0,
+                outstanding: 0,
+            })
+            .collect();
         let mut run = JobRun {
-            generator: Generator::new(
-                job,
-                seed,
-                if job.uses_random_stream() {
-                    dev.next_job_ordinal()
-                } else {
-                    0
-                },
-            ),
+            streams,
             job: job.clone(),
             start,
             stop_issuing_at: job.runtime_ns.map(|r| start + crate::time::SimDuration(r)),
-            issued_ios: 0,
-            issued_bytes: 0,
             completed_ios: 0,
-            outstanding: 0,
+            refill: Vec::new(),
             read: OpStats::default(),
             write: OpStats::default(),
             trim: OpStats::default(),
@@ -545,50 +577,50 @@ impl JobRun {
             completions: Vec::new(),
             ramping: job.ramp_ns > 0,
         };
-        for _ in 0..job.job.iodepth {
-            if !run.issue(dev) {
-                break;
+        for k in 0..run.streams.len() {
+            for _ in 0..job.job.iodepth {
+                if !run.issue(dev, k) {
+                    break;
+                }
             }
         }
         run
     }
 
-    fn may_issue(&self, now: SimTime) -> bool {
+    fn may_issue(&self, now: SimTime, k: usize) -> bool {
+        let s = &self.streams[k];
         if self.stop_issuing_at.is_some_and(|t| now >= t) {
             return false;
         }
-        if self.job.number_ios.is_some_and(|n| self.issued_ios >= n) {
+        if self.job.number_ios.is_some_and(|n| s.issued_ios >= n) {
             return false;
         }
-        if self
-            .job
-            .io_bytes_max
-            .is_some_and(|b| self.issued_bytes >= b)
-        {
+        if self.job.io_bytes_max.is_some_and(|b| s.issued_bytes >= b) {
             return false;
         }
         true
     }
 
-    fn issue(&mut self, dev: &mut Device) -> bool {
+    fn issue(&mut self, dev: &mut Device, k: usize) -> bool {
         let now = dev.now();
-        if !self.may_issue(now) {
+        if !self.may_issue(now, k) {
             return false;
         }
-        let (kind, offset, length) = self.generator.next(&self.job);
+        let s = &mut self.streams[k];
+        let (kind, offset, length) = s.generator.next(&self.job);
         dev.submit(
             HostIo {
                 kind,
                 offset_bytes: offset,
                 length_bytes: length,
                 fua: false,
-                tag: self.issued_ios,
+                tag: ((k as u64) << STREAM_SHIFT) | s.issued_ios,
             },
             now,
         );
-        self.issued_ios += 1;
-        self.issued_bytes += length;
-        self.outstanding += 1;
+        s.issued_ios += 1;
+        s.issued_bytes += length;
+        s.outstanding += 1;
         true
     }
 
@@ -638,6 +670,9 @@ impl JobRun {
             completions.extend(dev.drain_completions());
             for &c in &completions {
                 finished += 1;
+                let k = (c.io.tag >> STREAM_SHIFT) as usize;
+                self.streams[k].outstanding -= 1;
+                self.refill.push(k);
                 if !measured {
                     continue;
                 }
@@ -653,11 +688,13 @@ impl JobRun {
             completions.clear();
             self.completions = completions;
             self.completed_ios += finished;
-            self.outstanding -= finished;
-            for _ in 0..finished {
-                self.issue(dev);
+            let refill = std::mem::take(&mut self.refill);
+            for &k in &refill {
+                self.issue(dev, k);
             }
-            if self.outstanding == 0 {
+            self.refill = refill;
+            self.refill.clear();
+            if self.streams.iter().all(|s| s.outstanding == 0) {
                 // Let the buffer drain so the next job starts from a settled drive.
                 self.done = true;
             }
@@ -670,9 +707,10 @@ impl JobRun {
         let fraction = if let Some(r) = self.job.runtime_ns {
             elapsed / (r as f64 / NS_PER_S as f64)
         } else if let Some(n) = self.job.number_ios {
-            self.completed_ios as f64 / n as f64
+            self.completed_ios as f64 / (n * self.streams.len() as u64) as f64
         } else if let Some(b) = self.job.io_bytes_max {
-            self.issued_bytes as f64 / b as f64
+            let issued: u64 = self.streams.iter().map(|s| s.issued_bytes).sum();
+            issued as f64 / (b * self.streams.len() as u64) as f64
         } else {
             0.0
         };

@@ -847,3 +847,47 @@ fn block_size_per_direction_as_fio_writes_it() {
         .unwrap_err()
         .contains("READ[,WRITE[,TRIM]]"));
 }
+
+/// fio's numjobs: copies of the job run at once on the drive, each with its own random stream
+/// and queue, reported together.
+#[test]
+fn numjobs_run_together_each_with_its_own_stream_and_queue() {
+    let cfg = example();
+    let go = |numjobs: u32, iodepth: u32| {
+        let mut dev = filled(&cfg, 1);
+        run(
+            &mut dev,
+            Job {
+                rw: "randread".into(),
+                iodepth,
+                numjobs,
+                number_ios: Some(5000),
+                ..Job::default()
+            },
+        )
+        .summary
+    };
+    let four_jobs = go(4, 1);
+    let one_job_qd4 = go(1, 4);
+    let one_job_qd1 = go(1, 1);
+    // Each copy does the whole job.
+    assert_eq!(four_jobs.read.ios, 4 * 5000);
+    // Four queues of one keep four commands in flight: as fast as one queue of four, far
+    // faster than one of one.
+    let (a, b, c) = (
+        four_jobs.read.iops,
+        one_job_qd4.read.iops,
+        one_job_qd1.read.iops,
+    );
+    assert!((a / b - 1.0).abs() < 0.15, "{a} vs {b}");
+    assert!(a > 2.0 * c, "{a} vs {c}");
+    let dev = filled(&cfg, 1);
+    let bad = Job {
+        numjobs: 0,
+        ..Job::default()
+    };
+    assert!(bad
+        .compile(dev.user_bytes())
+        .unwrap_err()
+        .contains("numjobs"));
+}
