@@ -116,7 +116,53 @@ _IGNORED = {
     "per_job_logs", "log_offset", "lat_percentiles", "clat_percentiles", "percentile_list",
     "description", "kb_base", "unit_base", "zero_buffers", "directory",
 }
+# Host-side options that change nothing the drive sees (timing bookkeeping, CPU placement,
+# logging, file handling on a file system): accepted and ignored.
+_IGNORED |= {
+    "gtod_reduce", "disable_lat", "disable_clat", "disable_slat", "disable_bw_measurement", "log_prio",
+    "io_submit_mode", "threads", "cpus_allowed", "cpus_allowed_policy", "cpumask", "numa_cpu_nodes",
+    "numa_mem_policy", "exitall", "exitall_on_error", "continue_on_error", "create_on_open", "nrfiles",
+    "filename_format", "random_generator", "iodepth_batch", "iodepth_batch_submit", "iodepth_batch_complete",
+    "iodepth_batch_complete_min", "iodepth_batch_complete_max", "iodepth_low", "unlink", "fsync_on_close",
+    "end_fsync", "overwrite", "allow_file_create", "fadvise_hint", "ramp_time_log", "hugepage-size",
+    "iomem", "mem", "iomem_align", "write_hist_log", "log_hist_msec", "write_lat_log", "log_compression",
+    "group_reporting", "sqthread_poll", "hipri", "fixedbufs", "registerfiles", "nonvectored", "uncached",
+    "clat_percentiles", "slat_percentiles", "significant_figures", "steadystate_check_interval",
+}
+# Options ssdlab refuses, by why.
+_ENGINE = "belongs to an I/O engine's own target (network, GPU, cloud or passthrough); ssdlab runs on one modelled drive"
+_REFUSED = {
+    **{k: _ENGINE for k in ("cmd_type", "port", "hostname", "http_verbose", "http_host", "http_user", "http_pass",
+                             "http_mode", "http_s3_key", "http_s3_keyid", "http_s3_region", "uri", "protocol",
+                             "nfs_url", "pool", "volume", "clientname", "libblkio_driver", "libblkio_path",
+                             "gpu_dev_ids", "cuda_io", "rdma_op", "bindname", "namespace", "busy_poll")},
+    **{k: "zoned block devices are not modelled" for k in ("zonemode", "zonesize", "zonerange", "zoneskip",
+                                                             "max_open_zones", "zone_reset_threshold")},
+    **{k: "`ssdlab run` models timing, not data; check data through `ssdlab serve` with fio's verify"
+       for k in ("verify", "verify_pattern", "verify_fatal", "do_verify", "verify_only", "buffer_pattern",
+                 "dedupe_percentage", "dedupe_mode", "buffer_compress_chunk")},
+    **{k: "rate limits and think time are not modelled (the job runs as fast as the drive allows)"
+       for k in ("rate", "rate_iops", "rate_min", "rate_process", "thinktime", "thinktime_blocks", "flow",
+                 "flow_id", "flow_sleep", "cpuload", "cpuchunks")},
+    "blockalign": "offsets align to the block size (fio's default); another alignment is not modelled",
+    "loops": "run the job N times as N jobs ([a], [b], ...) instead",
+    "program": "runs an external program",
+}
 _UNSUPPORTED_VALUES: dict = {}
+
+
+def _expand(line: str) -> str:
+    """fio's substitutions: ${VAR} from the environment (KeyError if unset), and the
+    keywords $ncpus, $pagesize and $mb_memory of the machine running ssdlab."""
+    import os
+
+    line = re.sub(r"\$\{(\w+)\}", lambda m: os.environ[m.group(1)], line)
+    if "$" in line:
+        pagesize = os.sysconf("SC_PAGE_SIZE")
+        keywords = {"ncpus": os.cpu_count() or 1, "pagesize": pagesize,
+                    "mb_memory": os.sysconf("SC_PHYS_PAGES") * pagesize // 2**20}
+        line = re.sub(r"\$(ncpus|pagesize|mb_memory)\b", lambda m: str(keywords[m.group(1)]), line)
+    return line
 
 
 def parse_fio(text: str, source: str = "<job file>") -> list[Job]:
@@ -129,6 +175,13 @@ def parse_fio(text: str, source: str = "<job file>") -> list[Job]:
         line = raw.strip()
         if not line or line[0] in ";#":
             continue
+        # Inline comments, as fio strips them: "runtime=3600  # one hour", "size=1g ; note".
+        line = re.split(r"\s+[;#]", line, maxsplit=1)[0].strip()
+        try:
+            line = _expand(line)
+        except KeyError as e:
+            raise SsdlabError(f"{source}:{lineno}: '{raw.strip()}' uses ${{{e.args[0]}}}, which is not set in "
+                              "the environment; accepted: a set variable, or a value") from None
         if line.startswith("["):
             if not line.endswith("]") or len(line) < 3:
                 raise SsdlabError(f"{source}:{lineno}: '{raw}' is not a section header; expected [name]")
@@ -174,6 +227,8 @@ def _apply(job: Job, key: str, value: str | None, where: str) -> None:
         if check and value is not None and check(value):
             raise SsdlabError(f"{where}: {key}={value} is not supported; ssdlab runs one job at a time (numjobs=1)")
         return
+    if key in _REFUSED:
+        raise SsdlabError(f"{where}: option '{key}' is not supported: {_REFUSED[key]}")
     if key not in _OPTIONS:
         accepted = ", ".join(sorted(_OPTIONS))
         raise SsdlabError(f"{where}: option '{key}' is not supported; accepted: {accepted} (and host-side options such as direct, ioengine, filename, which are ignored)")

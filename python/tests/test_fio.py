@@ -37,7 +37,9 @@ def test_units_of_time():
 
 
 @pytest.mark.parametrize("text,expected", [
-    ("[a]\nrw=read\nverify=crc32c\n", r"c.fio:3: option 'verify' is not supported; accepted:"),
+    ("[a]\nrw=read\nverify=crc32c\n", r"c.fio:3: option 'verify' is not supported: `ssdlab run` models timing"),
+    ("[a]\nrw=read\nbogus_opt=1\n", r"c.fio:3: option 'bogus_opt' is not supported; accepted:"),
+    ("[a]\nzonemode=zbd\n", r"c.fio:2: option 'zonemode' is not supported: zoned block devices"),
     ("rw=read\n", r"c.fio:1: option 'rw=read' before any \[section\]"),
     ("[a\n", r"c.fio:1: '\[a' is not a section header"),
     ("[global]\nbs=4k\n", r"c.fio: no job section"),
@@ -59,3 +61,14 @@ def test_parser_never_fails_with_anything_but_a_clear_error(text):
         assert str(e).startswith("fuzz.fio")
     else:
         assert all(isinstance(j, Job) for j in jobs)
+
+
+def test_inline_comments_and_substitutions_as_fio_reads_them(monkeypatch):
+    monkeypatch.setenv("SSDLAB_TEST_QD", "16")
+    job = parse_fio("[a]\nruntime=3600  # an hour at most\nsize=1g ; the span\niodepth=${SSDLAB_TEST_QD}\n"
+                    "numjobs=$ncpus\n", "c.fio")[0]
+    assert (job.runtime_s, job.size, job.iodepth) == (3600, "1g", 16)
+    assert job.numjobs >= 1
+    monkeypatch.delenv("SSDLAB_TEST_QD")
+    with pytest.raises(SsdlabError, match=r"c.fio:2: .*SSDLAB_TEST_QD.*not set"):
+        parse_fio("[a]\niodepth=${SSDLAB_TEST_QD}\n", "c.fio")
