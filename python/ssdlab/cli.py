@@ -211,11 +211,21 @@ def _replay(args: argparse.Namespace) -> int:
     _out_dir(args.out)
     if args.precondition != "none":
         drive.precondition(args.precondition, progress=not args.quiet)
+    as_json = args.output_format in ("json", "json+")
     r = drive.replay(
         args.trace, args.mode, format=args.format, scale=args.scale, qd=args.qd, device=args.device,
         wrap=args.wrap, skip_bad_lines=args.skip_bad_lines, time_unit_ns=args.time_unit_ns,
-        blkparse_arrivals=args.blkparse_arrivals, progress=not args.quiet,
+        blkparse_arrivals=args.blkparse_arrivals, progress=not (args.quiet or as_json),
     )
+    if as_json:
+        import json
+
+        from .fio_json import fio_output, fio_replay_job
+        if args.out:
+            r.write(args.out)
+        print(json.dumps(fio_output([fio_replay_job(r, args.trace, drive.name, args.output_format == "json+")]),
+                         indent=2))
+        return 0
     s = r.summary
     print(f"replay of {args.trace} ({s['format']}, mode {s['mode']}) on {drive.name}: {s['requests']:,} requests, "
           f"{s['elapsed_s']:.3f} simulated s, write amplification {s['write_amplification']:.2f}")
@@ -294,6 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--precondition", default="none", choices=PRECONDITIONS)
     t.add_argument("--seed", type=int)
     t.add_argument("--faults", metavar="SPEC", help=FAULTS_HELP)
+    t.add_argument("--output-format", "--output_format", default="normal", choices=("normal", "json", "json+"),
+                   help="json: print only fio's JSON output (the replay as one job: reads and writes with their service times)")
     t.add_argument("--out", help="directory for replay-summary.json and replay-timeseries.parquet")
     t.add_argument("--quiet", action="store_true")
     t.set_defaults(func=_replay)

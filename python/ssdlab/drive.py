@@ -142,6 +142,7 @@ class ReplayResult:
 
     summary: dict
     series: pd.DataFrame
+    bins: dict = field(default_factory=dict)
 
     def table(self) -> pd.DataFrame:
         rows = {}
@@ -364,7 +365,10 @@ class Drive:
         summary.update({"format": fmt, "mode": mode, "bad_lines_skipped": bad,
                         "other_devices_skipped": other, "requests_wrapped": wrapped, "faults": faults,
                         "run": self._provenance() | {"trace": str(trace), "scale": scale, "qd": qd}})
-        return ReplayResult(summary, series_frame(series_json))
+        # The latency histograms (fio json+ "bins") travel beside the summary, not in it.
+        bins = {op: {int(k): v for k, v in summary[op].pop("latency_ns_bins", {}).items()}
+                for op in ("all", "read", "write") if op in summary}
+        return ReplayResult(summary, series_frame(series_json), bins)
 
     def idle(self, seconds: float) -> None:
         """Leave the drive idle; background garbage collection may use the time."""

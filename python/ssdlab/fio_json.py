@@ -93,6 +93,24 @@ def fio_job(result, job=None, drive=None, plus: bool = False) -> dict:
     }
 
 
+def fio_replay_job(replay, trace: str, drive: str | None = None, plus: bool = False) -> dict:
+    """A replay (`ReplayResult`) as one fio job: reads and writes with their service times;
+    the storage-bench figures (busy time, data rate) under "ssdlab"."""
+    from types import SimpleNamespace
+    s = replay.summary
+    none = {"ios": 0, "bytes": 0, "iops": 0.0, "latency_us_mean": 0.0, "latency_us_stddev": 0.0,
+            "latency_us_min": 0.0, "latency_us_max": 0.0, "latency_ns_percentiles": {}}
+    job = fio_job(SimpleNamespace(summary={"name": f"replay {trace}", "elapsed_s": s["elapsed_s"], "read": s["read"],
+                                           "write": s["write"], "trim": none},
+                                  series=replay.series, bins=replay.bins), None, drive, plus)
+    job["job options"].update({"read_iolog": str(trace), "replay_mode": s.get("mode", "")})
+    job["ssdlab"] = {k: s[k] for k in ("requests", "trim_requests", "write_amplification", "format", "mode",
+                                       "faults", "run") if k in s}
+    job["ssdlab"].update({f"{op}_{k}": s[op][k] for op in ("all", "read", "write")
+                          for k in ("busy_s", "data_rate_mb_per_s") if k in s.get(op, {})})
+    return job
+
+
 def fio_output(jobs: list[dict]) -> dict:
     """The whole document around the jobs (`fio_job`)."""
     return {"fio version": f"ssdlab-{__version__}", "timestamp": 0, "timestamp_ms": 0, "time": "",

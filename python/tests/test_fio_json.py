@@ -62,3 +62,20 @@ def test_json_plus_is_read_and_validated_by_fios_own_tool(tmp_path):
     assert checked.returncode == 0 and "validated" in checked.stdout, checked.stderr
     rows = (tmp_path / "lat_job0.csv").read_text().splitlines()
     assert rows[0].startswith("nsec,") and len(rows) > 10
+
+
+def test_replay_prints_fio_json_too(tmp_path):
+    from pathlib import Path
+    trace = Path(__file__).resolve().parents[3] / "shared" / "traces" / "mqsim-tpcc-small.trace"
+    if not trace.exists():
+        pytest.skip("shared traces not present")
+    p = subprocess.run([sys.executable, "-m", "ssdlab.cli", "replay", "--drive", "crucial-m500-120", str(trace),
+                        "--wrap", "--precondition", "fast-fill", "--output-format", "json", "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    job = json.loads(p.stdout)["jobs"][0]
+    summary = json.loads((tmp_path / "o" / "replay-summary.json").read_text())
+    assert job["read"]["total_ios"] == summary["read"]["ios"] > 0
+    assert job["write"]["clat_ns"]["percentile"]["99.000000"] > 0
+    assert job["ssdlab"]["read_busy_s"] == summary["read"]["busy_s"]
+    assert "latency_ns_bins" not in summary["read"]  # histograms travel beside the summary
