@@ -16,7 +16,8 @@ import math
 from . import __version__
 
 # Job fields -> fio option names (the Job dataclass follows fio's names otherwise).
-_OPTION_NAMES = {"runtime_s": "runtime", "log_interval_s": "log_avg_msec", "ramp_time_s": "ramp_time"}
+_OPTION_NAMES = {"runtime_s": "runtime", "log_interval_s": "log_avg_msec", "ramp_time_s": "ramp_time",
+                 "ss_dur_s": "ss_dur", "ss_ramp_s": "ss_ramp"}
 
 
 def _lat(o: dict, percentiles: bool) -> dict:
@@ -87,6 +88,9 @@ def fio_job(result, job=None, drive=None, plus: bool = False) -> dict:
                     bins=result.bins.get("trim", {}) if plus else None),
         "sync": {"total_ios": 0, "lat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}},
         "job_runtime": round(elapsed * 1000), "usr_cpu": 0.0, "sys_cpu": 0.0, "ctx": 0, "majf": 0, "minf": 0,
+        **({"steadystate": {"ss": st["criterion"], "attained": int(st["attained"]),
+                            "attained_at_s": st["attained_at_s"], "criterion_pct": st["value_pct"]}}
+           if (st := s.get("steady_state")) else {}),
         # What only a simulation knows, under its own key (fio's readers ignore unknown keys).
         "ssdlab": {k: s[k] for k in ("write_amplification", "gc_units_copied", "blocks_erased", "faults", "run")
                    if k in s},

@@ -28,6 +28,8 @@ class Job:
     ramp_time_s : simulated seconds run before anything is measured (fio's ramp_time)
     numjobs : copies of the job at once, each its own random stream and queue of ``iodepth``;
         reported together, as fio's group_reporting does
+    ss, ss_dur_s, ss_ramp_s : fio's steady-state detection ("iops:0.3%", "iops_slope:0.1%",
+        "bw:..", "bw_slope:.."): the job stops once the last ss_dur_s meet it
     random_distribution : random, zipf:THETA, pareto:H
     """
 
@@ -48,6 +50,9 @@ class Job:
     log_interval_s: float = 1.0
     ramp_time_s: float = 0.0
     numjobs: int = 1
+    ss: str | None = None
+    ss_dur_s: float = 0.0
+    ss_ramp_s: float = 0.0
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -100,6 +105,12 @@ _OPTIONS = {
     "runtime": ("runtime_s", _seconds),
     "ramp_time": ("ramp_time_s", _seconds),
     "numjobs": ("numjobs", _int),
+    "ss": ("ss", str),
+    "steadystate": ("ss", str),
+    "ss_dur": ("ss_dur_s", _seconds),
+    "steadystate_duration": ("ss_dur_s", _seconds),
+    "ss_ramp": ("ss_ramp_s", _seconds),
+    "steadystate_ramp_time": ("ss_ramp_s", _seconds),
     "time_based": ("time_based", _bool),
     "number_ios": ("number_ios", _int),
     "rwmixread": ("rwmixread", _int),

@@ -141,3 +141,14 @@ def test_numjobs_runs_copies_together():
     assert four["read"]["total_ios"] == 4 * one["read"]["total_ios"] == 12_000
     assert four["read"]["iops"] > 2 * one["read"]["iops"]  # four queues of one, not one
     assert four["job options"]["numjobs"] == "4"
+
+
+def test_steady_state_detection_from_a_job_file(tmp_path):
+    f = tmp_path / "ss.fio"
+    f.write_text("[steady]\nrw=randread\niodepth=8\nruntime=60\ntime_based\nss=iops:2%\nss_dur=5s\nss_ramp=2s\n")
+    p = cli("run", "--drive", "crucial-m4-128", str(f), "--precondition", "fast-fill", "--quiet",
+            "--output-format", "json")
+    assert p.returncode == 0, p.stderr
+    job = json.loads(p.stdout)["jobs"][0]
+    assert job["steadystate"]["attained"] == 1 and job["steadystate"]["ss"] == "iops:2%"
+    assert job["read"]["runtime"] < 10_000  # stopped long before its 60 s

@@ -42,6 +42,34 @@ pub struct Job {
     /// fio's numjobs: this many copies of the job at once on the drive, each its own random
     /// stream and its own `iodepth` queue; results are reported together (group_reporting).
     pub numjobs: u32,
+    /// fio's steady-state detection: "iops:0.3%", "iops_slope:0.1%", "bw:..." or "bw_slope:...";
+    /// the job stops once the last `ss_dur_s` of per-interval figures meet it (after
+    /// `ss_ramp_s`), or runs to its end.
+    pub ss: Option<String>,
+    pub ss_dur_s: f64,
+    pub ss_ramp_s: f64,
+}
+
+/// A steady-state criterion (fio's `ss`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct SteadyCriterion {
+    bytes: bool,
+    slope: bool,
+    limit_pct: f64,
+    dur_intervals: usize,
+    ramp_ns: u64,
+}
+
+/// What steady-state detection found (fio's "steadystate" section).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SteadyState {
+    pub criterion: String,
+    pub attained: bool,
+    /// Seconds into the measured run when it was attained (the job stopped issuing then).
+    pub attained_at_s: Option<f64>,
+    /// The last window's figure: max deviation from its mean, or the slope of its least
+    /// squares line, in percent of the mean.
+    pub value_pct: f64,
 }
 
 impl Default for Job {
@@ -64,6 +92,9 @@ impl Default for Job {
             log_interval_s: 1.0,
             ramp_time_s: 0.0,
             numjobs: 1,
+            ss: None,
+            ss_dur_s: 0.0,
+            ss_ramp_s: 0.0,
         }
     }
 }
@@ -131,6 +162,7 @@ pub struct CompiledJob {
     io_bytes_max: Option<u64>,
     runtime_ns: Option<u64>,
     ramp_ns: u64,
+    steady: Option<SteadyCriterion>,
     number_ios: Option<u64>,
     distribution: Distribution,
     interval_ns: u64,
@@ -315,6 +347,48 @@ impl Job {
             None if self.time_based || self.number_ios.is_some() => None,
             None => Some(span_bytes),
         };
+        let steady = match &self.ss {
+            None => None,
+            Some(spec) => {
+                let (metric, limit) = spec.split_once(':').ok_or_else(|| {
+                    format!("ss: '{spec}'; accepted: iops:P%, iops_slope:P%, bw:P%, bw_slope:P%")
+                })?;
+                let (bytes, slope) = match metric.trim() {
+                    "iops" => (false, false),
+                    "iops_slope" => (false, true),
+                    "bw" => (true, false),
+                    "bw_slope" => (true, true),
+                    m => {
+                        return Err(format!(
+                            "ss: '{m}'; accepted: iops, iops_slope, bw, bw_slope (each :P%)"
+                        ))
+                    }
+                };
+                let limit_pct: f64 = limit
+                    .trim()
+                    .trim_end_matches('%')
+                    .parse()
+                    .ok()
+                    .filter(|p: &f64| *p > 0.0 && p.is_finite())
+                    .ok_or_else(|| {
+                        format!("ss: '{limit}' is not a positive percentage, e.g. 0.3%")
+                    })?;
+                if !(self.ss_dur_s > 0.0 && self.ss_dur_s.is_finite()) {
+                    return Err("ss_dur: needed with ss, a positive time (e.g. 300s)".into());
+                }
+                if !(self.ss_ramp_s >= 0.0 && self.ss_ramp_s.is_finite()) {
+                    return Err("ss_ramp: must be 0 or more seconds".into());
+                }
+                let dur = (self.ss_dur_s / self.log_interval_s).round().max(2.0) as usize;
+                Some(SteadyCriterion {
+                    bytes,
+                    slope,
+                    limit_pct,
+                    dur_intervals: dur,
+                    ramp_ns: (self.ss_ramp_s * NS_PER_S as f64) as u64,
+                })
+            }
+        };
         if self.numjobs == 0 || self.numjobs > 1024 {
             return Err(format!(
                 "numjobs: {} is out of range; accepted: 1 to 1024",
@@ -350,6 +424,7 @@ impl Job {
             io_bytes_max,
             runtime_ns,
             ramp_ns: (self.ramp_time_s * NS_PER_S as f64) as u64,
+            steady,
             number_ios: self.number_ios,
             distribution,
             interval_ns: (self.log_interval_s * NS_PER_S as f64) as u64,
@@ -494,6 +569,9 @@ pub struct JobSummary {
     pub host_units_written: u64,
     /// What seeded NAND faults did during the job (all zero without `[faults]`).
     pub faults: crate::faults::FaultCounters,
+    /// Steady-state detection (`ss`), when the job asked for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steady_state: Option<SteadyState>,
 }
 
 pub struct JobResult {
@@ -535,6 +613,7 @@ pub struct JobRun {
     completions: Vec<crate::device::Completion>,
     /// Before `start` (ramp_time): completions are not measured.
     ramping: bool,
+    steady: Option<SteadyState>,
 }
 
 impl JobRun {
@@ -576,6 +655,12 @@ impl JobRun {
             done: false,
             completions: Vec::new(),
             ramping: job.ramp_ns > 0,
+            steady: job.job.ss.clone().map(|criterion| SteadyState {
+                criterion,
+                attained: false,
+                attained_at_s: None,
+                value_pct: 0.0,
+            }),
         };
         for k in 0..run.streams.len() {
             for _ in 0..job.job.iodepth {
@@ -660,7 +745,10 @@ impl JobRun {
             if !self.ramping {
                 // Crossing into a new interval: sample device counters for the finished ones.
                 let index = ((t.ns() - self.start.ns()) / interval) as usize;
-                self.close_intervals(dev, index);
+                if index > self.intervals_closed {
+                    self.close_intervals(dev, index);
+                    self.check_steady_state(dev.now());
+                }
             }
             dev.step();
             let now = dev.now();
@@ -700,6 +788,53 @@ impl JobRun {
             }
         }
         true
+    }
+
+    /// fio's steady-state check over the closed intervals: once met, stop issuing.
+    fn check_steady_state(&mut self, now: SimTime) {
+        let (Some(c), Some(state)) = (self.job.steady, self.steady.as_mut()) else {
+            return;
+        };
+        let n = self.intervals_closed;
+        let interval = self.job.interval_ns;
+        if state.attained || n < c.dur_intervals || (n as u64 * interval) < c.ramp_ns {
+            return;
+        }
+        let s = &self.series;
+        let values: Vec<f64> = (n - c.dur_intervals..n)
+            .map(|i| {
+                if c.bytes {
+                    (s.read_bytes[i] + s.write_bytes[i]) as f64
+                } else {
+                    (s.read_ios[i] + s.write_ios[i] + s.trim_ios[i]) as f64
+                }
+            })
+            .collect();
+        let k = values.len() as f64;
+        let mean = values.iter().sum::<f64>() / k;
+        if mean <= 0.0 {
+            return;
+        }
+        let pct = if c.slope {
+            // Least-squares slope per interval, in percent of the mean (fio's *_slope).
+            let xm = (k - 1.0) / 2.0;
+            let (num, den) = values
+                .iter()
+                .enumerate()
+                .fold((0.0, 0.0), |(a, b), (i, v)| {
+                    let dx = i as f64 - xm;
+                    (a + dx * (v - mean), b + dx * dx)
+                });
+            (num / den).abs() / mean * 100.0
+        } else {
+            values.iter().map(|v| (v - mean).abs()).fold(0.0, f64::max) / mean * 100.0
+        };
+        state.value_pct = pct;
+        if pct <= c.limit_pct {
+            state.attained = true;
+            state.attained_at_s = Some((n as u64 * interval) as f64 / NS_PER_S as f64);
+            self.stop_issuing_at = Some(now);
+        }
     }
 
     pub fn progress(&self, dev: &Device) -> (f64, u64, f64) {
@@ -744,6 +879,7 @@ impl JobRun {
                 nand_page_programs: pages,
                 host_units_written: host_units,
                 faults: s.faults.since(&self.at_start.faults),
+                steady_state: self.steady.clone(),
             },
             series: self.series,
         }

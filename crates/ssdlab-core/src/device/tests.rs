@@ -891,3 +891,54 @@ fn numjobs_run_together_each_with_its_own_stream_and_queue() {
         .unwrap_err()
         .contains("numjobs"));
 }
+
+/// fio's ss: a job stops once its last ss_dur of per-interval figures is steady by the
+/// criterion, and says whether and when it got there.
+#[test]
+fn steady_state_detection_stops_a_job_as_fio_does() {
+    let cfg = example();
+    let go = |ss: &str| {
+        let mut dev = filled(&cfg, 1);
+        run(
+            &mut dev,
+            Job {
+                rw: "randread".into(),
+                iodepth: 8,
+                runtime_s: Some(20.0),
+                time_based: true,
+                ss: Some(ss.into()),
+                ss_dur_s: 3.0,
+                ss_ramp_s: 1.0,
+                ..Job::default()
+            },
+        )
+        .summary
+    };
+    // Random reads of a filled drive are steady at once: stopped after ss_ramp + ss_dur.
+    let steady = go("iops:2%");
+    let s = steady.steady_state.clone().unwrap();
+    assert!(s.attained && s.value_pct <= 2.0, "{s:?}");
+    assert!(steady.elapsed_s < 5.0, "{}", steady.elapsed_s);
+    let slope = go("iops_slope:1%").steady_state.unwrap();
+    assert!(slope.attained, "{slope:?}");
+    // A criterion no run meets: the job runs to its end and reports how close it came.
+    let never = go("iops:0.0000001%");
+    let n = never.steady_state.clone().unwrap();
+    assert!(!n.attained && n.value_pct > 0.0, "{n:?}");
+    assert!((never.elapsed_s - 20.0).abs() < 0.1);
+    let dev = filled(&cfg, 1);
+    for (ss, dur, says) in [
+        ("iops", 3.0, "accepted: iops:P%"),
+        ("lat:1%", 3.0, "accepted: iops, iops_slope"),
+        ("iops:abc", 3.0, "not a positive percentage"),
+        ("iops:1%", 0.0, "ss_dur"),
+    ] {
+        let j = Job {
+            ss: Some(ss.into()),
+            ss_dur_s: dur,
+            ..Job::default()
+        };
+        let e = j.compile(dev.user_bytes()).unwrap_err();
+        assert!(e.contains(says), "{ss}: {e}");
+    }
+}
