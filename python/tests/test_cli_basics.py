@@ -99,13 +99,18 @@ def test_ramp_time_is_run_but_not_measured(tmp_path):
     assert abs(json.loads(p.stdout)["jobs"][0]["write"]["runtime"] - 3000) <= 5
 
 
-def test_block_size_per_direction_in_a_job_file(tmp_path):
-    f = tmp_path / "rw.fio"
-    f.write_text("[mixed]\nrw=randrw\nbs=4k,64k\nnumber_ios=4000\niodepth=4\n")
+def job_file_json(tmp_path, text: str) -> dict:
+    """Run a job file on a fast-filled m4; its one job as fio's JSON."""
+    f = tmp_path / "job.fio"
+    f.write_text(text)
     p = cli("run", "--drive", "crucial-m4-128", str(f), "--precondition", "fast-fill", "--quiet",
             "--output-format", "json")
     assert p.returncode == 0, p.stderr
-    job = json.loads(p.stdout)["jobs"][0]
+    return json.loads(p.stdout)["jobs"][0]
+
+
+def test_block_size_per_direction_in_a_job_file(tmp_path):
+    job = job_file_json(tmp_path, "[mixed]\nrw=randrw\nbs=4k,64k\nnumber_ios=4000\niodepth=4\n")
     assert job["read"]["io_bytes"] // job["read"]["total_ios"] == 4096
     assert job["write"]["io_bytes"] // job["write"]["total_ios"] == 65536
 
@@ -144,11 +149,7 @@ def test_numjobs_runs_copies_together():
 
 
 def test_steady_state_detection_from_a_job_file(tmp_path):
-    f = tmp_path / "ss.fio"
-    f.write_text("[steady]\nrw=randread\niodepth=8\nruntime=60\ntime_based\nss=iops:2%\nss_dur=5s\nss_ramp=2s\n")
-    p = cli("run", "--drive", "crucial-m4-128", str(f), "--precondition", "fast-fill", "--quiet",
-            "--output-format", "json")
-    assert p.returncode == 0, p.stderr
-    job = json.loads(p.stdout)["jobs"][0]
+    job = job_file_json(tmp_path, "[steady]\nrw=randread\niodepth=8\nruntime=60\ntime_based\nss=iops:2%\n"
+                                  "ss_dur=5s\nss_ramp=2s\n")
     assert job["steadystate"]["attained"] == 1 and job["steadystate"]["ss"] == "iops:2%"
     assert job["read"]["runtime"] < 10_000  # stopped long before its 60 s
