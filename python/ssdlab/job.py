@@ -55,13 +55,27 @@ class Job:
     ss_ramp_s: float = 0.0
 
     def to_json(self) -> str:
+        """The job for the model; ValueError ("field: why") for a count out of its range."""
+        for name in ("iodepth", "rwmixread", "numjobs"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or not 0 <= v < 2**32:
+                raise ValueError(f"{name}: {v} is out of range; accepted: a whole number below 2^32")
         return json.dumps(dataclasses.asdict(self))
 
     @staticmethod
     def from_fio(path: str | Path) -> list["Job"]:
         """Read a fio job file (the subset ssdlab models). Raises SsdlabError naming the file,
         line and option for anything outside it."""
-        return parse_fio(Path(path).read_text(), str(path))
+        try:
+            data = Path(path).read_bytes()
+        except OSError as e:
+            raise SsdlabError(f"{path}: cannot read: {e.strerror}") from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = data[: e.start].count(b"\n") + 1
+            raise SsdlabError(f"{path}:{line}: byte {e.start} is not UTF-8 text; accepted: a fio job file (text)") from None
+        return parse_fio(text, str(path))
 
 
 def _bool(value: str) -> bool:

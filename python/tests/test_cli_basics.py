@@ -153,3 +153,13 @@ def test_steady_state_detection_from_a_job_file(tmp_path):
                                   "ss_dur=5s\nss_ramp=2s\n")
     assert job["steadystate"]["attained"] == 1 and job["steadystate"]["ss"] == "iops:2%"
     assert job["read"]["runtime"] < 10_000  # stopped long before its 60 s
+
+
+def test_garbage_and_huge_job_files_get_one_line(tmp_path):
+    f = tmp_path / "bad.fio"
+    f.write_bytes(b"[a]\nrw=\xff\x00\n")
+    p = cli("run", "--drive", "crucial-m4-128", str(f))
+    assert p.returncode == 2 and "bad.fio:2: byte" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    f.write_text("[a]\nnumjobs=99999999999\n")
+    p = cli("run", "--drive", "crucial-m4-128", str(f))
+    assert p.returncode == 2 and "bad.fio:2: job 'a': numjobs: 99999999999 is out of range" in p.stderr, p.stderr
