@@ -39,14 +39,16 @@ class Task:
     weight: float = 1.0
 
 
-# (procedure, drive, why) of the last plan's procedures that a target does not take.
-skipped: list[tuple[str, str, str]] = []
+def not_run(procedures: list[str], targets: list[dict]) -> list[tuple[str, str, str]]:
+    """(procedure, target, why) for each procedure a target does not take."""
+    from .fio_target import FIO_PROCEDURES, NOT_ON_TARGETS
+    return [(name, f"target {t['path']}", NOT_ON_TARGETS.get(name, "not run through fio"))
+            for name in procedures for t in targets if name not in FIO_PROCEDURES]
 
 
 def plan(drives: list[str], procedures: list[str], overrides: dict[str, dict], quick: bool,
          targets: list[dict] = ()) -> list[Task]:
     tasks = []
-    skipped.clear()
     for name in procedures:
         if name not in PROCEDURES:
             raise SsdlabError(f"unknown procedure '{name}'; accepted: {', '.join(PROCEDURES)}")
@@ -61,9 +63,8 @@ def plan(drives: list[str], procedures: list[str], overrides: dict[str, dict], q
                 q = dict(p, spare=v) if v is not None else dict(p)
                 tasks.append(Task(len(tasks), name, src, q, label + (f" spare {v[0]}%" if v else "")))
         for t in targets:
-            from .fio_target import FIO_PROCEDURES, NOT_ON_TARGETS
+            from .fio_target import FIO_PROCEDURES
             if name not in FIO_PROCEDURES:
-                skipped.append((name, f"target {t['path']}", NOT_ON_TARGETS.get(name, "not run through fio")))
                 continue
             variants = [[s] for s in resolved["spare"]] if name == "consistency" else [None]
             for v in variants:
@@ -192,9 +193,9 @@ def review(drives: list[str], out: str | Path, procedures: list[str] | None = No
             + f"; seed {seed}. Buttons switch the drive shown in per-drive charts and the spare-area variant of the consistency test.")
     provenance = {"ssdlab_version": __version__, "seed": seed, "quick": quick, "procedures": procedures,
                   "overrides": overrides or {}}
-    not_run = list(skipped)
+    skipped = not_run(procedures, list(targets))
     info = write_report(outcomes, out, "ssdlab review: " + ", ".join(dict.fromkeys(o.drive for o in outcomes)), note,
-                        provenance, not_run)
+                        provenance, skipped)
     pngs = []
     png_note = ""
     if png:
@@ -204,5 +205,5 @@ def review(drives: list[str], out: str | Path, procedures: list[str] | None = No
             png_note = "PNGs skipped: Playwright is not installed (pip install playwright; apt-get install chromium)"
         except Exception as e:  # no browser on this machine
             png_note = f"PNGs skipped: no headless Chromium could start ({str(e).splitlines()[0]})"
-    return {"html": info["html"], "pngs": pngs, "png_note": png_note, "outcomes": outcomes, "not_run": not_run,
+    return {"html": info["html"], "pngs": pngs, "png_note": png_note, "outcomes": outcomes, "not_run": skipped,
             "wall_s": time.perf_counter() - t0, "tasks": len(tasks)}

@@ -539,9 +539,15 @@ impl Device {
                 self.enqueue_host_read(slot, die, planes, bytes);
             }
         }
-        // A RAIN rebuild reads every other member of the stripe, whole: parity is striped
-        // across dies, so the members are on the dies after this one in turn (a failed die
-        // skipped), read in parallel across dies.
+        if extra.stripe_reads > 0 {
+            self.enqueue_stripe_reads(slot, die, extra.stripe_reads);
+        }
+    }
+
+    /// A RAIN rebuild reads every other member of the stripe, whole: parity is striped across
+    /// dies, so the members are on the dies after this one in turn (a failed die skipped),
+    /// read in parallel across dies.
+    fn enqueue_stripe_reads(&mut self, slot: u32, die: u32, reads: u32) {
         let pu_bytes = self.geometry.units_per_pu as u64 * self.sched.unit_bytes;
         let dies = self.geometry.dies;
         let dead = self.ftl.failed_die();
@@ -549,7 +555,7 @@ impl Device {
             .map(|k| (die + k) % dies)
             .filter(|&d| Some(d) != dead)
             .cycle();
-        for _ in 0..extra.stripe_reads {
+        for _ in 0..reads {
             let member = members
                 .next()
                 .expect("a stripe is rebuilt only with live members");
