@@ -206,42 +206,6 @@ def _out_dir(path: str | None) -> Path | None:
     return out
 
 
-def _replay(args: argparse.Namespace) -> int:
-    drive = Drive.open(args.drive, seed=args.seed or 0, faults=args.faults)
-    _out_dir(args.out)
-    if args.precondition != "none":
-        drive.precondition(args.precondition, progress=not args.quiet)
-    as_json = args.output_format in ("json", "json+")
-    r = drive.replay(
-        args.trace, args.mode, format=args.format, scale=args.scale, qd=args.qd, device=args.device,
-        wrap=args.wrap, skip_bad_lines=args.skip_bad_lines, time_unit_ns=args.time_unit_ns,
-        blkparse_arrivals=args.blkparse_arrivals, progress=not (args.quiet or as_json),
-    )
-    if as_json:
-        import json
-
-        from .fio_json import fio_output, fio_replay_job
-        if args.out:
-            r.write(args.out)
-        print(json.dumps(fio_output([fio_replay_job(r, args.trace, drive.name, args.output_format == "json+")]),
-                         indent=2))
-        return 0
-    s = r.summary
-    print(f"replay of {args.trace} ({s['format']}, mode {s['mode']}) on {drive.name}: {s['requests']:,} requests, "
-          f"{s['elapsed_s']:.3f} simulated s, write amplification {s['write_amplification']:.2f}")
-    for key, label in (("bad_lines_skipped", "malformed lines skipped"), ("other_devices_skipped", "requests of other devices skipped"), ("requests_wrapped", "requests wrapped onto the drive")):
-        if s[key]:
-            print(f"  {s[key]:,} {label}")
-    faults = format_faults(s["faults"])
-    if faults:
-        print(faults)
-    print(r.table().to_string(float_format=lambda x: f"{x:,.1f}"))
-    if args.out:
-        paths = r.write(args.out)
-        print(f"wrote {', '.join(str(p) for p in paths)}")
-    return 0
-
-
 def _synth(args: argparse.Namespace) -> int:
     from .job import _parse_size_arg
     from .synth import write_fio_iolog
@@ -288,27 +252,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", help="directory for summary.json, timeseries.parquet/.csv and erase_counts.parquet")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=_run)
-    t = sub.add_parser("replay", help="replay a block trace on a drive, with storage-bench metrics",
-                       description="Replay a block trace (MSR Cambridge CSV, UMass/SPC, blkparse text, fio iolog v2/v3, DiskSim/MQSim ASCII; plain or gzip).")
-    t.add_argument("trace", help="trace file (.gz accepted)")
-    t.add_argument("--drive", required=True, help="preset name or drive .toml")
-    t.add_argument("--format", help="msr, spc, blkparse, fio-iolog, disksim (default: detected)")
-    t.add_argument("--mode", default="afap", help="afap (idle removed, default), timed (recorded arrivals), qd (closed loop)")
-    t.add_argument("--scale", type=float, default=1.0, help="timed mode: multiply recorded gaps by this")
-    t.add_argument("--qd", type=int, default=0, help="qd mode: requests kept outstanding (default: the depth the trace recorded; needs service times, as in MSR and blkparse traces)")
-    t.add_argument("--device", type=int, help="replay only this disk/device/ASU number (default: all merged)")
-    t.add_argument("--wrap", action="store_true", help="fold requests past the end of the drive onto it (default: stop with an error)")
-    t.add_argument("--skip-bad-lines", action="store_true", help="count and skip malformed lines instead of stopping")
-    t.add_argument("--time-unit-ns", type=float, default=1.0, help="DiskSim/MQSim arrival unit in ns (MQSim 1, DiskSim ms 1e6)")
-    t.add_argument("--blkparse-arrivals", default="D", choices=("D", "Q"), help="blkparse events used as arrivals")
-    t.add_argument("--precondition", default="none", choices=PRECONDITIONS)
-    t.add_argument("--seed", type=int)
-    t.add_argument("--faults", metavar="SPEC", help=FAULTS_HELP)
-    t.add_argument("--output-format", "--output_format", default="normal", choices=("normal", "json", "json+"),
-                   help="json: print only fio's JSON output (the replay as one job: reads and writes with their service times)")
-    t.add_argument("--out", help="directory for replay-summary.json and replay-timeseries.parquet")
-    t.add_argument("--quiet", action="store_true")
-    t.set_defaults(func=_replay)
+    from .replay_cli import add_parsers as add_replay_parsers
+
+    add_replay_parsers(sub)
     y = sub.add_parser("synth-trace", help="write a look-alike of a review trace (heavy-2011, light-2011, destroyer-2013) as a fio iolog",
                        description="Synthesise a trace from the published statistics of a review's client trace (see ssdlab/synth.py for how each is met).")
     y.add_argument("name", help="heavy-2011, light-2011 or destroyer-2013")

@@ -134,9 +134,10 @@ class Result:
 class ReplayResult:
     """Storage-bench metrics of a replay.
 
-    summary : dict with "all", "read" and "write", each: ios, bytes, iops, mb_per_s,
-        latency_us_* (service time: mean, stddev, percentiles), busy_s, data_rate_mb_per_s;
-        and requests, elapsed_s, write_amplification, format, mode.
+    summary : dict with "all" (reads and writes), "read", "write" and "trim", each: ios,
+        bytes, iops, mb_per_s, latency_us_* (service time: mean, stddev, percentiles), busy_s,
+        data_rate_mb_per_s; and requests, elapsed_s, write_amplification (after a final
+        flush), final_flush_s, format, mode, notes (what the reader assumed or noticed).
     series : pandas.DataFrame, one row per interval (IOPS over time).
     """
 
@@ -146,9 +147,11 @@ class ReplayResult:
 
     def table(self) -> pd.DataFrame:
         rows = {}
-        for cls in ("all", "read", "write"):
+        for cls in ("all", "read", "write", "trim"):
             c = self.summary[cls]
-            rows[cls] = {
+            if cls == "trim" and not c["ios"]:
+                continue
+            rows["reads+writes" if cls == "all" else cls] = {
                 "requests": c["ios"],
                 "data rate MB/s": c["data_rate_mb_per_s"],
                 "busy s": c["busy_s"],
@@ -313,61 +316,114 @@ class Drive:
 
     def replay(
         self,
-        trace: str | Path,
+        trace: "str | Path | list[str | Path]",
         mode: str = "afap",
         *,
         format: str | None = None,
+        columns: str | None = None,
         scale: float = 1.0,
         qd: int = 0,
-        device: int | None = None,
+        device: "int | str | None" = None,
         wrap: bool = False,
         skip_bad_lines: bool = False,
-        time_unit_ns: float = 1.0,
+        time_unit: "str | float | None" = None,
+        sort: bool = False,
         blkparse_arrivals: str = "D",
         interval_s: float = 1.0,
+        per_request: "str | Path | None" = None,
         progress: bool = False,
     ) -> "ReplayResult":
-        """Replay a block trace (plain or gzip; format detected unless given).
+        """Replay block traces (plain, gzip, bzip2, xz or zstd; format detected unless given).
 
+        trace : a file, or several merged in time order.
         mode : "afap" (idle gaps removed, the storage benches' way), "timed" (recorded
             arrival times, gaps x `scale`) or "qd" (closed loop at `qd` outstanding; with qd=0,
             at the queue depth the trace recorded, from its service times).
-        format : msr, spc, blkparse, fio-iolog, disksim.
-        device : replay only this disk/device/ASU number (default: all, merged).
+        format : msr, spc, blkparse, blktrace, fio-iolog, disksim, alibaba, tencent, fiu, msprod.
+        columns : a column map for any other delimited text, e.g.
+            "time=0:us,op=1,offset=2:bytes,size=3:sectors" (see `ssdlab replay --help`).
+        device : replay only this disk/device/ASU/volume number, or "MAJ,MIN" for blkparse,
+            blktrace and FIU traces (default: all, merged).
         wrap : fold requests past the end of the drive onto it (default: stop with an error).
-        time_unit_ns : DiskSim/MQSim arrival unit (1 for MQSim's ns, 1e6 for DiskSim's ms).
+        time_unit : DiskSim/MQSim arrival unit, "ns", "us", "ms", "s" or ns per unit (default:
+            decided from the trace and stated in summary["notes"]).
+        sort : read the whole trace and replay it in time order (default: file order, with
+            a note when timestamps go backwards).
         blkparse_arrivals : "D" (issue) or "Q" (queue) events as arrivals.
+        per_request : a Parquet file for one row per request (arrival, submit, complete,
+            offset, length, op, latency), written as the replay goes (bounded memory).
         """
         if blkparse_arrivals not in ("D", "Q"):
             raise SsdlabError(f"blkparse arrivals '{blkparse_arrivals}'; accepted: D, Q")
+        paths = [str(t) for t in trace] if isinstance(trace, (list, tuple)) else [str(trace)]
+        unit_ns = time_unit_ns(time_unit)
+        dev = device_number(device)
         try:
-            fmt = self._sim.start_replay(
-                str(trace), mode, scale, qd, format=format, device=device, wrap=wrap,
-                skip_bad_lines=skip_bad_lines, disksim_time_unit_ns=time_unit_ns,
-                blkparse_queue_arrivals=blkparse_arrivals == "Q", interval_s=interval_s,
+            formats = self._sim.start_replay(
+                paths, mode, scale, qd, format=format, columns=columns, device=dev, wrap=wrap,
+                skip_bad_lines=skip_bad_lines, time_unit_ns=unit_ns,
+                blkparse_queue_arrivals=blkparse_arrivals == "Q", sort=sort,
+                per_request=per_request is not None, interval_s=interval_s,
             )
         except ValueError as e:
             raise SsdlabError(str(e)) from None
+        except OverflowError:
+            raise SsdlabError(f"--qd {qd}: must be between 0 and {2**32 - 1}") from None
         faults_before = self.fault_counters()
         bar = Progress(f"{self.name} replay", enabled=progress)
+        log = RequestLogWriter(per_request) if per_request is not None else None
         try:
             while not self._sim.advance_replay(1.0):
                 sim_s, n = self._sim.replay_progress()
                 bar.update(sim_s, n, 0.0)
+                if log is not None:
+                    log.add(self._sim.take_request_log())
+            if log is not None:
+                log.add(self._sim.take_request_log())
+        except BaseException:
+            if log is not None:
+                log.close()
+            raise
         finally:
             bar.close()
         try:
-            summary_json, series_json, bad, other, wrapped = self._sim.finish_replay()
+            summary_json, series_json, outcome_json = self._sim.finish_replay()
         except ValueError as e:
+            if log is not None:
+                log.close()
             raise SsdlabError(str(e)) from None
+        if log is not None:
+            log.close()
+        outcome = json.loads(outcome_json)
         summary = json.loads(summary_json)
+        mapping = outcome["mapping"]
+        if mapping["mapped"] == 0:
+            if dev is not None and mapping["other_devices_skipped"]:
+                seen = ", ".join(str(d) if d < 1 << 20 else f"{d >> 20},{d & 0xFFFFF}" for d in outcome["devices_seen"])
+                raise SsdlabError(f"{' + '.join(paths)}: no requests for device {device} "
+                                  f"({mapping['other_devices_skipped']:,} requests of devices {seen}; "
+                                  "blkparse, blktrace and FIU devices are MAJ,MIN, e.g. --device 8,16)")
+            raise SsdlabError(f"{' + '.join(paths)}: no requests in the trace ({outcome['records']:,} records read)")
+        notes = list(outcome["notes"])
+        if mapping["out_of_order"]:
+            notes.append(f"{mapping['out_of_order']:,} requests arrive before the request above them "
+                         "(timestamps out of order): they are sent at once, in file order; "
+                         "--sort replays the trace in time order")
         faults = {k: v - faults_before[k] for k, v in self.fault_counters().items()}
-        summary.update({"format": fmt, "mode": mode, "bad_lines_skipped": bad,
-                        "other_devices_skipped": other, "requests_wrapped": wrapped, "faults": faults,
-                        "run": self._provenance() | {"trace": str(trace), "scale": scale, "qd": qd}})
+        summary.update({
+            "format": "+".join(dict.fromkeys(formats)), "mode": mode,
+            "bad_lines_skipped": outcome["bad_lines_skipped"],
+            "other_devices_skipped": mapping["other_devices_skipped"],
+            "requests_wrapped": mapping["wrapped"], "out_of_order": mapping["out_of_order"],
+            "notes": notes, "faults": faults,
+            "run": self._provenance() | {"trace": paths if len(paths) > 1 else paths[0], "scale": scale,
+                                         "qd": qd, "sort": sort, "time_unit_ns": unit_ns},
+        })
+        if per_request is not None:
+            summary["per_request"] = str(per_request)
         # The latency histograms (fio json+ "bins") travel beside the summary, not in it.
         bins = {op: {int(k): v for k, v in summary[op].pop("latency_ns_bins", {}).items()}
-                for op in ("all", "read", "write") if op in summary}
+                for op in ("all", "read", "write", "trim") if op in summary}
         return ReplayResult(summary, series_frame(series_json), bins)
 
     def idle(self, seconds: float) -> None:
@@ -398,6 +454,91 @@ class Drive:
     def describe(self) -> dict:
         """Name, controller, dies, raw/usable/user capacity and over-provisioning."""
         return describe_config(self.config, self.geometry)
+
+
+TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def time_unit_ns(unit: "str | float | None") -> float | None:
+    """A time unit by name (ns, us, ms, s) or as ns per unit; None: decided from the trace."""
+    if unit is None:
+        return None
+    if isinstance(unit, str):
+        if unit in TIME_UNITS:
+            return TIME_UNITS[unit]
+        try:
+            unit = float(unit)
+        except ValueError:
+            raise SsdlabError(f"--time-unit '{unit}': accepted: ns, us, ms, s, or nanoseconds per unit") from None
+    if not unit > 0 or unit == float("inf"):
+        raise SsdlabError(f"--time-unit {unit}: must be positive")
+    return float(unit)
+
+
+def device_number(device: "int | str | None") -> int | None:
+    """A device filter: a number, or "MAJ,MIN" as blkparse prints it (major << 20 | minor)."""
+    if device is None:
+        return None
+    text = str(device).strip()
+    if "," in text or ":" in text:
+        major, _, minor = text.replace(":", ",").partition(",")
+        try:
+            ma, mi = int(major), int(minor)
+        except ValueError:
+            raise SsdlabError(f"--device '{device}': expected a number or MAJ,MIN (e.g. 8,16)") from None
+        if not (0 <= ma < 4096 and 0 <= mi < 2**20):
+            raise SsdlabError(f"--device {device}: major must be below 4096 and minor below 2^20")
+        return (ma << 20) | mi
+    try:
+        n = int(text)
+    except ValueError:
+        raise SsdlabError(f"--device '{device}': expected a number or MAJ,MIN (e.g. 8,16)") from None
+    if not 0 <= n < 2**32:
+        raise SsdlabError(f"--device {device}: must be between 0 and {2**32 - 1}")
+    return n
+
+
+class RequestLogWriter:
+    """One Parquet row per replayed request, written in batches as the replay goes."""
+
+    OPS = np.array(["read", "write", "trim"])
+
+    def __init__(self, path: "str | Path"):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self.path = Path(path)
+        if self.path.parent and not self.path.parent.exists():
+            raise SsdlabError(f"--per-request {path}: directory {self.path.parent} does not exist")
+        self._pa = pa
+        self.schema = pa.schema([
+            ("arrival_us", pa.float64()), ("submit_us", pa.float64()), ("complete_us", pa.float64()),
+            ("offset_bytes", pa.uint64()), ("length_bytes", pa.uint64()),
+            ("op", pa.dictionary(pa.int8(), pa.string())), ("latency_us", pa.float64()),
+        ])
+        try:
+            self.writer = pq.ParquetWriter(self.path, self.schema, compression="zstd")
+        except OSError as e:
+            raise SsdlabError(f"--per-request {path}: cannot write: {e}") from None
+        self.rows = 0
+
+    def add(self, columns: list) -> None:
+        arrival, submit, complete, offset, length = (np.frombuffer(c, dtype="<u8") for c in columns[:5])
+        op = np.frombuffer(columns[5], dtype=np.uint8)
+        if len(op) == 0:
+            return
+        pa = self._pa
+        table = pa.table({
+            "arrival_us": arrival / 1e3, "submit_us": submit / 1e3, "complete_us": complete / 1e3,
+            "offset_bytes": offset, "length_bytes": length,
+            "op": pa.DictionaryArray.from_arrays(pa.array(op.astype(np.int8)), pa.array(self.OPS)),
+            "latency_us": (complete - submit) / 1e3,
+        }, schema=self.schema)
+        self.writer.write_table(table)
+        self.rows += len(op)
+
+    def close(self) -> None:
+        self.writer.close()
 
 
 def config_text(name_or_path: str, faults: str | None = None) -> tuple[str, str]:

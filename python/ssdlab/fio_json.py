@@ -105,12 +105,12 @@ def fio_replay_job(replay, trace: str, drive: str | None = None, plus: bool = Fa
     none = {"ios": 0, "bytes": 0, "iops": 0.0, "latency_us_mean": 0.0, "latency_us_stddev": 0.0,
             "latency_us_min": 0.0, "latency_us_max": 0.0, "latency_ns_percentiles": {}}
     job = fio_job(SimpleNamespace(summary={"name": f"replay {trace}", "elapsed_s": s["elapsed_s"], "read": s["read"],
-                                           "write": s["write"], "trim": none},
+                                           "write": s["write"], "trim": s.get("trim", none)},
                                   series=replay.series, bins=replay.bins), None, drive, plus)
     job["job options"].update({"read_iolog": str(trace), "replay_mode": s.get("mode", "")})
-    job["ssdlab"] = {k: s[k] for k in ("requests", "trim_requests", "write_amplification", "format", "mode",
-                                       "faults", "run") if k in s}
-    job["ssdlab"].update({f"{op}_{k}": s[op][k] for op in ("all", "read", "write")
+    job["ssdlab"] = {k: s[k] for k in ("requests", "elapsed_s", "trim_requests", "write_amplification", "final_flush_s",
+                                       "format", "mode", "notes", "faults", "run") if k in s}
+    job["ssdlab"].update({f"{op}_{k}": s[op][k] for op in ("all", "read", "write", "trim")
                           for k in ("busy_s", "data_rate_mb_per_s") if k in s.get(op, {})})
     return job
 

@@ -23,6 +23,7 @@ pub mod ftl;
 pub mod host;
 mod mem;
 pub mod nand;
+pub mod record;
 pub mod replay;
 pub mod rng;
 pub mod stats;

@@ -1,11 +1,27 @@
-//! Trace replay: requests from a trace submitted to a device open loop at their recorded
-//! times, with idle gaps removed, or closed loop at a queue depth; and the storage-bench
-//! metrics (data rate over busy time, busy time, service time mean and deviation).
+//! Trace replay: requests from a trace mapped onto the drive ([`Mapper`]: device filter,
+//! bounds, wrapping, the queue depth the recording saw), then submitted open loop at their
+//! recorded times, with idle gaps removed, or closed loop at a queue depth; and the
+//! storage-bench metrics (data rate over busy time, busy time, service time mean and
+//! deviation) for reads, writes and trims apart.
 
 use crate::device::{Device, HostIo, IoKind};
+use crate::record::{Recorder, Sample};
 use crate::stats::{IntervalSeries, OpStats, OpSummary};
 use crate::time::{SimTime, NS_PER_S};
 use serde::Serialize;
+use std::collections::{BTreeMap, BinaryHeap};
+
+/// A request as a trace recorded it, before it is mapped onto the drive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceRequest {
+    pub arrival_ns: u64,
+    pub device: u32,
+    pub kind: IoKind,
+    pub offset_bytes: u64,
+    pub length_bytes: u64,
+    /// Service time the recording measured, if the format has one.
+    pub service_ns: Option<u64>,
+}
 
 /// One request to replay, already mapped onto the drive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,6 +34,113 @@ pub struct ReplayRequest {
     /// Requests outstanding in the recorded run when this one arrived, itself included (from
     /// recorded service times; 0 if unknown). Used by `ReplayMode::RecordedDepth`.
     pub recorded_depth: u32,
+}
+
+/// How trace requests are put on the drive.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MapOptions {
+    pub user_bytes: u64,
+    /// Replay only this device (default: all, merged).
+    pub device: Option<u32>,
+    /// Fold requests past the end of the drive onto it (else they are an error).
+    pub wrap: bool,
+}
+
+/// What mapping did, for the user.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct MapCounts {
+    pub mapped: u64,
+    pub other_devices_skipped: u64,
+    pub wrapped: u64,
+    /// Requests with no recorded service time (their recorded depth is unknown).
+    pub without_service_time: u64,
+    /// Requests that arrive before the request above them in the trace.
+    pub out_of_order: u64,
+}
+
+/// Trace requests to replay requests: device filter, bounds (checked arithmetic: an offset
+/// near 2^64 is an error, not an overflow), wrapping, and the recorded queue depth.
+pub struct Mapper {
+    options: MapOptions,
+    /// Recorded completion times of earlier requests still outstanding at the last arrival.
+    recorded_completions: BinaryHeap<std::cmp::Reverse<u64>>,
+    last_arrival: Option<u64>,
+    pub counts: MapCounts,
+    /// Devices the trace names (the first 64), for a filter that matched nothing.
+    pub devices_seen: std::collections::BTreeSet<u32>,
+}
+
+impl Mapper {
+    pub fn new(options: MapOptions) -> Mapper {
+        Mapper {
+            options,
+            recorded_completions: BinaryHeap::new(),
+            last_arrival: None,
+            counts: MapCounts::default(),
+            devices_seen: Default::default(),
+        }
+    }
+
+    /// The request on the drive, `None` if it is for another device, or why it cannot be.
+    pub fn map(&mut self, r: TraceRequest) -> Result<Option<ReplayRequest>, String> {
+        if self.devices_seen.len() < 64 {
+            self.devices_seen.insert(r.device);
+        }
+        if self.options.device.is_some_and(|d| d != r.device) {
+            self.counts.other_devices_skipped += 1;
+            return Ok(None);
+        }
+        let user = self.options.user_bytes;
+        let (mut offset, length) = (r.offset_bytes, r.length_bytes);
+        if length > user {
+            return Err(format!(
+                "a {length}-byte request is larger than the drive ({user} bytes)"
+            ));
+        }
+        if offset.checked_add(length).is_none_or(|end| end > user) {
+            if !self.options.wrap {
+                return Err(format!(
+                    "request at byte {offset} + {length} is beyond the drive's {user} bytes; use --wrap to fold the trace onto the drive"
+                ));
+            }
+            offset = (offset % (user - length + 1)) / 512 * 512;
+            self.counts.wrapped += 1;
+        }
+        if self.last_arrival.is_some_and(|t| r.arrival_ns < t) {
+            self.counts.out_of_order += 1;
+        }
+        self.last_arrival = Some(
+            self.last_arrival
+                .map_or(r.arrival_ns, |t| t.max(r.arrival_ns)),
+        );
+        // Depth of the recorded run at this arrival: earlier requests not yet completed.
+        while self
+            .recorded_completions
+            .peek()
+            .is_some_and(|c| c.0 <= r.arrival_ns)
+        {
+            self.recorded_completions.pop();
+        }
+        let recorded_depth = match r.service_ns {
+            Some(s) => {
+                self.recorded_completions
+                    .push(std::cmp::Reverse(r.arrival_ns.saturating_add(s)));
+                self.recorded_completions.len() as u32
+            }
+            None => {
+                self.counts.without_service_time += 1;
+                0
+            }
+        };
+        self.counts.mapped += 1;
+        Ok(Some(ReplayRequest {
+            arrival_ns: r.arrival_ns,
+            kind: r.kind,
+            offset_bytes: offset,
+            length_bytes: length,
+            recorded_depth,
+        }))
+    }
 }
 
 /// How arrivals are turned into submissions.
@@ -59,14 +182,15 @@ impl Busy {
     }
 }
 
-/// Storage-bench metrics of one class (reads, writes, or all).
+/// Storage-bench metrics of one class (reads and writes, reads, writes, trims).
 #[derive(Clone, Debug, Serialize)]
 pub struct ClassSummary {
     #[serde(flatten)]
     pub ops: OpSummary,
     /// Time with at least one request of the class outstanding, seconds.
     pub busy_s: f64,
-    /// Bytes moved / busy time, MB/s (10^6 B/s).
+    /// Bytes moved / busy time, MB/s (10^6 B/s). Trims move no data: their "bytes" are the
+    /// range trimmed, and they are not in "all".
     pub data_rate_mb_per_s: f64,
 }
 
@@ -74,37 +198,79 @@ pub struct ClassSummary {
 pub struct ReplaySummary {
     pub requests: u64,
     pub elapsed_s: f64,
+    /// Reads and writes (the data the host moved; trims apart).
     pub all: ClassSummary,
     pub read: ClassSummary,
     pub write: ClassSummary,
+    pub trim: ClassSummary,
     pub trim_requests: u64,
-    /// NAND bytes the FTL programmed / host bytes written during the replay.
+    /// NAND bytes the FTL programmed / host bytes written during the replay, after a final
+    /// flush (as a trace run ends): the writes still in the buffer are programmed and counted.
     pub write_amplification: f64,
+    /// How long the final flush took, seconds (not in `elapsed_s`).
+    pub final_flush_s: f64,
+    pub nand_page_programs: u64,
+    pub gc_units_copied: u64,
+    pub blocks_erased: u64,
+    pub host_units_written: u64,
 }
+
+/// One row per completed request (`--per-request`), column-oriented; taken in batches.
+#[derive(Clone, Debug, Default)]
+pub struct RequestLog {
+    /// Recorded arrival from the trace's first request, ns.
+    pub arrival_ns: Vec<u64>,
+    /// Submission and completion in the replay, ns from its start.
+    pub submit_ns: Vec<u64>,
+    pub complete_ns: Vec<u64>,
+    pub offset_bytes: Vec<u64>,
+    pub length_bytes: Vec<u64>,
+    /// 0 read, 1 write, 2 trim.
+    pub op: Vec<u8>,
+}
+
+impl RequestLog {
+    pub fn len(&self) -> usize {
+        self.op.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.op.is_empty()
+    }
+}
+
+/// Tag of the final flush (host requests are tagged by submission order).
+const FLUSH_TAG: u64 = u64::MAX;
 
 /// A replay in progress; advance it in slices so a caller can show progress.
 pub struct ReplayRun<I: Iterator<Item = ReplayRequest>> {
     requests: std::iter::Peekable<I>,
     mode: ReplayMode,
-    start: SimTime,
     /// Arrival of the first request (the trace's origin).
     origin_ns: Option<u64>,
     /// Idle time removed so far (Afap), nanoseconds.
     removed_ns: u64,
+    /// How far the replay has gone: the device's clock, or the end of an idle gap reached.
+    clock: SimTime,
     outstanding: u64,
     submitted: u64,
+    rec: Recorder,
     all: OpStats,
-    read: OpStats,
-    write: OpStats,
-    trims: u64,
     busy_all: Busy,
     busy_read: Busy,
     busy_write: Busy,
-    series: IntervalSeries,
-    last_completion: SimTime,
-    pages_at_start: u64,
-    host_units_at_start: u64,
+    busy_trim: Busy,
+    /// Recorded arrivals of outstanding requests, by tag (only with a request log).
+    arrivals: BTreeMap<u64, u64>,
+    log: Option<RequestLog>,
+    flush: Flush,
     done: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Flush {
+    NotYet,
+    Running { since: SimTime },
+    Done { took_ns: u64 },
 }
 
 impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
@@ -112,29 +278,39 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
         ReplayRun {
             requests: requests.peekable(),
             mode,
-            start: dev.now(),
             origin_ns: None,
             removed_ns: 0,
+            clock: dev.now(),
             outstanding: 0,
             submitted: 0,
+            rec: Recorder::new(dev, dev.now(), interval_ns),
             all: OpStats::default(),
-            read: OpStats::default(),
-            write: OpStats::default(),
-            trims: 0,
             busy_all: Busy::default(),
             busy_read: Busy::default(),
             busy_write: Busy::default(),
-            series: IntervalSeries::new(interval_ns),
-            last_completion: dev.now(),
-            pages_at_start: dev.pages_committed(),
-            host_units_at_start: dev.ftl.counters.host_units_written,
+            busy_trim: Busy::default(),
+            arrivals: BTreeMap::new(),
+            log: None,
+            flush: Flush::NotYet,
             done: false,
         }
+    }
+
+    /// Keep one row per completed request, taken with [`ReplayRun::take_log`].
+    pub fn with_request_log(mut self) -> Self {
+        self.log = Some(RequestLog::default());
+        self
+    }
+
+    /// The rows logged since the last call.
+    pub fn take_log(&mut self) -> RequestLog {
+        self.log.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// When the next request should be submitted, if there is one and it may be.
     fn next_submission(&mut self, now: SimTime) -> Option<SimTime> {
         let r = *self.requests.peek()?;
+        let start = self.rec.start;
         let origin = *self.origin_ns.get_or_insert(r.arrival_ns);
         let since_origin = r.arrival_ns.saturating_sub(origin);
         match self.mode {
@@ -142,11 +318,19 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
             ReplayMode::RecordedDepth => {
                 (self.outstanding < r.recorded_depth.max(1) as u64).then_some(now)
             }
-            ReplayMode::Timed { scale } => {
-                Some(SimTime(self.start.ns() + (since_origin as f64 * scale) as u64).max(now))
-            }
+            ReplayMode::Timed { scale } => Some(
+                SimTime(
+                    start
+                        .ns()
+                        .saturating_add((since_origin as f64 * scale) as u64),
+                )
+                .max(now),
+            ),
             ReplayMode::Afap => {
-                let at = (self.start.ns() + since_origin).saturating_sub(self.removed_ns);
+                let at = start
+                    .ns()
+                    .saturating_add(since_origin)
+                    .saturating_sub(self.removed_ns);
                 if self.outstanding == 0 && at > now.ns() {
                     self.removed_ns += at - now.ns();
                     return Some(now);
@@ -154,6 +338,11 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
                 Some(SimTime(at).max(now))
             }
         }
+    }
+
+    /// Simulated time the replay has reached (idle gaps included).
+    pub fn now(&self, dev: &Device) -> SimTime {
+        self.clock.max(dev.now())
     }
 
     /// Process until simulated time `until` or the end of the trace. True when done.
@@ -165,68 +354,140 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
             match (submit_at, event_at) {
                 (Some(s), e) if e.is_none_or(|e| s <= e) => {
                     if s > until {
+                        if self.outstanding == 0 {
+                            // An idle gap reaching past this slice: background collection may
+                            // use it, and the replay's clock moves through it.
+                            dev.idle_until(until);
+                        }
+                        self.clock = self.clock.max(until);
                         return false;
                     }
                     if self.outstanding == 0 && s > now {
                         dev.idle_until(s); // background collection may use the gap
                     }
                     let r = self.requests.next().expect("peeked");
-                    let io = HostIo {
-                        kind: r.kind,
-                        offset_bytes: r.offset_bytes,
-                        length_bytes: r.length_bytes,
-                        fua: false,
-                        tag: self.submitted,
-                    };
-                    dev.submit(io, s.max(dev.now()));
-                    let t = dev.now();
-                    self.busy_all.start(t);
-                    match r.kind {
-                        IoKind::Read => self.busy_read.start(t),
-                        IoKind::Write => self.busy_write.start(t),
-                        _ => {}
-                    }
-                    self.submitted += 1;
-                    self.outstanding += 1;
+                    self.submit(dev, r, s.max(dev.now()));
                 }
                 (_, Some(e)) => {
                     if e > until {
+                        self.clock = self.clock.max(until);
                         return false;
                     }
+                    self.rec.before_event(dev, e);
                     dev.step();
                     self.collect(dev);
                 }
                 (None, None) | (Some(_), None) => {
-                    self.done = self.outstanding == 0 && self.requests.peek().is_none();
-                    if !self.done && self.outstanding > 0 {
-                        unreachable!("requests outstanding with no event pending");
-                    }
+                    assert!(
+                        self.outstanding == 0,
+                        "requests outstanding with no event pending"
+                    );
+                    self.done = self.finish_flush(dev);
                 }
             }
         }
         true
     }
 
+    fn submit(&mut self, dev: &mut Device, r: ReplayRequest, at: SimTime) {
+        let tag = self.submitted;
+        dev.submit(
+            HostIo {
+                kind: r.kind,
+                offset_bytes: r.offset_bytes,
+                length_bytes: r.length_bytes,
+                fua: false,
+                tag,
+            },
+            at,
+        );
+        if self.log.is_some() {
+            let origin = self.origin_ns.unwrap_or(r.arrival_ns);
+            self.arrivals
+                .insert(tag, r.arrival_ns.saturating_sub(origin));
+        }
+        let t = dev.now();
+        match r.kind {
+            IoKind::Read => {
+                self.busy_read.start(t);
+                self.busy_all.start(t);
+            }
+            IoKind::Write => {
+                self.busy_write.start(t);
+                self.busy_all.start(t);
+            }
+            _ => self.busy_trim.start(t),
+        }
+        self.submitted += 1;
+        self.outstanding += 1;
+    }
+
+    /// The trace is over: flush the write buffer (as the end of a trace run does), so the
+    /// write amplification counts every write. True once the flush completed.
+    fn finish_flush(&mut self, dev: &mut Device) -> bool {
+        match self.flush {
+            Flush::NotYet => {
+                let at = dev.now();
+                dev.submit(
+                    HostIo {
+                        kind: IoKind::Flush,
+                        offset_bytes: 0,
+                        length_bytes: 0,
+                        fua: false,
+                        tag: FLUSH_TAG,
+                    },
+                    at,
+                );
+                self.flush = Flush::Running { since: at };
+                self.outstanding += 1;
+                false
+            }
+            Flush::Running { .. } => unreachable!("flush outstanding with no event pending"),
+            Flush::Done { .. } => true,
+        }
+    }
+
     fn collect(&mut self, dev: &mut Device) {
         let now = dev.now();
         for c in dev.drain_completions() {
-            c.record_into(&mut self.series, self.start);
+            self.outstanding -= 1;
+            if c.io.tag == FLUSH_TAG {
+                if let Flush::Running { since } = self.flush {
+                    self.flush = Flush::Done {
+                        took_ns: now.ns() - since.ns(),
+                    };
+                }
+                continue;
+            }
+            self.rec.record(&c, now);
             let latency = c.latency_ns();
-            self.busy_all.end(now);
-            self.all.record(c.io.length_bytes, latency);
             match c.io.kind {
                 IoKind::Read => {
                     self.busy_read.end(now);
-                    self.read.record(c.io.length_bytes, latency);
+                    self.busy_all.end(now);
+                    self.all.record(c.io.length_bytes, latency);
                 }
                 IoKind::Write => {
                     self.busy_write.end(now);
-                    self.write.record(c.io.length_bytes, latency);
+                    self.busy_all.end(now);
+                    self.all.record(c.io.length_bytes, latency);
                 }
-                _ => self.trims += 1,
+                _ => self.busy_trim.end(now),
             }
-            self.outstanding -= 1;
-            self.last_completion = now;
+            if let Some(log) = self.log.as_mut() {
+                let start = self.rec.start.ns();
+                log.arrival_ns
+                    .push(self.arrivals.remove(&c.io.tag).unwrap_or(0));
+                log.submit_ns.push(c.submitted.ns() - start);
+                log.complete_ns.push(c.completed.ns() - start);
+                log.offset_bytes.push(c.io.offset_bytes);
+                log.length_bytes.push(c.io.length_bytes);
+                log.op.push(match c.io.kind {
+                    IoKind::Read => 0,
+                    IoKind::Write => 1,
+                    _ => 2,
+                });
+            }
         }
     }
 
@@ -236,13 +497,14 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
 
     pub fn progress(&self, dev: &Device) -> (f64, u64) {
         (
-            (dev.now().ns() - self.start.ns()) as f64 / NS_PER_S as f64,
+            (self.now(dev).ns() - self.rec.start.ns()) as f64 / NS_PER_S as f64,
             self.submitted,
         )
     }
 
-    pub fn finish(self, dev: &Device) -> (ReplaySummary, IntervalSeries) {
-        let elapsed_s = (self.last_completion.ns() - self.start.ns()) as f64 / NS_PER_S as f64;
+    pub fn finish(mut self, dev: &Device) -> (ReplaySummary, IntervalSeries) {
+        self.rec.close_all(dev);
+        let elapsed_s = self.rec.elapsed_ns() as f64 / NS_PER_S as f64;
         let class = |ops: &OpStats, busy: &Busy| {
             let busy_s = busy.total_ns as f64 / NS_PER_S as f64;
             ClassSummary {
@@ -255,20 +517,29 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
                 },
             }
         };
-        let waf = dev.write_amplification(
-            dev.pages_committed() - self.pages_at_start,
-            dev.ftl.counters.host_units_written - self.host_units_at_start,
-        );
+        let s = Sample::of(dev);
+        let at = self.rec.at_start;
+        let host_units = s.host_units_written - at.host_units_written;
+        let pages = s.pages_committed - at.pages_committed;
         let summary = ReplaySummary {
             requests: self.submitted,
             elapsed_s,
             all: class(&self.all, &self.busy_all),
-            read: class(&self.read, &self.busy_read),
-            write: class(&self.write, &self.busy_write),
-            trim_requests: self.trims,
-            write_amplification: waf,
+            read: class(&self.rec.read, &self.busy_read),
+            write: class(&self.rec.write, &self.busy_write),
+            trim: class(&self.rec.trim, &self.busy_trim),
+            trim_requests: self.rec.trim.ios,
+            write_amplification: dev.write_amplification(pages, host_units),
+            final_flush_s: match self.flush {
+                Flush::Done { took_ns } => took_ns as f64 / NS_PER_S as f64,
+                _ => 0.0,
+            },
+            nand_page_programs: pages,
+            gc_units_copied: s.gc_units - at.gc_units,
+            blocks_erased: s.erases - at.erases,
+            host_units_written: host_units,
         };
-        (summary, self.series)
+        (summary, self.rec.series)
     }
 }
 
@@ -348,5 +619,156 @@ mod tests {
         );
         // Busy the whole time at QD1: data rate = bytes / elapsed.
         assert!((qd1.all.busy_s - qd1.elapsed_s).abs() / qd1.elapsed_s < 0.01);
+    }
+
+    fn req(t: u64, kind: IoKind, offset: u64, len: u64) -> ReplayRequest {
+        ReplayRequest {
+            arrival_ns: t,
+            kind,
+            offset_bytes: offset,
+            length_bytes: len,
+            recorded_depth: 0,
+        }
+    }
+
+    #[test]
+    fn timed_mode_moves_through_long_idle_gaps() {
+        // Two requests 1100 s apart: advanced in 1 s slices from the replay's own clock (as the
+        // bindings do), the replay ends after about 1100 slices instead of never.
+        let mut d = dev();
+        let reqs = vec![
+            req(0, IoKind::Read, 0, 4096),
+            req(1_100 * NS_PER_S, IoKind::Read, 8192, 4096),
+        ];
+        let mut run = ReplayRun::new(
+            &d,
+            reqs.into_iter(),
+            ReplayMode::Timed { scale: 1.0 },
+            NS_PER_S,
+        );
+        let mut slices = 0;
+        loop {
+            let until = SimTime(run.now(&d).ns() + NS_PER_S);
+            if run.advance(&mut d, until) {
+                break;
+            }
+            slices += 1;
+            assert!(slices < 1200, "stuck at {:?}", run.progress(&d));
+        }
+        let (s, series) = run.finish(&d);
+        assert!(slices >= 1099, "{slices}");
+        assert_eq!(s.requests, 2);
+        assert!(
+            s.elapsed_s > 1100.0 && s.elapsed_s < 1100.01,
+            "{}",
+            s.elapsed_s
+        );
+        assert_eq!(series.len(), 1101);
+    }
+
+    #[test]
+    fn mapping_checks_bounds_without_overflow_and_counts_disorder() {
+        let user = 1u64 << 30;
+        let mut m = Mapper::new(MapOptions {
+            user_bytes: user,
+            device: None,
+            wrap: false,
+        });
+        let near_max = TraceRequest {
+            arrival_ns: 5,
+            device: 0,
+            kind: IoKind::Write,
+            offset_bytes: u64::MAX - 100,
+            length_bytes: 4096,
+            service_ns: None,
+        };
+        let e = m.map(near_max).unwrap_err();
+        assert!(
+            e.contains("beyond the drive") && e.contains("--wrap"),
+            "{e}"
+        );
+        let mut w = Mapper::new(MapOptions {
+            user_bytes: user,
+            device: Some(3),
+            wrap: true,
+        });
+        let r = w
+            .map(TraceRequest {
+                device: 3,
+                ..near_max
+            })
+            .unwrap()
+            .unwrap();
+        assert!(r.offset_bytes + r.length_bytes <= user && r.offset_bytes.is_multiple_of(512));
+        assert_eq!(
+            w.map(TraceRequest {
+                device: 4,
+                ..near_max
+            })
+            .unwrap(),
+            None
+        );
+        let r = w
+            .map(TraceRequest {
+                device: 3,
+                arrival_ns: 1,
+                offset_bytes: 0,
+                ..near_max
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.offset_bytes, 0);
+        assert_eq!(
+            (
+                w.counts.wrapped,
+                w.counts.other_devices_skipped,
+                w.counts.out_of_order,
+                w.counts.mapped
+            ),
+            (1, 1, 1, 2)
+        );
+        let e = m
+            .map(TraceRequest {
+                length_bytes: user + 1,
+                offset_bytes: 0,
+                ..near_max
+            })
+            .unwrap_err();
+        assert!(e.contains("larger than the drive"), "{e}");
+    }
+
+    #[test]
+    fn trims_are_apart_and_the_final_flush_counts_buffered_writes() {
+        // A short trace: 24 x 4 KiB writes (less than a program unit stays buffered) and a
+        // 64 MiB trim.
+        let mut reqs: Vec<_> = (0..24u64)
+            .map(|i| req(i * 1000, IoKind::Write, i * 4096, 4096))
+            .collect();
+        reqs.push(req(30_000, IoKind::Trim, 1 << 26, 1 << 26));
+        let mut d = dev();
+        let mut run =
+            ReplayRun::new(&d, reqs.into_iter(), ReplayMode::Afap, NS_PER_S).with_request_log();
+        assert!(run.advance(&mut d, SimTime(u64::MAX)));
+        let log = run.take_log();
+        let (s, series) = run.finish(&d);
+        assert_eq!(
+            (
+                s.all.ops.ios,
+                s.write.ops.ios,
+                s.trim.ops.ios,
+                s.trim_requests
+            ),
+            (24, 24, 1, 1)
+        );
+        assert_eq!(s.all.ops.bytes, 24 * 4096, "trim bytes are not data moved");
+        assert!(s.trim.ops.bytes == 1 << 26 && s.trim.busy_s > 0.0);
+        assert!(s.write_amplification >= 1.0, "{}", s.write_amplification);
+        assert!(s.final_flush_s > 0.0);
+        assert!(series.nand_page_programs.iter().sum::<u64>() > 0);
+        assert!(series.free_blocks.iter().all(|&f| f > 0));
+        assert_eq!(log.len(), 25);
+        assert!(log.op.iter().filter(|&&o| o == 2).count() == 1);
+        assert!((0..log.len()).all(|i| log.complete_ns[i] >= log.submit_ns[i]));
+        assert_eq!(log.arrival_ns[..3], [0, 1000, 2000]);
     }
 }

@@ -135,7 +135,7 @@ pub struct OpStats {
 }
 
 /// Summary of `OpStats` for reports.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct OpSummary {
     pub ios: u64,
     pub bytes: u64,

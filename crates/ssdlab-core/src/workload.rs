@@ -2,8 +2,9 @@
 //! `iodepth` commands in flight and records what the host sees.
 
 use crate::device::{Device, HostIo, IoKind};
+use crate::record::{Recorder, Sample};
 use crate::rng::Rng;
-use crate::stats::{IntervalSeries, OpStats, OpSummary};
+use crate::stats::{IntervalSeries, OpSummary};
 use crate::time::{SimTime, NS_PER_S};
 use serde::{Deserialize, Serialize};
 
@@ -526,32 +527,6 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
     a
 }
 
-/// Device counters sampled at the start of a job and at interval boundaries.
-#[derive(Clone, Copy, Debug, Default)]
-struct Sample {
-    /// NAND pages programmed (started) so far: the timing view.
-    page_programs: u64,
-    /// NAND pages the FTL has decided to program so far: host, GC, parity, padding. Timing
-    /// independent, so the write amplification of a job does not depend on what is still
-    /// queued on the dies when it ends.
-    pages_committed: u64,
-    gc_units: u64,
-    host_units_written: u64,
-    erases: u64,
-    faults: crate::faults::FaultCounters,
-}
-
-fn sample(dev: &Device) -> Sample {
-    Sample {
-        page_programs: dev.nand().counters.page_programs,
-        pages_committed: dev.pages_committed(),
-        gc_units: dev.ftl.counters.gc_units_copied + dev.ftl.counters.wear_leveling_units_copied,
-        host_units_written: dev.ftl.counters.host_units_written,
-        erases: dev.ftl.counters.blocks_erased,
-        faults: dev.fault_counters(),
-    }
-}
-
 /// Everything a job measured.
 #[derive(Clone, Debug, Serialize)]
 pub struct JobSummary {
@@ -599,15 +574,7 @@ pub struct JobRun {
     completed_ios: u64,
     /// Streams to issue for after a step's completions, in completion order (reused).
     refill: Vec<usize>,
-    read: OpStats,
-    write: OpStats,
-    trim: OpStats,
-    series: IntervalSeries,
-    at_start: Sample,
-    at_interval: Sample,
-    /// Intervals whose device samples are written.
-    intervals_closed: usize,
-    last_completion: SimTime,
+    rec: Recorder,
     done: bool,
     /// Reused buffer for completions drained from the device.
     completions: Vec<crate::device::Completion>,
@@ -620,7 +587,6 @@ impl JobRun {
     pub fn new(dev: &mut Device, job: &CompiledJob, seed: u64) -> JobRun {
         // Measurement starts after the ramp; IOs are issued from now.
         let start = dev.now() + crate::time::SimDuration(job.ramp_ns);
-        let s = sample(dev);
         let streams = (0..job.job.numjobs)
             .map(|_| JobStream {
                 generator: Generator::new(
@@ -644,14 +610,7 @@ impl JobRun {
             stop_issuing_at: job.runtime_ns.map(|r| start + crate::time::SimDuration(r)),
             completed_ios: 0,
             refill: Vec::new(),
-            read: OpStats::default(),
-            write: OpStats::default(),
-            trim: OpStats::default(),
-            series: IntervalSeries::new(job.interval_ns),
-            at_start: s,
-            at_interval: s,
-            intervals_closed: 0,
-            last_completion: start,
+            rec: Recorder::new(dev, start, job.interval_ns),
             done: false,
             completions: Vec::new(),
             ramping: job.ramp_ns > 0,
@@ -709,25 +668,8 @@ impl JobRun {
         true
     }
 
-    /// Close the interval series up to interval `upto` (exclusive) with device samples.
-    fn close_intervals(&mut self, dev: &Device, upto: usize) {
-        if upto <= self.intervals_closed {
-            return;
-        }
-        // Device counters are sampled when an interval ends; the deltas go to the last interval
-        // closed now (intervals in which no event happened keep zeros).
-        let s = sample(dev);
-        self.series.ensure(upto - 1);
-        self.series.nand_page_programs[upto - 1] = s.page_programs - self.at_interval.page_programs;
-        self.series.gc_units_copied[upto - 1] = s.gc_units - self.at_interval.gc_units;
-        self.series.free_blocks[upto - 1] = dev.ftl.free_blocks_total();
-        self.at_interval = s;
-        self.intervals_closed = upto;
-    }
-
     /// Process events until simulated time `until` or the end of the job. True when done.
     pub fn advance(&mut self, dev: &mut Device, until: SimTime) -> bool {
-        let interval = self.job.interval_ns;
         while !self.done {
             let Some(t) = dev.next_event_time() else {
                 self.done = true;
@@ -739,16 +681,11 @@ impl JobRun {
             if self.ramping && t >= self.start {
                 // The ramp is over: what happened so far is not measured.
                 self.ramping = false;
-                self.at_start = sample(dev);
-                self.at_interval = self.at_start;
+                self.rec.restart_counters(dev);
             }
-            if !self.ramping {
-                // Crossing into a new interval: sample device counters for the finished ones.
-                let index = ((t.ns() - self.start.ns()) / interval) as usize;
-                if index > self.intervals_closed {
-                    self.close_intervals(dev, index);
-                    self.check_steady_state(dev.now());
-                }
+            // Crossing into a new interval: sample device counters for the finished ones.
+            if !self.ramping && self.rec.before_event(dev, t) {
+                self.check_steady_state(dev.now());
             }
             dev.step();
             let now = dev.now();
@@ -764,14 +701,7 @@ impl JobRun {
                 if !measured {
                     continue;
                 }
-                c.record_into(&mut self.series, self.start);
-                let stats = match c.io.kind {
-                    IoKind::Read => &mut self.read,
-                    IoKind::Write => &mut self.write,
-                    IoKind::Trim | IoKind::Flush => &mut self.trim,
-                };
-                stats.record(c.io.length_bytes, c.latency_ns());
-                self.last_completion = now;
+                self.rec.record(&c, now);
             }
             completions.clear();
             self.completions = completions;
@@ -795,12 +725,12 @@ impl JobRun {
         let (Some(c), Some(state)) = (self.job.steady, self.steady.as_mut()) else {
             return;
         };
-        let n = self.intervals_closed;
+        let n = self.rec.intervals_closed();
         let interval = self.job.interval_ns;
         if state.attained || n < c.dur_intervals || (n as u64 * interval) < c.ramp_ns {
             return;
         }
-        let s = &self.series;
+        let s = &self.rec.series;
         let values: Vec<f64> = (n - c.dur_intervals..n)
             .map(|i| {
                 if c.bytes {
@@ -853,35 +783,37 @@ impl JobRun {
     }
 
     pub fn finish(mut self, dev: &Device) -> JobResult {
-        let elapsed_ns = self.last_completion.ns() - self.start.ns();
+        let elapsed_ns = self.rec.elapsed_ns();
         let n = (elapsed_ns.div_ceil(self.job.interval_ns)).max(1) as usize;
-        self.close_intervals(dev, n);
+        self.rec.close_all(dev);
         // A time-based job's series covers its runtime; commands in flight at the end still
         // complete (and count in the summary) but do not open a last, partial interval.
         if let Some(runtime) = self.job.runtime_ns.filter(|_| self.job.job.time_based) {
-            self.series
+            self.rec
+                .series
                 .truncate((runtime.div_ceil(self.job.interval_ns) as usize).min(n));
         }
-        let s = sample(dev);
+        let s = Sample::of(dev);
+        let at_start = self.rec.at_start;
         let elapsed_s = elapsed_ns as f64 / NS_PER_S as f64;
-        let host_units = s.host_units_written - self.at_start.host_units_written;
-        let pages = s.pages_committed - self.at_start.pages_committed;
+        let host_units = s.host_units_written - at_start.host_units_written;
+        let pages = s.pages_committed - at_start.pages_committed;
         JobResult {
             summary: JobSummary {
                 name: self.job.job.name.clone(),
                 elapsed_s,
-                read: self.read.summary(elapsed_s),
-                write: self.write.summary(elapsed_s),
-                trim: self.trim.summary(elapsed_s),
+                read: self.rec.read.summary(elapsed_s),
+                write: self.rec.write.summary(elapsed_s),
+                trim: self.rec.trim.summary(elapsed_s),
                 write_amplification: dev.write_amplification(pages, host_units),
-                gc_units_copied: s.gc_units - self.at_start.gc_units,
-                blocks_erased: s.erases - self.at_start.erases,
+                gc_units_copied: s.gc_units - at_start.gc_units,
+                blocks_erased: s.erases - at_start.erases,
                 nand_page_programs: pages,
                 host_units_written: host_units,
-                faults: s.faults.since(&self.at_start.faults),
+                faults: s.faults.since(&at_start.faults),
                 steady_state: self.steady.clone(),
             },
-            series: self.series,
+            series: self.rec.series,
         }
     }
 }

@@ -5,8 +5,9 @@
 
 use crate::store::{DataStore, WriteData};
 use ssdlab_core::device::{Completion, Device, HostIo, IoKind};
+use ssdlab_core::record::Recorder;
 use ssdlab_core::stats::Histogram;
-use ssdlab_core::time::SimTime;
+use ssdlab_core::time::{SimTime, NS_PER_S};
 use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 
@@ -116,6 +117,11 @@ pub struct ServeStats {
     pub store_error: String,
     /// What seeded NAND faults did (`--faults`).
     pub faults: ssdlab_core::faults::FaultCounters,
+    /// Reads, writes and trims (with flushes) as the model timed them: service times from
+    /// submission to the model's completion, rates over simulated time.
+    pub model_read: ssdlab_core::stats::OpSummary,
+    pub model_write: ssdlab_core::stats::OpSummary,
+    pub model_trim: ssdlab_core::stats::OpSummary,
 }
 
 pub(crate) struct PlannedCut {
@@ -154,8 +160,9 @@ pub(crate) struct Engine {
     sim_start: SimTime,
     stats: ServeStats,
     late: Histogram,
-    pages0: u64,
-    host_units0: u64,
+    /// What the host saw in model time (service times per operation, per-second series),
+    /// recorded as jobs and replays record it.
+    rec: Recorder,
     completions: Vec<Completion>,
     stopping: bool,
     /// The store failed (a full or failing disk): every later reply is an I/O error and the
@@ -214,8 +221,7 @@ impl Engine {
     ) -> Engine {
         dev.ftl.journal = Some(Vec::new());
         Engine {
-            pages0: dev.pages_committed(),
-            host_units0: dev.ftl.counters.host_units_written,
+            rec: Recorder::new(&dev, dev.now(), NS_PER_S),
             sim_start: dev.now(),
             store,
             dev,
@@ -356,8 +362,7 @@ impl Engine {
         self.dev.ftl.journal = Some(Vec::new());
         self.sim_start = self.dev.now();
         self.wall_start = wall_now();
-        self.pages0 = self.dev.pages_committed();
-        self.host_units0 = self.dev.ftl.counters.host_units_written;
+        self.rec = Recorder::new(&self.dev, self.dev.now(), NS_PER_S);
     }
 
     /// The store could not take or give data: say so once, answer everything with EIO from
@@ -603,7 +608,8 @@ impl Engine {
 
     /// Process every model event up to `t`, replying to what completes.
     fn advance_to(&mut self, t: SimTime) {
-        while self.dev.next_event_time().is_some_and(|e| e <= t) {
+        while let Some(e) = self.dev.next_event_time().filter(|&e| e <= t) {
+            self.rec.before_event(&self.dev, e);
             self.dev.step();
             self.settle();
         }
@@ -611,7 +617,9 @@ impl Engine {
 
     /// Pace::None: run the model until at least one command completes.
     fn step_to_completion(&mut self) {
-        while self.dev.step() {
+        while let Some(e) = self.dev.next_event_time() {
+            self.rec.before_event(&self.dev, e);
+            self.dev.step();
             if self.settle() > 0 {
                 return;
             }
@@ -650,6 +658,7 @@ impl Engine {
             self.last_activity = wall_now();
         }
         for c in &completions {
+            self.rec.record(c, c.completed);
             if let Some(w) = wall {
                 self.late.record(w.ns().saturating_sub(c.completed.ns()));
             }
@@ -737,10 +746,20 @@ impl Engine {
         } else {
             0.0
         };
+        let at = self.rec.at_start;
         s.write_amplification = self.dev.write_amplification(
-            self.dev.pages_committed() - self.pages0,
-            self.dev.ftl.counters.host_units_written - self.host_units0,
+            self.dev.pages_committed() - at.pages_committed,
+            self.dev.ftl.counters.host_units_written - at.host_units_written,
         );
+        let elapsed_s = s.simulated_s;
+        let summary = |o: &ssdlab_core::stats::OpStats| {
+            let mut x = o.summary(elapsed_s);
+            x.latency_ns_bins.clear(); // the service-time figures, not the histogram
+            x
+        };
+        s.model_read = summary(&self.rec.read);
+        s.model_write = summary(&self.rec.write);
+        s.model_trim = summary(&self.rec.trim);
         s.gc_units_copied = self.dev.ftl.counters.gc_units_copied;
         s.blocks_erased = self.dev.ftl.counters.blocks_erased;
         s.stored_bytes = self.store.stored_bytes();

@@ -5,6 +5,7 @@ mod trace;
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use ssdlab_core::config::DriveConfig;
 use ssdlab_core::device::Device;
 use ssdlab_core::replay::{ReplayMode, ReplayRun};
@@ -161,22 +162,25 @@ impl Simulation {
         ))
     }
 
-    /// Start replaying a trace file. Returns the format used.
-    #[pyo3(signature = (path, mode, scale, depth, format=None, device=None, wrap=false, skip_bad_lines=false, disksim_time_unit_ns=1.0, blkparse_queue_arrivals=false, interval_s=1.0))]
+    /// Start replaying trace files (merged in time order). Returns the formats used.
+    #[pyo3(signature = (paths, mode, scale, depth, format=None, columns=None, device=None, wrap=false, skip_bad_lines=false, time_unit_ns=None, blkparse_queue_arrivals=false, sort=false, per_request=false, interval_s=1.0))]
     fn start_replay(
         &mut self,
-        path: &str,
+        paths: Vec<String>,
         mode: &str,
         scale: f64,
         depth: u32,
         format: Option<String>,
+        columns: Option<String>,
         device: Option<u32>,
         wrap: bool,
         skip_bad_lines: bool,
-        disksim_time_unit_ns: f64,
+        time_unit_ns: Option<f64>,
         blkparse_queue_arrivals: bool,
+        sort: bool,
+        per_request: bool,
         interval_s: f64,
-    ) -> PyResult<String> {
+    ) -> PyResult<Vec<String>> {
         self.idle_check()?;
         let mode = match mode {
             "afap" => ReplayMode::Afap,
@@ -194,36 +198,49 @@ impl Simulation {
                 )))
             }
         };
-        if disksim_time_unit_ns.is_nan() || disksim_time_unit_ns <= 0.0 {
+        if time_unit_ns.is_some_and(|u| u.is_nan() || u <= 0.0) {
             return Err(PyValueError::new_err("--time-unit must be positive"));
+        }
+        if !(interval_s > 0.0 && interval_s.is_finite()) {
+            return Err(PyValueError::new_err(
+                "interval_s must be a positive number of seconds",
+            ));
         }
         let options = trace::TraceOptions {
             format,
+            columns,
             device,
             wrap,
             skip_bad_lines,
-            disksim_time_unit_ns,
+            time_unit_ns,
             blkparse_queue_arrivals,
+            sort,
         };
-        let (requests, format) = trace::TraceRequests::open(path, options, self.dev.user_bytes())
-            .map_err(PyValueError::new_err)?;
+        let (requests, formats) =
+            trace::TraceRequests::open(&paths, options, self.dev.user_bytes())
+                .map_err(PyValueError::new_err)?;
         let outcome = requests.outcome.clone();
         let interval_ns = (interval_s * NS_PER_S as f64) as u64;
-        self.replay = Some((
-            ReplayRun::new(&self.dev, requests, mode, interval_ns.max(1)),
-            outcome,
-        ));
-        Ok(format.name().to_string())
+        let mut run = ReplayRun::new(&self.dev, requests, mode, interval_ns.max(1));
+        if per_request {
+            run = run.with_request_log();
+        }
+        self.replay = Some((run, outcome));
+        Ok(formats)
     }
 
-    /// Replay for up to `seconds` more simulated time. True when done.
+    /// Replay for up to `seconds` more simulated time (idle gaps included). True when done.
     fn advance_replay(&mut self, py: Python<'_>, seconds: f64) -> PyResult<bool> {
         let (run, _) = self
             .replay
             .as_mut()
             .ok_or_else(|| PyRuntimeError::new_err("no replay running"))?;
         let dev = &mut self.dev;
-        let until = SimTime(dev.now().ns() + (seconds * NS_PER_S as f64) as u64);
+        let until = SimTime(
+            run.now(dev)
+                .ns()
+                .saturating_add((seconds * NS_PER_S as f64) as u64),
+        );
         Ok(py.allow_threads(|| run.advance(dev, until)))
     }
 
@@ -236,9 +253,34 @@ impl Simulation {
         Ok(run.progress(&self.dev))
     }
 
-    /// End the replay: (summary JSON, series JSON, bad lines, requests of other devices
-    /// skipped, requests wrapped). Raises ValueError if the trace had an error.
-    fn finish_replay(&mut self) -> PyResult<(String, String, u64, u64, u64)> {
+    /// Requests completed since the last call, one row each, as little-endian column bytes:
+    /// (arrival_ns, submit_ns, complete_ns, offset_bytes, length_bytes as u64; op as u8).
+    fn take_request_log<'py>(&mut self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let (run, _) = self
+            .replay
+            .as_mut()
+            .ok_or_else(|| PyRuntimeError::new_err("no replay running"))?;
+        let log = run.take_log();
+        let col = |v: &[u64]| {
+            let mut b = Vec::with_capacity(v.len() * 8);
+            for x in v {
+                b.extend_from_slice(&x.to_le_bytes());
+            }
+            PyBytes::new(py, &b)
+        };
+        Ok(vec![
+            col(&log.arrival_ns),
+            col(&log.submit_ns),
+            col(&log.complete_ns),
+            col(&log.offset_bytes),
+            col(&log.length_bytes),
+            PyBytes::new(py, &log.op),
+        ])
+    }
+
+    /// End the replay: (summary JSON, series JSON, outcome JSON: records read, bad lines,
+    /// mapping counts, notes). Raises ValueError if the trace had an error.
+    fn finish_replay(&mut self) -> PyResult<(String, String, String)> {
         let (run, outcome) = self
             .replay
             .take()
@@ -249,18 +291,23 @@ impl Simulation {
         if let Some(e) = &o.error {
             return Err(PyValueError::new_err(e.clone()));
         }
-        if matches!(mode, ReplayMode::RecordedDepth) && o.without_service_time > 0 {
+        if matches!(mode, ReplayMode::RecordedDepth) && o.counts.without_service_time > 0 {
             return Err(PyValueError::new_err(format!(
-                "--mode qd without --qd keeps the recorded queue depth, which needs recorded service times; {} requests have none (formats with them: msr, blkparse); give --qd N",
-                o.without_service_time
+                "--mode qd without --qd keeps the recorded queue depth, which needs recorded service times; {} requests have none (formats with them: msr, blkparse, blktrace, msprod); give --qd N",
+                o.counts.without_service_time
             )));
         }
+        let outcome = serde_json::json!({
+            "records": o.records,
+            "bad_lines_skipped": o.bad_lines,
+            "mapping": o.counts,
+            "notes": o.notes,
+            "devices_seen": o.devices_seen,
+        });
         Ok((
             serde_json::to_string(&summary).expect("summary serialises"),
             serde_json::to_string(&series).expect("series serialises"),
-            o.bad_lines,
-            o.skipped_other_devices,
-            o.wrapped,
+            outcome.to_string(),
         ))
     }
 
@@ -541,6 +588,33 @@ fn crashtest(
 
 /// A `--faults` spec as the `[faults]` table it stands for (JSON); ValueError says what is
 /// wrong and what is accepted.
+/// What trace files hold (`ssdlab trace stats`), as JSON.
+#[pyfunction]
+#[pyo3(signature = (paths, format=None, columns=None, device=None, skip_bad_lines=false, time_unit_ns=None, blkparse_queue_arrivals=false))]
+fn trace_stats(
+    py: Python<'_>,
+    paths: Vec<String>,
+    format: Option<String>,
+    columns: Option<String>,
+    device: Option<u32>,
+    skip_bad_lines: bool,
+    time_unit_ns: Option<f64>,
+    blkparse_queue_arrivals: bool,
+) -> PyResult<String> {
+    let options = trace::TraceOptions {
+        format,
+        columns,
+        device,
+        wrap: true,
+        skip_bad_lines,
+        time_unit_ns,
+        blkparse_queue_arrivals,
+        sort: false,
+    };
+    py.allow_threads(|| trace::stats_json(&paths, options))
+        .map_err(PyValueError::new_err)
+}
+
 #[pyfunction]
 fn parse_faults(spec: &str) -> PyResult<String> {
     let f = ssdlab_core::faults::FaultConfig::parse(spec).map_err(PyValueError::new_err)?;
@@ -556,5 +630,6 @@ fn _ssdlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate_config, m)?)?;
     m.add_function(wrap_pyfunction!(crashtest, m)?)?;
     m.add_function(wrap_pyfunction!(parse_faults, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_stats, m)?)?;
     Ok(())
 }

@@ -1,119 +1,246 @@
-//! Opening trace files for replay: plain or gzip, format detected or given, records mapped
-//! onto the drive. File I/O lives here, outside the simulation core.
+//! Trace files for replay: opened (plain or compressed, format detected or given, several
+//! merged in time order or sorted), read as records and mapped onto the drive by the core's
+//! `replay::Mapper`. File I/O lives here and in ssdlab-trace, outside the simulation core.
 
 use ssdlab_core::device::IoKind;
-use ssdlab_core::replay::ReplayRequest;
-use ssdlab_trace::{detect, BlkparseArrival, OpKind, ReaderOptions, TraceFormat, TraceReader};
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use ssdlab_core::replay::{MapCounts, MapOptions, Mapper, ReplayRequest, TraceRequest};
+use ssdlab_trace::input::Records;
+use ssdlab_trace::{BlkparseArrival, ColumnSpec, OpKind, ReaderOptions, TraceFormat, TraceRecord};
 use std::sync::{Arc, Mutex};
 
 pub struct TraceOptions {
     pub format: Option<String>,
+    /// `--columns` mapping (implies the columns format).
+    pub columns: Option<String>,
     pub device: Option<u32>,
     /// Wrap requests past the end of the drive (else reject them).
     pub wrap: bool,
     pub skip_bad_lines: bool,
-    pub disksim_time_unit_ns: f64,
+    /// DiskSim/MQSim arrival unit in ns (`None`: decided from the trace and stated).
+    pub time_unit_ns: Option<f64>,
     pub blkparse_queue_arrivals: bool,
+    /// Read every record and replay them in time order.
+    pub sort: bool,
 }
 
-/// What went wrong while streaming, reported when the replay ends.
+/// What happened while streaming, reported when the replay ends.
 #[derive(Default)]
 pub struct Outcome {
     pub error: Option<String>,
     pub bad_lines: u64,
-    pub skipped_other_devices: u64,
-    pub wrapped: u64,
-    /// Requests whose recorded queue depth was unknown (no service time).
-    pub without_service_time: u64,
+    pub counts: MapCounts,
+    pub notes: Vec<String>,
+    pub records: u64,
+    pub devices_seen: Vec<u32>,
 }
 
-/// Trace records as replay requests; stops at the first error (kept in `outcome`).
-pub struct TraceRequests {
-    reader: TraceReader<Box<dyn BufRead + Send + Sync>>,
-    options: TraceOptions,
-    user_bytes: u64,
-    path: String,
-    pub outcome: Arc<Mutex<Outcome>>,
-    /// Recorded completion times of earlier requests still outstanding at the last arrival.
-    recorded_completions: std::collections::BinaryHeap<std::cmp::Reverse<u64>>,
+/// One or more trace files as one stream of records in time order (a k-way merge; each
+/// file is read in its own order).
+pub struct Sources {
+    files: Vec<Records>,
+    heads: Vec<Option<TraceRecord>>,
+    started: bool,
+    pub error: Option<String>,
+    pub records: u64,
 }
 
-fn open(path: &str) -> Result<Box<dyn BufRead + Send + Sync>, String> {
-    let mut file = File::open(path).map_err(|e| format!("{path}: cannot open: {e}"))?;
-    let mut magic = [0u8; 2];
-    let n = file
-        .read(&mut magic)
-        .map_err(|e| format!("{path}: cannot read: {e}"))?;
-    let file = File::open(path).map_err(|e| format!("{path}: cannot open: {e}"))?;
-    if n == 2 && magic == [0x1f, 0x8b] {
-        Ok(Box::new(BufReader::with_capacity(
-            1 << 20,
-            flate2::read::MultiGzDecoder::new(file),
-        )))
-    } else {
-        Ok(Box::new(BufReader::with_capacity(1 << 20, file)))
-    }
-}
-
-impl TraceRequests {
+impl Sources {
     pub fn open(
-        path: &str,
-        options: TraceOptions,
-        user_bytes: u64,
-    ) -> Result<(TraceRequests, TraceFormat), String> {
-        let format = match &options.format {
-            Some(name) => TraceFormat::from_name(name)
-                .ok_or_else(|| format!("--format '{name}' is not known; accepted: msr, spc, blkparse, fio-iolog, disksim"))?,
-            None => {
-                let mut head = open(path)?;
-                let mut lines = Vec::new();
-                let mut line = String::new();
-                while lines.len() < 20 {
-                    line.clear();
-                    match head.read_line(&mut line) {
-                        Ok(0) => break,
-                        Ok(_) => lines.push(line.trim_end().to_string()),
-                        Err(e) => return Err(format!("{path}: cannot read: {e} (a truncated or corrupt file?)")),
-                    }
-                }
-                if lines.iter().all(|l| l.trim().is_empty()) {
-                    return Err(format!("{path}: the trace is empty"));
-                }
-                let refs: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
-                detect(&refs).ok_or_else(|| {
-                    format!("{path}: cannot tell the trace format from its first lines; give --format (msr, spc, blkparse, fio-iolog, disksim)")
-                })?
-            }
-        };
-        let reader_options = ReaderOptions {
-            format,
-            disksim_time_unit_ns: options.disksim_time_unit_ns,
+        paths: &[String],
+        options: &TraceOptions,
+    ) -> Result<(Sources, Vec<String>), String> {
+        if paths.is_empty() {
+            return Err("no trace file given".into());
+        }
+        let mut reader = ReaderOptions {
+            disksim_time_unit_ns: options.time_unit_ns,
             blkparse_arrival: if options.blkparse_queue_arrivals {
                 BlkparseArrival::Queue
             } else {
                 BlkparseArrival::Issue
             },
             skip_bad_lines: options.skip_bad_lines,
+            ..ReaderOptions::default()
         };
-        let reader = TraceReader::new(open(path)?, reader_options);
+        let mut detect = true;
+        if let Some(spec) = &options.columns {
+            reader.columns = Some(ColumnSpec::parse_spec(spec)?);
+            reader.format = TraceFormat::Columns;
+            detect = false;
+        } else if let Some(name) = &options.format {
+            reader.format = TraceFormat::from_name(name).ok_or_else(|| {
+                format!(
+                    "--format '{name}' is not known; accepted: {}",
+                    TraceFormat::NAMES
+                )
+            })?;
+            detect = false;
+        }
+        let mut files = Vec::new();
+        let mut formats = Vec::new();
+        for p in paths {
+            let r = Records::open(p, reader.clone(), detect)?;
+            let mut name = r.format.name().to_string();
+            if r.compression != ssdlab_trace::input::Compression::None {
+                name = format!("{name}+{}", r.compression.name());
+            }
+            formats.push(name);
+            files.push(r);
+        }
+        let n = files.len();
         Ok((
-            TraceRequests {
-                reader,
-                options,
-                user_bytes,
-                path: path.to_string(),
-                outcome: Arc::default(),
-                recorded_completions: Default::default(),
+            Sources {
+                files,
+                heads: vec![None; n],
+                started: false,
+                error: None,
+                records: 0,
             },
-            format,
+            formats,
         ))
     }
 
-    fn fail(&mut self, message: String) -> Option<ReplayRequest> {
-        self.outcome.lock().expect("not poisoned").error = Some(message);
-        None
+    fn pull(&mut self, k: usize) {
+        if self.error.is_some() {
+            return;
+        }
+        self.heads[k] = match self.files[k].next() {
+            Some(Ok(r)) => Some(r),
+            Some(Err(e)) => {
+                self.error = Some(e);
+                None
+            }
+            None => None,
+        };
+    }
+
+    pub fn notes(&self) -> Vec<String> {
+        let many = self.files.len() > 1;
+        self.files
+            .iter()
+            .flat_map(|f| {
+                f.notes().into_iter().map(move |n| {
+                    if many {
+                        format!("{}: {n}", f.path())
+                    } else {
+                        n
+                    }
+                })
+            })
+            .collect()
+    }
+
+    pub fn bad_lines(&self) -> u64 {
+        self.files.iter().map(|f| f.bad_lines()).sum()
+    }
+}
+
+impl Iterator for Sources {
+    type Item = TraceRecord;
+
+    fn next(&mut self) -> Option<TraceRecord> {
+        if !self.started {
+            self.started = true;
+            for k in 0..self.files.len() {
+                self.pull(k);
+            }
+        }
+        if self.error.is_some() {
+            return None;
+        }
+        // The earliest head (ties: the file given first). Few files: a scan beats a heap.
+        let k = (0..self.heads.len())
+            .filter(|&k| self.heads[k].is_some())
+            .min_by_key(|&k| (self.heads[k].expect("some").arrival_ns, k))?;
+        let r = self.heads[k].take();
+        self.pull(k);
+        self.records += 1;
+        r
+    }
+}
+
+enum Stream {
+    Merged(Sources),
+    Sorted(std::vec::IntoIter<TraceRecord>),
+}
+
+/// Trace records as replay requests; stops at the first error (kept in `outcome`).
+pub struct TraceRequests {
+    stream: Stream,
+    /// Notes and bad lines of a sorted trace (read in full at open).
+    read_notes: Vec<String>,
+    read_bad_lines: u64,
+    read_records: u64,
+    mapper: Mapper,
+    /// The files, for messages.
+    label: String,
+    pub outcome: Arc<Mutex<Outcome>>,
+}
+
+pub fn kind(k: OpKind) -> IoKind {
+    match k {
+        OpKind::Read => IoKind::Read,
+        OpKind::Write => IoKind::Write,
+        OpKind::Trim => IoKind::Trim,
+    }
+}
+
+impl TraceRequests {
+    pub fn open(
+        paths: &[String],
+        options: TraceOptions,
+        user_bytes: u64,
+    ) -> Result<(TraceRequests, Vec<String>), String> {
+        let (mut sources, formats) = Sources::open(paths, &options)?;
+        let (stream, read_notes, read_bad_lines, read_records) = if options.sort {
+            let mut all: Vec<TraceRecord> = sources.by_ref().collect();
+            if let Some(e) = sources.error.take() {
+                return Err(e);
+            }
+            all.sort_by_key(|r| r.arrival_ns); // stable: ties keep file order
+            let notes = sources.notes();
+            let (bad, n) = (sources.bad_lines(), sources.records);
+            (Stream::Sorted(all.into_iter()), notes, bad, n)
+        } else {
+            (Stream::Merged(sources), Vec::new(), 0, 0)
+        };
+        Ok((
+            TraceRequests {
+                stream,
+                read_notes,
+                read_bad_lines,
+                read_records,
+                mapper: Mapper::new(MapOptions {
+                    user_bytes,
+                    device: options.device,
+                    wrap: options.wrap,
+                }),
+                label: paths.join(" + "),
+                outcome: Arc::default(),
+            },
+            formats,
+        ))
+    }
+
+    /// The stream ended (or failed): publish what it saw.
+    fn close(&mut self, error: Option<String>) {
+        let mut o = self.outcome.lock().expect("not poisoned");
+        o.counts = self.mapper.counts;
+        o.devices_seen = self.mapper.devices_seen.iter().copied().collect();
+        match &mut self.stream {
+            Stream::Merged(s) => {
+                o.error = error.or_else(|| s.error.take());
+                o.notes = s.notes();
+                o.bad_lines = s.bad_lines();
+                o.records = s.records;
+            }
+            Stream::Sorted(_) => {
+                o.error = error;
+                o.notes = self.read_notes.clone();
+                o.bad_lines = self.read_bad_lines;
+                o.records = self.read_records;
+            }
+        }
     }
 }
 
@@ -122,72 +249,63 @@ impl Iterator for TraceRequests {
 
     fn next(&mut self) -> Option<ReplayRequest> {
         loop {
-            let next = self.reader.next();
-            self.outcome.lock().expect("not poisoned").bad_lines = self.reader.bad_lines;
-            let record = match next? {
-                Ok(r) => r,
+            let next = match &mut self.stream {
+                Stream::Merged(s) => s.next(),
+                Stream::Sorted(s) => s.next(),
+            };
+            let Some(r) = next else {
+                self.close(None);
+                return None;
+            };
+            let request = TraceRequest {
+                arrival_ns: r.arrival_ns,
+                device: r.device,
+                kind: kind(r.kind),
+                offset_bytes: r.offset_bytes,
+                length_bytes: r.length_bytes,
+                service_ns: r.service_ns,
+            };
+            match self.mapper.map(request) {
+                Ok(Some(q)) => return Some(q),
+                Ok(None) => continue,
                 Err(e) => {
-                    let path = self.path.clone();
-                    return self.fail(format!("{path}: {e}"));
+                    let at = format!(
+                        "{}: request {} (arriving at {} ns)",
+                        self.label,
+                        self.mapper.counts.mapped + self.mapper.counts.other_devices_skipped + 1,
+                        r.arrival_ns
+                    );
+                    self.close(Some(format!("{at}: {e}")));
+                    return None;
                 }
-            };
-            if self.options.device.is_some_and(|d| d != record.device) {
-                self.outcome
-                    .lock()
-                    .expect("not poisoned")
-                    .skipped_other_devices += 1;
-                continue;
             }
-            let (mut offset, length) = (record.offset_bytes, record.length_bytes);
-            if length > self.user_bytes {
-                let (path, line) = (self.path.clone(), self.reader.lines_read());
-                return self.fail(format!("{path}: line {line}: a {length}-byte request is larger than the drive ({} bytes)", self.user_bytes));
-            }
-            if offset + length > self.user_bytes {
-                if !self.options.wrap {
-                    let (path, line) = (self.path.clone(), self.reader.lines_read());
-                    return self.fail(format!(
-                        "{path}: line {line}: request at byte {offset} + {length} is beyond the drive's {} bytes; use --wrap to fold the trace onto the drive",
-                        self.user_bytes
-                    ));
-                }
-                offset = (offset % (self.user_bytes - length + 1)) / 512 * 512;
-                self.outcome.lock().expect("not poisoned").wrapped += 1;
-            }
-            // Depth of the recorded run at this arrival: earlier requests not yet completed.
-            while self
-                .recorded_completions
-                .peek()
-                .is_some_and(|c| c.0 <= record.arrival_ns)
-            {
-                self.recorded_completions.pop();
-            }
-            let recorded_depth = match record.service_ns {
-                Some(s) => {
-                    self.recorded_completions
-                        .push(std::cmp::Reverse(record.arrival_ns + s));
-                    self.recorded_completions.len() as u32
-                }
-                None => {
-                    self.outcome
-                        .lock()
-                        .expect("not poisoned")
-                        .without_service_time += 1;
-                    0
-                }
-            };
-            let kind = match record.kind {
-                OpKind::Read => IoKind::Read,
-                OpKind::Write => IoKind::Write,
-                OpKind::Trim => IoKind::Trim,
-            };
-            return Some(ReplayRequest {
-                arrival_ns: record.arrival_ns,
-                kind,
-                offset_bytes: offset,
-                length_bytes: length,
-                recorded_depth,
-            });
         }
     }
+}
+
+/// `ssdlab trace stats`: what the trace files hold, as JSON.
+pub fn stats_json(paths: &[String], options: TraceOptions) -> Result<String, String> {
+    let (mut sources, formats) = Sources::open(paths, &options)?;
+    let mut b = ssdlab_trace::stats::StatsBuilder::default();
+    let mut other = 0u64;
+    for r in sources.by_ref() {
+        if options.device.is_some_and(|d| d != r.device) {
+            other += 1;
+            continue;
+        }
+        b.add(&r);
+    }
+    if let Some(e) = sources.error.take() {
+        return Err(e);
+    }
+    let stats = b.finish();
+    Ok(serde_json::json!({
+        "files": paths,
+        "formats": formats,
+        "notes": sources.notes(),
+        "bad_lines_skipped": sources.bad_lines(),
+        "other_devices_skipped": other,
+        "stats": stats,
+    })
+    .to_string())
 }

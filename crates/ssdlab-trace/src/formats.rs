@@ -1,65 +1,8 @@
 //! Line parsers and writers for each format, and format detection.
 
-use crate::{BlkparseArrival, OpKind, TraceFormat, TraceReader, TraceRecord};
-use std::collections::BTreeMap;
+use crate::blk::{Action, Event};
+use crate::{OpKind, TraceFormat, TraceReader, TraceRecord};
 use std::io::BufRead;
-
-/// blkparse arrivals waiting for their completion, by (device, sector), in arrival order.
-#[derive(Debug, Default)]
-pub(crate) struct Pending {
-    by_sector: BTreeMap<(u32, u64), std::collections::VecDeque<TraceRecord>>,
-    /// Arrival order, so records come out sorted by arrival: (arrival, device, sector).
-    order: BTreeMap<(u64, u64), (u32, u64)>,
-    sequence: u64,
-}
-
-impl Pending {
-    fn add(&mut self, sector: u64, r: TraceRecord) {
-        self.sequence += 1;
-        self.by_sector
-            .entry((r.device, sector))
-            .or_default()
-            .push_back(r);
-        self.order
-            .insert((r.arrival_ns, self.sequence), (r.device, sector));
-    }
-
-    /// The oldest pending arrival for (device, sector) completed at `t`.
-    fn complete(&mut self, device: u32, sector: u64, t: u64) -> bool {
-        let Some(q) = self.by_sector.get_mut(&(device, sector)) else {
-            return false;
-        };
-        let Some(r) = q.front_mut() else {
-            return false;
-        };
-        r.service_ns = Some(t.saturating_sub(r.arrival_ns));
-        true
-    }
-
-    /// Records whose completion has been seen (or everything, at the end), oldest first.
-    fn release(&mut self, out: &mut std::collections::VecDeque<TraceRecord>, all: bool) {
-        while let Some((&key, &(device, sector))) = self.order.first_key_value() {
-            let q = self.by_sector.get_mut(&(device, sector)).expect("indexed");
-            let head = *q.front().expect("indexed");
-            if head.service_ns.is_none() && !all {
-                break;
-            }
-            // Only the head of this sector's queue can be released; it is the oldest by order.
-            q.pop_front();
-            if q.is_empty() {
-                self.by_sector.remove(&(device, sector));
-            }
-            self.order.remove(&key);
-            out.push_back(head);
-        }
-    }
-
-    pub(crate) fn drain(&mut self) -> std::collections::VecDeque<TraceRecord> {
-        let mut out = std::collections::VecDeque::new();
-        self.release(&mut out, true);
-        out
-    }
-}
 
 fn field<'a>(fields: &[&'a str], i: usize, what: &str) -> Result<&'a str, String> {
     fields
@@ -68,7 +11,7 @@ fn field<'a>(fields: &[&'a str], i: usize, what: &str) -> Result<&'a str, String
         .ok_or_else(|| format!("missing field {} ({what})", i + 1))
 }
 
-fn uint(text: &str, what: &str) -> Result<u64, String> {
+pub(crate) fn uint(text: &str, what: &str) -> Result<u64, String> {
     let t = text.trim();
     if t.starts_with('-') {
         return Err(format!(
@@ -80,7 +23,7 @@ fn uint(text: &str, what: &str) -> Result<u64, String> {
 }
 
 /// A non-negative decimal number of `unit_ns` nanoseconds, converted exactly where it can be.
-fn decimal_ns(text: &str, unit_ns: f64, what: &str) -> Result<u64, String> {
+pub(crate) fn decimal_ns(text: &str, unit_ns: f64, what: &str) -> Result<u64, String> {
     let t = text.trim();
     if t.starts_with('-') {
         return Err(format!("{what} is negative ({t})"));
@@ -92,25 +35,20 @@ fn decimal_ns(text: &str, unit_ns: f64, what: &str) -> Result<u64, String> {
     if !ok {
         return Err(format!("{what} '{t}' is not a decimal number"));
     }
-    if unit_ns == 1e9 && frac.len() <= 9 {
-        // Seconds with up to 9 decimals: exact.
-        let i: u64 = int
-            .parse()
-            .map_err(|_| format!("{what} '{t}' is too large"))?;
-        let f: u64 = if frac.is_empty() {
+    if unit_ns.fract() == 0.0 && (1.0..=1e12).contains(&unit_ns) && frac.len() <= 18 {
+        // Whole nanoseconds per unit: exact in integers (Unix microseconds and Windows ticks
+        // are beyond f64's 53 bits once in nanoseconds).
+        let unit = unit_ns as u128;
+        let i: u128 = int
+            .parse::<u64>()
+            .map_err(|_| format!("{what} '{t}' is too large"))? as u128;
+        let f: u128 = if frac.is_empty() {
             0
         } else {
-            format!("{frac:0<9}").parse().unwrap_or(0)
+            frac.parse::<u64>().unwrap_or(0) as u128
         };
-        return i
-            .checked_mul(1_000_000_000)
-            .and_then(|x| x.checked_add(f))
-            .ok_or_else(|| format!("{what} '{t}' is too large"));
-    }
-    if unit_ns == 1.0 && frac.is_empty() {
-        return int
-            .parse()
-            .map_err(|_| format!("{what} '{t}' is too large"));
+        let ns = i * unit + f * unit / 10u128.pow(frac.len() as u32);
+        return u64::try_from(ns).map_err(|_| format!("{what} '{t}' is too large"));
     }
     let v: f64 = t
         .parse()
@@ -118,7 +56,7 @@ fn decimal_ns(text: &str, unit_ns: f64, what: &str) -> Result<u64, String> {
     Ok((v * unit_ns).round() as u64)
 }
 
-fn nonzero(length: u64) -> Result<u64, String> {
+pub(crate) fn nonzero(length: u64) -> Result<u64, String> {
     if length == 0 {
         Err("size is 0; expected a positive number of bytes".into())
     } else {
@@ -197,8 +135,23 @@ fn parse_text<R: BufRead>(r: &mut TraceReader<R>, line: &str) -> Result<(), Stri
                 _ => OpKind::Write,
             };
             let sectors = nonzero(uint(f[3], "size_sectors")?)?;
+            let unit = match r.disksim_unit_ns {
+                Some(u) => u,
+                None => {
+                    // DiskSim's ASCII traces give milliseconds with decimals (DiskSim 4.0
+                    // manual, 4.4.1 "ASCII"); MQSim's give integer nanoseconds.
+                    let (u, why) = if f[0].contains('.') {
+                        (1e6, "ms (DiskSim's unit: the times have decimals)")
+                    } else {
+                        (1.0, "ns (MQSim's unit: the times are integers)")
+                    };
+                    r.notes.push(format!("DiskSim/MQSim arrival times read as {why}; give --time-unit ns|us|ms|s if that is wrong"));
+                    r.disksim_unit_ns = Some(u);
+                    u
+                }
+            };
             r.ready.push_back(TraceRecord {
-                arrival_ns: decimal_ns(f[0], r.options.disksim_time_unit_ns, "arrival")?,
+                arrival_ns: decimal_ns(f[0], unit, "arrival")?,
                 device: uint(f[1], "device")? as u32,
                 kind,
                 offset_bytes: uint(f[2], "start_sector")?
@@ -233,6 +186,16 @@ fn parse_text<R: BufRead>(r: &mut TraceReader<R>, line: &str) -> Result<(), Stri
                 (0, &f[..])
             };
             let action = field(rest, 1, "action")?;
+            if action == "wait" && r.fio_version == 2 {
+                // fio v2: wait until OFFSET milliseconds after the job started (fio's iolog.c,
+                // read_iolog2: ipo->delay = offset; the replay sleeps until mtime_since_genesis).
+                let ms = uint(field(rest, 2, "wait time")?, "wait time (ms)")?;
+                r.fio_wait_ns = r
+                    .fio_wait_ns
+                    .max(ms.checked_mul(1_000_000).ok_or("wait time too large")?);
+                r.fio_waits += 1;
+                return Ok(());
+            }
             let kind = match action {
                 "add" | "open" | "close" | "sync" | "datasync" | "wait" => return Ok(()),
                 "read" => OpKind::Read,
@@ -246,8 +209,13 @@ fn parse_text<R: BufRead>(r: &mut TraceReader<R>, line: &str) -> Result<(), Stri
                     rest.len()
                 ));
             }
+            let arrival_ns = if timestamped {
+                time_us.checked_mul(1000).ok_or("timestamp too large")?
+            } else {
+                r.fio_wait_ns
+            };
             r.ready.push_back(TraceRecord {
-                arrival_ns: time_us.checked_mul(1000).ok_or("timestamp too large")?,
+                arrival_ns,
                 device: 0,
                 kind,
                 offset_bytes: uint(rest[2], "offset")?,
@@ -256,7 +224,155 @@ fn parse_text<R: BufRead>(r: &mut TraceReader<R>, line: &str) -> Result<(), Stri
             });
         }
         TraceFormat::Blkparse => parse_blkparse(r, line)?,
+        TraceFormat::Alibaba => {
+            let f: Vec<&str> = line.split(',').collect();
+            if f.len() != 5 {
+                return Err(format!(
+                    "{} fields; expected 5: device_id,opcode,offset,length,timestamp",
+                    f.len()
+                ));
+            }
+            if r.line_number == 1 && f[0].trim() == "device_id" {
+                return Ok(());
+            }
+            let kind = match f[1].trim() {
+                "R" | "r" => OpKind::Read,
+                "W" | "w" => OpKind::Write,
+                other => return Err(format!("opcode '{other}'; expected R or W")),
+            };
+            r.ready.push_back(TraceRecord {
+                arrival_ns: decimal_ns(f[4], 1e3, "timestamp (us)")?,
+                device: small(uint(f[0], "device_id")?, "device_id")?,
+                kind,
+                offset_bytes: uint(f[2], "offset")?,
+                length_bytes: nonzero(uint(f[3], "length")?)?,
+                service_ns: None,
+            });
+        }
+        TraceFormat::Tencent => {
+            let f: Vec<&str> = line.split(',').collect();
+            if f.len() != 5 {
+                return Err(format!(
+                    "{} fields; expected 5: Timestamp,Offset,Size,IOType,VolumeID",
+                    f.len()
+                ));
+            }
+            if r.line_number == 1 && f[0].trim() == "Timestamp" {
+                return Ok(());
+            }
+            let kind = match f[3].trim() {
+                "0" => OpKind::Read,
+                "1" => OpKind::Write,
+                other => return Err(format!("IOType '{other}'; expected 0 (read) or 1 (write)")),
+            };
+            r.ready.push_back(TraceRecord {
+                arrival_ns: decimal_ns(f[0], 1e9, "Timestamp (s)")?,
+                device: small(uint(f[4], "VolumeID")?, "VolumeID")?,
+                kind,
+                offset_bytes: sectors_to_bytes(uint(f[1], "Offset")?, "Offset")?,
+                length_bytes: sectors_to_bytes(nonzero(uint(f[2], "Size")?)?, "Size")?,
+                service_ns: None,
+            });
+        }
+        TraceFormat::Fiu => {
+            // The process name is free text (it may hold spaces): fields are counted from
+            // both ends.
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() < 9 {
+                return Err(format!(
+                    "{} fields; expected 9: ts_ns pid process lba size_blocks W|R major minor md5",
+                    f.len()
+                ));
+            }
+            let n = f.len();
+            let kind = match f[n - 4] {
+                "R" | "r" => OpKind::Read,
+                "W" | "w" => OpKind::Write,
+                other => return Err(format!("operation '{other}'; expected W or R")),
+            };
+            let (major, minor) = (uint(f[n - 3], "major")?, uint(f[n - 2], "minor")?);
+            r.ready.push_back(TraceRecord {
+                arrival_ns: uint(f[0], "ts (ns)")?,
+                device: small((major << 20) | (minor & 0xF_FFFF), "major/minor")?,
+                kind,
+                offset_bytes: sectors_to_bytes(uint(f[n - 6], "lba")?, "lba")?,
+                length_bytes: sectors_to_bytes(nonzero(uint(f[n - 5], "size")?)?, "size")?,
+                service_ns: None,
+            });
+        }
+        TraceFormat::MsProd => parse_msprod(r, line)?,
+        TraceFormat::Columns => {
+            let spec = r
+                .options
+                .columns
+                .as_ref()
+                .ok_or("the columns format needs a column mapping (--columns)")?;
+            if r.line_number <= spec.skip_lines {
+                return Ok(());
+            }
+            if let Some(rec) = spec.parse(line)? {
+                r.ready.push_back(rec);
+            }
+        }
+        TraceFormat::Blktrace => {
+            return Err(
+                "blktrace files are binary; they are read with ssdlab_trace::blktrace".into(),
+            )
+        }
     }
+    Ok(())
+}
+
+pub(crate) fn small(v: u64, what: &str) -> Result<u32, String> {
+    u32::try_from(v).map_err(|_| format!("{what} {v} is beyond 2^32"))
+}
+
+pub(crate) fn sectors_to_bytes(v: u64, what: &str) -> Result<u64, String> {
+    v.checked_mul(512)
+        .ok_or_else(|| format!("{what} {v} is too large"))
+}
+
+/// A hex (`0x...`) or decimal unsigned integer.
+pub(crate) fn hex_or_uint(text: &str, what: &str) -> Result<u64, String> {
+    let t = text.trim();
+    match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(h) => {
+            u64::from_str_radix(h, 16).map_err(|_| format!("{what} '{t}' is not a hex number"))
+        }
+        None => uint(t, what),
+    }
+}
+
+/// `DiskWrite, 1234567, sqlservr.exe (1234), 5678, 0xfffffa8003f4d010, 0x3b8b1000, 0x1000, 241, 3, ...`
+fn parse_msprod<R: BufRead>(r: &mut TraceReader<R>, line: &str) -> Result<(), String> {
+    let f: Vec<&str> = line.split(',').map(str::trim).collect();
+    let kind = match f[0] {
+        "DiskRead" => OpKind::Read,
+        "DiskWrite" => OpKind::Write,
+        _ => return Ok(()), // headers, other events (file, process, thread, flush...)
+    };
+    if f.get(1) == Some(&"TimeStamp") {
+        return Ok(()); // the event's header line
+    }
+    // The process name is free text and may hold commas: the fields after it are found from
+    // the IRP pointer, the first hex field after the thread id.
+    let irp = (3..f.len())
+        .find(|&i| f[i].starts_with("0x") && i >= 4)
+        .ok_or("no IrpPtr field (0x...); expected DiskRead|DiskWrite, TimeStamp, Process Name ( PID), ThreadID, IrpPtr, ByteOffset, IOSize, ElapsedTime, DiskNum, ...")?;
+    if f.len() < irp + 5 {
+        return Err(format!(
+            "{} fields; expected ByteOffset, IOSize, ElapsedTime, DiskNum after IrpPtr",
+            f.len()
+        ));
+    }
+    r.ready.push_back(TraceRecord {
+        arrival_ns: decimal_ns(f[1], 1e3, "TimeStamp (us)")?,
+        device: small(uint(f[irp + 4], "DiskNum")?, "DiskNum")?,
+        kind,
+        offset_bytes: hex_or_uint(f[irp + 1], "ByteOffset")?,
+        length_bytes: nonzero(hex_or_uint(f[irp + 2], "IOSize")?)?,
+        service_ns: Some(uint(f[irp + 3], "ElapsedTime (us)")?.saturating_mul(1000)),
+    });
     Ok(())
 }
 
@@ -267,27 +383,25 @@ fn parse_blkparse<R: BufRead>(r: &mut TraceReader<R>, line: &str) -> Result<(), 
     let Some((maj, min)) = f.first().and_then(|d| d.split_once(',')) else {
         return Ok(());
     };
-    if maj.parse::<u32>().is_err() || min.parse::<u32>().is_err() {
+    let (Ok(maj), Ok(min)) = (maj.parse::<u32>(), min.parse::<u32>()) else {
         return Ok(());
-    }
+    };
     if f.len() < 6 {
         return Err(format!(
             "{} fields; expected dev cpu seq time pid action ...",
             f.len()
         ));
     }
-    let device = (maj.parse::<u32>().unwrap() << 20) | min.parse::<u32>().unwrap();
-    let time_ns = decimal_ns(f[3], 1e9, "time")?;
-    let action = f[5];
-    let arrival_action = match r.options.blkparse_arrival {
-        BlkparseArrival::Queue => "Q",
-        BlkparseArrival::Issue => "D",
+    let device = (maj << 20) | (min & 0xF_FFFF);
+    let action = match f[5] {
+        "Q" => Action::Queue,
+        "D" => Action::Issue,
+        "R" => Action::Requeue,
+        "C" => Action::Complete,
+        _ => Action::Other,
     };
-    if action != arrival_action && action != "C" {
-        return Ok(());
-    }
-    if f.len() < 10 || f[8] != "+" {
-        // Requests without a sector range (flushes, notes): nothing to replay.
+    if action == Action::Other || f.len() < 10 || f[8] != "+" {
+        // Other events, and requests without a sector range (flushes, notes).
         return Ok(());
     }
     let rwbs = f[6];
@@ -300,41 +414,15 @@ fn parse_blkparse<R: BufRead>(r: &mut TraceReader<R>, line: &str) -> Result<(), 
     } else {
         return Ok(()); // flush-only (F/N) requests
     };
-    let sector = uint(f[7], "sector")?;
-    let sectors = uint(f[9], "sector count")?;
-    if action == "C" {
-        if r.pending.complete(device, sector, time_ns) {
-            r.pending.release(&mut r.ready, false);
-        }
-        return Ok(());
-    }
-    if sectors == 0 {
-        return Ok(());
-    }
-    r.pending.add(
-        sector,
-        TraceRecord {
-            arrival_ns: time_ns,
-            device,
-            kind,
-            offset_bytes: sector * 512,
-            length_bytes: sectors * 512,
-            service_ns: None,
-        },
-    );
-    // Bound memory: arrivals whose completion never shows up are released once far behind.
-    const PENDING_MAX: usize = 1 << 16;
-    if r.pending.order.len() > PENDING_MAX {
-        let (&key, &(d, s)) = r.pending.order.first_key_value().expect("non-empty");
-        let q = r.pending.by_sector.get_mut(&(d, s)).expect("indexed");
-        let head = q.pop_front().expect("indexed");
-        if q.is_empty() {
-            r.pending.by_sector.remove(&(d, s));
-        }
-        r.pending.order.remove(&key);
-        r.ready.push_back(head);
-        r.pending.release(&mut r.ready, false);
-    }
+    let event = Event {
+        time_ns: decimal_ns(f[3], 1e9, "time")?,
+        device,
+        action,
+        kind,
+        sector: uint(f[7], "sector")?,
+        sectors: uint(f[9], "sector count")?,
+    };
+    r.blk.event(event, &mut r.ready);
     Ok(())
 }
 
@@ -342,10 +430,24 @@ fn parse_blkparse<R: BufRead>(r: &mut TraceReader<R>, line: &str) -> Result<(), 
 pub fn detect(lines: &[&str]) -> Option<TraceFormat> {
     let lines: Vec<&str> = lines
         .iter()
-        .map(|l| l.trim())
+        .map(|l| l.trim_start_matches('\u{feff}').trim())
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .collect();
     let first = *lines.first()?;
+    if first.starts_with("BeginHeader")
+        || lines
+            .iter()
+            .take(20)
+            .any(|l| l.starts_with("DiskRead,") || l.starts_with("DiskWrite,"))
+    {
+        return Some(TraceFormat::MsProd);
+    }
+    if first.replace(' ', "") == "device_id,opcode,offset,length,timestamp" {
+        return Some(TraceFormat::Alibaba);
+    }
+    if first.replace(' ', "") == "Timestamp,Offset,Size,IOType,VolumeID" {
+        return Some(TraceFormat::Tencent);
+    }
     if first.starts_with("fio version 2 iolog") || first.starts_with("fio version 3 iolog") {
         return Some(TraceFormat::FioIolog);
     }
@@ -368,6 +470,43 @@ pub fn detect(lines: &[&str]) -> Option<TraceFormat> {
             && matches!(f[3].trim(), "r" | "R" | "w" | "W")
     }) {
         return Some(TraceFormat::Spc);
+    }
+    let int = |x: &str| x.trim().parse::<u64>().is_ok();
+    if all(&|l| {
+        let f: Vec<&str> = l.split(',').collect();
+        f.len() == 5
+            && int(f[0])
+            && matches!(f[1].trim(), "R" | "W" | "r" | "w")
+            && int(f[2])
+            && int(f[3])
+            && int(f[4])
+    }) {
+        return Some(TraceFormat::Alibaba);
+    }
+    if all(&|l| {
+        let f: Vec<&str> = l.split(',').collect();
+        f.len() == 5
+            && f[0].trim().parse::<f64>().is_ok()
+            && int(f[1])
+            && int(f[2])
+            && matches!(f[3].trim(), "0" | "1")
+            && int(f[4])
+    }) {
+        return Some(TraceFormat::Tencent);
+    }
+    if all(&|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let n = f.len();
+        n >= 9
+            && int(f[0])
+            && int(f[1])
+            && int(f[n - 6])
+            && int(f[n - 5])
+            && matches!(f[n - 4], "R" | "W")
+            && f[n - 1].len() >= 16
+            && f[n - 1].bytes().all(|b| b.is_ascii_hexdigit())
+    }) {
+        return Some(TraceFormat::Fiu);
     }
     let blk = lines.iter().take(20).filter(|l| {
         let f: Vec<&str> = l.split_whitespace().collect();
@@ -456,6 +595,46 @@ pub fn write_record(format: TraceFormat, r: &TraceRecord) -> String {
             }
             s
         }
+        TraceFormat::Alibaba => format!(
+            "{},{},{},{},{}",
+            r.device,
+            rw("R", "W"),
+            r.offset_bytes,
+            r.length_bytes,
+            r.arrival_ns / 1000
+        ),
+        TraceFormat::Tencent => format!(
+            "{}.{:09},{},{},{},{}",
+            r.arrival_ns / 1_000_000_000,
+            r.arrival_ns % 1_000_000_000,
+            r.offset_bytes / 512,
+            r.length_bytes / 512,
+            rw("0", "1"),
+            r.device
+        ),
+        TraceFormat::Fiu => format!(
+            "{} 4242 ssdlab {} {} {} {} {} 0123456789abcdef0123456789abcdef",
+            r.arrival_ns,
+            r.offset_bytes / 512,
+            r.length_bytes / 512,
+            rw("R", "W"),
+            r.device >> 20,
+            r.device & 0xF_FFFF
+        ),
+        TraceFormat::MsProd => {
+            let svc_us = r.service_ns.unwrap_or(0) / 1000;
+            format!(
+                "{}, {}, ssdlab.exe ( 4242), 17, 0xfffffa8003f4d010, 0x{:016x}, 0x{:08x}, {svc_us}, {}, 0x00060043, {svc_us}, Normal, 0x0, 0xfffffa80054c3320, \"C:\\ssdlab.dat\"",
+                rw("DiskRead", "DiskWrite"),
+                r.arrival_ns / 1000,
+                r.offset_bytes,
+                r.length_bytes,
+                r.device
+            )
+        }
+        TraceFormat::Columns | TraceFormat::Blktrace => {
+            unreachable!("{} has no text writer", format.name())
+        }
     }
 }
 
@@ -464,6 +643,12 @@ pub fn header(format: TraceFormat) -> Option<&'static str> {
     match format {
         TraceFormat::FioIolog => Some("fio version 3 iolog\n0 ssdlab.dat add\n0 ssdlab.dat open"),
         TraceFormat::MsrCsv => Some("Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime"),
+        TraceFormat::MsProd => Some(concat!(
+            "BeginHeader\n",
+            "DiskRead, TimeStamp, Process Name ( PID), ThreadID, IrpPtr, ByteOffset, IOSize, ElapsedTime, DiskNum, IrpFlags, DiskSvcTime, I/O Pri, VolSnap, FileObject, FileName\n",
+            "DiskWrite, TimeStamp, Process Name ( PID), ThreadID, IrpPtr, ByteOffset, IOSize, ElapsedTime, DiskNum, IrpFlags, DiskSvcTime, I/O Pri, VolSnap, FileObject, FileName\n",
+            "EndHeader"
+        )),
         _ => None,
     }
 }

@@ -4,6 +4,8 @@
 //! [`TraceReader`] turns lines from any `BufRead` into [`TraceRecord`]s one at a time, so a
 //! trace of any size streams; [`detect`] recognises the format from the first lines. A
 //! malformed line is a [`TraceError`] with the line number, the line and what was expected.
+//! [`blktrace`] reads blktrace's binary per-CPU files; [`input`] opens files (plain, gzip,
+//! bzip2, xz, zstd); [`stats`] summarises a trace before it is replayed.
 //!
 //! ```
 //! use ssdlab_trace::{TraceReader, TraceFormat, ReaderOptions, OpKind};
@@ -14,11 +16,17 @@
 //! assert_eq!(recs[1].offset_bytes, 4096 * 512);
 //! ```
 
+mod blk;
+pub mod blktrace;
+pub mod columns;
 mod formats;
+pub mod input;
+pub mod stats;
 
 use std::fmt;
 use std::io::BufRead;
 
+pub use columns::ColumnSpec;
 pub use formats::{detect, header, write_record};
 
 /// Trace formats.
@@ -32,10 +40,30 @@ pub enum TraceFormat {
     Spc,
     /// blkparse default text output: Q or D events are arrivals, C events completions.
     Blkparse,
-    /// fio iolog version 2 (no timestamps) or 3 (timestamp first).
+    /// fio iolog version 2 (no timestamps but `wait`) or 3 (timestamp first).
     FioIolog,
     /// DiskSim/MQSim ASCII: `arrival device start_sector size_sectors type` (0 write, 1 read).
     DiskSim,
+    /// Alibaba block traces (github.com/alibaba/block-traces, README):
+    /// `device_id,opcode,offset,length,timestamp`, opcode R or W, offset and length in bytes,
+    /// timestamp in microseconds (Unix epoch).
+    Alibaba,
+    /// Tencent Cloud Block Storage (SNIA IOTTA trace 27917, README.txt):
+    /// `Timestamp,Offset,Size,IOType,VolumeID`, Unix seconds, offset and size in 512 B sectors,
+    /// IOType 0 read, 1 write.
+    Tencent,
+    /// FIU SRCMap/dedup traces (SNIA IOTTA 390/391, the traces' README):
+    /// `ts_ns pid process lba size_blocks W|R major minor md5`, 512 B blocks.
+    Fiu,
+    /// Microsoft Production Server traces (SNIA IOTTA 158, ETW dumped by xperf/tracerpt):
+    /// `DiskRead|DiskWrite, TimeStamp, Process Name ( PID), ThreadID, IrpPtr, ByteOffset,
+    /// IOSize, ElapsedTime, DiskNum, IrpFlags, DiskSvcTime, ...`: microseconds, hex or decimal
+    /// bytes; other events skipped.
+    MsProd,
+    /// blktrace's binary per-CPU files (`DEV.blktrace.N`), read with [`blktrace`].
+    Blktrace,
+    /// Any delimited text, mapped by a [`ColumnSpec`] (`--columns`).
+    Columns,
 }
 
 impl TraceFormat {
@@ -46,6 +74,12 @@ impl TraceFormat {
             TraceFormat::Blkparse => "blkparse",
             TraceFormat::FioIolog => "fio-iolog",
             TraceFormat::DiskSim => "disksim",
+            TraceFormat::Alibaba => "alibaba",
+            TraceFormat::Tencent => "tencent",
+            TraceFormat::Fiu => "fiu",
+            TraceFormat::MsProd => "msprod",
+            TraceFormat::Blktrace => "blktrace",
+            TraceFormat::Columns => "columns",
         }
     }
 
@@ -56,16 +90,31 @@ impl TraceFormat {
             "blkparse" => TraceFormat::Blkparse,
             "fio" | "fio-iolog" | "iolog" => TraceFormat::FioIolog,
             "disksim" | "mqsim" => TraceFormat::DiskSim,
+            "alibaba" => TraceFormat::Alibaba,
+            "tencent" | "cbs" => TraceFormat::Tencent,
+            "fiu" => TraceFormat::Fiu,
+            "msprod" | "ms-prod" | "etw" => TraceFormat::MsProd,
+            "blktrace" => TraceFormat::Blktrace,
+            "columns" => TraceFormat::Columns,
             _ => return None,
         })
     }
 
-    pub const ALL: [TraceFormat; 5] = [
+    /// Names `from_name` accepts, for error messages.
+    pub const NAMES: &'static str =
+        "msr, spc, blkparse, fio-iolog, disksim, alibaba, tencent, fiu, msprod, blktrace";
+
+    /// The line formats (every format but the binary and the user-mapped one).
+    pub const ALL: [TraceFormat; 9] = [
         TraceFormat::MsrCsv,
         TraceFormat::Spc,
         TraceFormat::Blkparse,
         TraceFormat::FioIolog,
         TraceFormat::DiskSim,
+        TraceFormat::Alibaba,
+        TraceFormat::Tencent,
+        TraceFormat::Fiu,
+        TraceFormat::MsProd,
     ];
 }
 
@@ -100,23 +149,40 @@ pub enum BlkparseArrival {
     Issue,
 }
 
-#[derive(Clone, Copy, Debug)]
+/// A time unit given by name: `ns`, `us`, `ms`, `s` (and `ticks`, Windows' 100 ns).
+pub fn time_unit_ns(name: &str) -> Option<f64> {
+    Some(match name {
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "ticks" => 100.0,
+        _ => return None,
+    })
+}
+
+#[derive(Clone, Debug)]
 pub struct ReaderOptions {
     pub format: TraceFormat,
-    /// DiskSim/MQSim arrival unit, nanoseconds per unit (MQSim: 1; DiskSim: 1e6, ms).
-    pub disksim_time_unit_ns: f64,
+    /// DiskSim/MQSim arrival unit, nanoseconds per unit (MQSim: 1; DiskSim: 1e6, ms). `None`:
+    /// decided from the first record (a decimal point: DiskSim's ms; integers: MQSim's ns) and
+    /// stated in [`TraceReader::notes`].
+    pub disksim_time_unit_ns: Option<f64>,
     pub blkparse_arrival: BlkparseArrival,
     /// Count malformed lines instead of stopping at the first.
     pub skip_bad_lines: bool,
+    /// The column mapping of `TraceFormat::Columns`.
+    pub columns: Option<ColumnSpec>,
 }
 
 impl Default for ReaderOptions {
     fn default() -> Self {
         ReaderOptions {
             format: TraceFormat::DiskSim,
-            disksim_time_unit_ns: 1.0,
+            disksim_time_unit_ns: Some(1.0),
             blkparse_arrival: BlkparseArrival::Issue,
             skip_bad_lines: false,
+            columns: None,
         }
     }
 }
@@ -152,14 +218,26 @@ impl std::error::Error for TraceError {}
 pub struct TraceReader<R: BufRead> {
     input: R,
     options: ReaderOptions,
+    /// The current line's bytes (any encoding; decoded lossily where it is not UTF-8).
+    bytes: Vec<u8>,
     line: String,
     line_number: u64,
     /// Lines skipped as malformed (with `skip_bad_lines`).
     pub bad_lines: u64,
+    /// Lines that were not UTF-8 (their other bytes read as U+FFFD; only free-text fields
+    /// such as process names can hold them without an error).
+    pub non_utf8_lines: u64,
     /// fio iolog: version seen in the header (2 or 3), 0 before it.
     fio_version: u32,
-    /// blkparse: arrivals waiting for their completion event, by (device, sector).
-    pending: formats::Pending,
+    /// fio v2: the last `wait` (absolute milliseconds since the job started), as ns.
+    fio_wait_ns: u64,
+    fio_waits: u64,
+    /// DiskSim unit once decided.
+    disksim_unit_ns: Option<f64>,
+    /// What the reader assumed, for the user (time units, missing timestamps).
+    notes: Vec<String>,
+    /// blkparse: requests between arrival and completion.
+    blk: blk::Tracker,
     /// Records ready to hand out (blkparse completions release several at once).
     ready: std::collections::VecDeque<TraceRecord>,
     finished: bool,
@@ -167,14 +245,21 @@ pub struct TraceReader<R: BufRead> {
 
 impl<R: BufRead> TraceReader<R> {
     pub fn new(input: R, options: ReaderOptions) -> Self {
+        let arrival = options.blkparse_arrival;
         TraceReader {
             input,
+            disksim_unit_ns: options.disksim_time_unit_ns,
             options,
+            bytes: Vec::new(),
             line: String::new(),
             line_number: 0,
             bad_lines: 0,
+            non_utf8_lines: 0,
             fio_version: 0,
-            pending: formats::Pending::default(),
+            fio_wait_ns: 0,
+            fio_waits: 0,
+            notes: Vec::new(),
+            blk: blk::Tracker::new(arrival),
             ready: std::collections::VecDeque::new(),
             finished: false,
         }
@@ -182,6 +267,31 @@ impl<R: BufRead> TraceReader<R> {
 
     pub fn lines_read(&self) -> u64 {
         self.line_number
+    }
+
+    /// The input, for reading what is left of it.
+    pub fn input_mut(&mut self) -> &mut R {
+        &mut self.input
+    }
+
+    /// What the reader assumed or noticed, one sentence each (time units it chose, a trace
+    /// without timestamps, requeued requests dropped), once the trace is read.
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes = self.notes.clone();
+        if self.options.format == TraceFormat::FioIolog
+            && self.fio_version == 2
+            && self.fio_waits == 0
+        {
+            notes.push("fio v2 iolog without 'wait' lines has no timestamps: every request arrives at time 0 (timed and afap modes send them at once, in file order); --mode qd --qd N replays it closed loop".into());
+        }
+        notes.extend(self.blk.notes());
+        if self.non_utf8_lines > 0 {
+            notes.push(format!(
+                "{} lines were not UTF-8 text; their odd bytes were read as U+FFFD (only free-text fields such as process names may hold them)",
+                self.non_utf8_lines
+            ));
+        }
+        notes
     }
 }
 
@@ -196,12 +306,12 @@ impl<R: BufRead> Iterator for TraceReader<R> {
             if self.finished {
                 return None;
             }
-            self.line.clear();
-            match self.input.read_line(&mut self.line) {
+            self.bytes.clear();
+            match self.input.read_until(b'\n', &mut self.bytes) {
                 Ok(0) => {
                     self.finished = true;
                     // blkparse arrivals that never completed still happened.
-                    self.ready.extend(self.pending.drain());
+                    self.blk.drain(&mut self.ready);
                     continue;
                 }
                 Ok(_) => {}
@@ -217,6 +327,20 @@ impl<R: BufRead> Iterator for TraceReader<R> {
                 }
             }
             self.line_number += 1;
+            self.line.clear();
+            match std::str::from_utf8(&self.bytes) {
+                Ok(s) => self.line.push_str(s),
+                Err(_) => {
+                    self.non_utf8_lines += 1;
+                    self.line.push_str(&String::from_utf8_lossy(&self.bytes));
+                }
+            }
+            if self.line_number == 1 {
+                // A byte-order mark (Windows tools write one) is not part of the first field.
+                if let Some(rest) = self.line.strip_prefix('\u{feff}') {
+                    self.line = rest.to_string();
+                }
+            }
             match formats::parse_line(self) {
                 Ok(()) => {}
                 Err(message) => {

@@ -1,0 +1,132 @@
+//! What the host sees, recorded one way for every driver of a device (fio-like jobs, trace
+//! replay, the NBD server): per-operation statistics, the per-interval series with the
+//! device's own counters (NAND page programs, GC copies, free blocks) sampled as each interval
+//! closes, and counter deltas over the whole run.
+
+use crate::device::{Completion, Device, IoKind};
+use crate::stats::{IntervalSeries, OpStats};
+use crate::time::SimTime;
+
+/// Device counters sampled at the start of a run and at interval boundaries.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sample {
+    /// NAND pages programmed (started) so far: the timing view.
+    pub page_programs: u64,
+    /// NAND pages the FTL has decided to program so far: host, GC, parity, padding. Timing
+    /// independent, so the write amplification of a run does not depend on what is still
+    /// queued on the dies when it ends.
+    pub pages_committed: u64,
+    pub gc_units: u64,
+    pub host_units_written: u64,
+    pub erases: u64,
+    pub faults: crate::faults::FaultCounters,
+}
+
+impl Sample {
+    pub fn of(dev: &Device) -> Sample {
+        Sample {
+            page_programs: dev.nand().counters.page_programs,
+            pages_committed: dev.pages_committed(),
+            gc_units: dev.ftl.counters.gc_units_copied
+                + dev.ftl.counters.wear_leveling_units_copied,
+            host_units_written: dev.ftl.counters.host_units_written,
+            erases: dev.ftl.counters.blocks_erased,
+            faults: dev.fault_counters(),
+        }
+    }
+}
+
+/// Completions and device counters of one run.
+pub struct Recorder {
+    /// Measurement origin: interval 0 starts here.
+    pub start: SimTime,
+    pub read: OpStats,
+    pub write: OpStats,
+    /// Trims (and flushes, when a driver records them).
+    pub trim: OpStats,
+    pub series: IntervalSeries,
+    pub at_start: Sample,
+    at_interval: Sample,
+    /// Intervals whose device samples are written.
+    intervals_closed: usize,
+    pub last_completion: SimTime,
+}
+
+impl Recorder {
+    pub fn new(dev: &Device, start: SimTime, interval_ns: u64) -> Recorder {
+        let s = Sample::of(dev);
+        Recorder {
+            start,
+            read: OpStats::default(),
+            write: OpStats::default(),
+            trim: OpStats::default(),
+            series: IntervalSeries::new(interval_ns.max(1)),
+            at_start: s,
+            at_interval: s,
+            intervals_closed: 0,
+            last_completion: start,
+        }
+    }
+
+    /// Measurement starts now (the end of a ramp): counters are taken again.
+    pub fn restart_counters(&mut self, dev: &Device) {
+        self.at_start = Sample::of(dev);
+        self.at_interval = self.at_start;
+    }
+
+    pub fn intervals_closed(&self) -> usize {
+        self.intervals_closed
+    }
+
+    /// The device is about to process an event at `t`: close the intervals before it. True
+    /// when at least one closed.
+    #[inline]
+    pub fn before_event(&mut self, dev: &Device, t: SimTime) -> bool {
+        let index = (t.ns().saturating_sub(self.start.ns()) / self.series.interval_ns) as usize;
+        if index > self.intervals_closed {
+            self.close_intervals(dev, index);
+            return true;
+        }
+        false
+    }
+
+    /// Close the interval series up to interval `upto` (exclusive) with device samples. The
+    /// deltas go to the last interval closed now (intervals in which no event happened keep
+    /// zeros).
+    pub fn close_intervals(&mut self, dev: &Device, upto: usize) {
+        if upto <= self.intervals_closed {
+            return;
+        }
+        let s = Sample::of(dev);
+        self.series.ensure(upto - 1);
+        self.series.nand_page_programs[upto - 1] = s.page_programs - self.at_interval.page_programs;
+        self.series.gc_units_copied[upto - 1] = s.gc_units - self.at_interval.gc_units;
+        self.series.free_blocks[upto - 1] = dev.ftl.free_blocks_total();
+        self.at_interval = s;
+        self.intervals_closed = upto;
+    }
+
+    /// One completed host command, at `now`.
+    #[inline]
+    pub fn record(&mut self, c: &Completion, now: SimTime) {
+        c.record_into(&mut self.series, self.start);
+        let stats = match c.io.kind {
+            IoKind::Read => &mut self.read,
+            IoKind::Write => &mut self.write,
+            IoKind::Trim | IoKind::Flush => &mut self.trim,
+        };
+        stats.record(c.io.length_bytes, c.latency_ns());
+        self.last_completion = now;
+    }
+
+    /// Nanoseconds from the start to the last completion.
+    pub fn elapsed_ns(&self) -> u64 {
+        self.last_completion.ns().saturating_sub(self.start.ns())
+    }
+
+    /// Close every interval up to the last completion; the series covers the run.
+    pub fn close_all(&mut self, dev: &Device) {
+        let n = self.elapsed_ns().div_ceil(self.series.interval_ns).max(1) as usize;
+        self.close_intervals(dev, n);
+    }
+}
