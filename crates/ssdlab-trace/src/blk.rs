@@ -11,7 +11,7 @@
 //! - events of other kinds (G, I, M, F, X, P, U, A) are not arrivals.
 
 use crate::{BlkparseArrival, OpKind, TraceRecord};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Action {
@@ -46,13 +46,16 @@ struct Pending {
 #[derive(Debug)]
 pub(crate) struct Tracker {
     arrival: BlkparseArrival,
-    /// Requests in arrival order: (arrival, sequence).
-    pending: BTreeMap<(u64, u64), Pending>,
-    /// Pending requests by (device, first sector), oldest first.
-    by_start: BTreeMap<(u32, u64), VecDeque<(u64, u64)>>,
+    /// Requests in arrival order; `pending[0]` has sequence number `first_seq`.
+    pending: VecDeque<Pending>,
+    first_seq: u64,
+    /// Pending requests by (device, first sector, sequence): range queries find the requests
+    /// a completion covers.
+    by_start: BTreeSet<(u32, u64, u64)>,
     /// Requeued (device, sector, sectors) and how many times, awaiting their second issue.
     requeued: BTreeMap<(u32, u64, u64), u32>,
-    sequence: u64,
+    /// Requests a completion covers (reused).
+    hits: Vec<u64>,
     pub requeues_dropped: u64,
     pub split_completions: u64,
     pub merged_completions: u64,
@@ -66,10 +69,11 @@ impl Tracker {
     pub fn new(arrival: BlkparseArrival) -> Self {
         Tracker {
             arrival,
-            pending: BTreeMap::new(),
-            by_start: BTreeMap::new(),
+            pending: VecDeque::new(),
+            first_seq: 0,
+            by_start: BTreeSet::new(),
             requeued: BTreeMap::new(),
-            sequence: 0,
+            hits: Vec::new(),
             requeues_dropped: 0,
             split_completions: 0,
             merged_completions: 0,
@@ -108,7 +112,7 @@ impl Tracker {
                     .or_default() += 1;
             }
             a if a == arrival && e.sectors > 0 => {
-                if a == Action::Issue {
+                if a == Action::Issue && !self.requeued.is_empty() {
                     let key = (e.device, e.sector, e.sectors);
                     if let Some(n) = self.requeued.get_mut(&key) {
                         *n -= 1;
@@ -125,39 +129,33 @@ impl Tracker {
         }
         self.release(ready, false);
         if self.pending.len() > PENDING_MAX {
-            let entry = self.pending.first_entry().expect("non-empty");
-            let key = *entry.key();
-            let p = entry.remove();
-            self.unindex(key, &p);
+            // The oldest never completed (its completion is not in the trace): let it go.
+            let seq = self.first_seq;
+            let p = self.pending.pop_front().expect("non-empty");
+            self.first_seq += 1;
+            self.by_start.remove(&(p.record.device, p.sector, seq));
             ready.push_back(p.record);
             self.release(ready, false);
         }
     }
 
     fn add(&mut self, e: Event) {
-        self.sequence += 1;
-        let key = (e.time_ns, self.sequence);
-        self.pending.insert(
-            key,
-            Pending {
-                record: TraceRecord {
-                    arrival_ns: e.time_ns,
-                    device: e.device,
-                    kind: e.kind,
-                    offset_bytes: e.sector.saturating_mul(512),
-                    length_bytes: e.sectors.saturating_mul(512),
-                    service_ns: None,
-                },
-                sector: e.sector,
-                sectors: e.sectors,
-                remaining: e.sectors,
-                done: false,
+        let seq = self.first_seq + self.pending.len() as u64;
+        self.pending.push_back(Pending {
+            record: TraceRecord {
+                arrival_ns: e.time_ns,
+                device: e.device,
+                kind: e.kind,
+                offset_bytes: e.sector.saturating_mul(512),
+                length_bytes: e.sectors.saturating_mul(512),
+                service_ns: None,
             },
-        );
-        self.by_start
-            .entry((e.device, e.sector))
-            .or_default()
-            .push_back(key);
+            sector: e.sector,
+            sectors: e.sectors,
+            remaining: e.sectors,
+            done: false,
+        });
+        self.by_start.insert((e.device, e.sector, seq));
     }
 
     /// The completion of `e.sectors` sectors from `e.sector`.
@@ -167,31 +165,42 @@ impl Tracker {
         }
         let end = e.sector.saturating_add(e.sectors);
         // Requests starting inside the range: the oldest at each start.
-        let mut hits: Vec<(u64, u64)> = self
+        let mut hits = std::mem::take(&mut self.hits);
+        hits.clear();
+        let mut last_start = None;
+        for &(_, sector, seq) in self
             .by_start
-            .range((e.device, e.sector)..(e.device, end))
-            .filter_map(|(_, q)| q.front().copied())
-            .collect();
+            .range((e.device, e.sector, 0)..(e.device, end, 0))
+        {
+            if last_start != Some(sector) {
+                hits.push(seq);
+                last_start = Some(sector);
+            }
+        }
         // A request starting before the range that reaches into it (a later piece of a split).
-        if let Some((&(d, _), q)) = self.by_start.range(..(e.device, e.sector)).next_back() {
+        if let Some(&(d, sector, _)) = self.by_start.range(..(e.device, e.sector, 0)).next_back() {
             if d == e.device {
-                if let Some(&k) = q.front() {
-                    let p = &self.pending[&k];
-                    if p.sector + p.sectors > e.sector {
-                        hits.push(k);
-                    }
+                let &(_, _, seq) = self
+                    .by_start
+                    .range((d, sector, 0)..(d, sector, u64::MAX))
+                    .next()
+                    .expect("present");
+                let p = &self.pending[(seq - self.first_seq) as usize];
+                if p.sector + p.sectors > e.sector {
+                    hits.push(seq);
                 }
             }
         }
         if hits.is_empty() {
             self.unmatched_completions += 1;
+            self.hits = hits;
             return;
         }
         if hits.len() > 1 {
             self.merged_completions += 1;
         }
-        for k in hits {
-            let p = self.pending.get_mut(&k).expect("indexed");
+        for &seq in &hits {
+            let p = &mut self.pending[(seq - self.first_seq) as usize];
             let overlap = (p.sector + p.sectors).min(end) - p.sector.max(e.sector);
             p.remaining = p.remaining.saturating_sub(overlap);
             if p.remaining > 0 {
@@ -200,38 +209,23 @@ impl Tracker {
             }
             p.done = true;
             p.record.service_ns = Some(e.time_ns.saturating_sub(p.record.arrival_ns));
-            let q = self
-                .by_start
-                .get_mut(&(p.record.device, p.sector))
-                .expect("indexed");
-            q.pop_front();
-            if q.is_empty() {
-                self.by_start.remove(&(p.record.device, p.sector));
-            }
+            self.by_start.remove(&(p.record.device, p.sector, seq));
         }
-    }
-
-    fn unindex(&mut self, key: (u64, u64), p: &Pending) {
-        let start = (p.record.device, p.sector);
-        if let Some(q) = self.by_start.get_mut(&start) {
-            q.retain(|&k| k != key);
-            if q.is_empty() {
-                self.by_start.remove(&start);
-            }
-        }
+        self.hits = hits;
     }
 
     /// Hand out requests in arrival order once complete (or all of them, `all`).
     fn release(&mut self, out: &mut VecDeque<TraceRecord>, all: bool) {
-        while let Some(entry) = self.pending.first_entry() {
-            if !entry.get().done && !all {
+        while let Some(p) = self.pending.front() {
+            if !p.done && !all {
                 break;
             }
-            let key = *entry.key();
-            let p = entry.remove();
+            let p = self.pending.pop_front().expect("front");
             if !p.done {
-                self.unindex(key, &p); // never completed
+                self.by_start
+                    .remove(&(p.record.device, p.sector, self.first_seq));
             }
+            self.first_seq += 1;
             out.push_back(p.record);
         }
     }

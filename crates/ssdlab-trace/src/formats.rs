@@ -64,11 +64,28 @@ pub(crate) fn nonzero(length: u64) -> Result<u64, String> {
     }
 }
 
+/// Parse the reader's current line (its bytes; decoded lossily only when not UTF-8).
 pub(crate) fn parse_line<R: BufRead>(r: &mut TraceReader<R>) -> Result<(), String> {
-    let text = std::mem::take(&mut r.line);
-    let result = parse_text(r, text.trim());
-    r.line = text;
+    let bytes = std::mem::take(&mut r.bytes);
+    let result = match std::str::from_utf8(&bytes) {
+        Ok(text) => parse_text(r, first_line_text(r.line_number, text).trim()),
+        Err(_) => {
+            r.non_utf8_lines += 1;
+            let text = String::from_utf8_lossy(&bytes);
+            parse_text(r, first_line_text(r.line_number, &text).trim())
+        }
+    };
+    r.bytes = bytes;
     result
+}
+
+/// A byte-order mark (Windows tools write one) is not part of the first field.
+fn first_line_text(line_number: u64, text: &str) -> &str {
+    if line_number == 1 {
+        text.strip_prefix('\u{feff}').unwrap_or(text)
+    } else {
+        text
+    }
 }
 
 fn parse_text<R: BufRead>(r: &mut TraceReader<R>, line: &str) -> Result<(), String> {
@@ -378,7 +395,13 @@ fn parse_msprod<R: BufRead>(r: &mut TraceReader<R>, line: &str) -> Result<(), St
 
 /// `  8,0    3        1     0.000000000   697  Q   W 223490 + 8 [kjournald]`
 fn parse_blkparse<R: BufRead>(r: &mut TraceReader<R>, line: &str) -> Result<(), String> {
-    let f: Vec<&str> = line.split_whitespace().collect();
+    let mut f = [""; 10];
+    let mut count = 0;
+    for (slot, word) in f.iter_mut().zip(line.split_whitespace()) {
+        *slot = word;
+        count += 1;
+    }
+    let f = &f[..count];
     // Summary and message lines do not start with "maj,min".
     let Some((maj, min)) = f.first().and_then(|d| d.split_once(',')) else {
         return Ok(());

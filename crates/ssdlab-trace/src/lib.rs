@@ -220,7 +220,6 @@ pub struct TraceReader<R: BufRead> {
     options: ReaderOptions,
     /// The current line's bytes (any encoding; decoded lossily where it is not UTF-8).
     bytes: Vec<u8>,
-    line: String,
     line_number: u64,
     /// Lines skipped as malformed (with `skip_bad_lines`).
     pub bad_lines: u64,
@@ -251,7 +250,6 @@ impl<R: BufRead> TraceReader<R> {
             disksim_unit_ns: options.disksim_time_unit_ns,
             options,
             bytes: Vec::new(),
-            line: String::new(),
             line_number: 0,
             bad_lines: 0,
             non_utf8_lines: 0,
@@ -327,20 +325,6 @@ impl<R: BufRead> Iterator for TraceReader<R> {
                 }
             }
             self.line_number += 1;
-            self.line.clear();
-            match std::str::from_utf8(&self.bytes) {
-                Ok(s) => self.line.push_str(s),
-                Err(_) => {
-                    self.non_utf8_lines += 1;
-                    self.line.push_str(&String::from_utf8_lossy(&self.bytes));
-                }
-            }
-            if self.line_number == 1 {
-                // A byte-order mark (Windows tools write one) is not part of the first field.
-                if let Some(rest) = self.line.strip_prefix('\u{feff}') {
-                    self.line = rest.to_string();
-                }
-            }
             match formats::parse_line(self) {
                 Ok(()) => {}
                 Err(message) => {
@@ -351,7 +335,7 @@ impl<R: BufRead> Iterator for TraceReader<R> {
                     self.finished = true;
                     return Some(Err(TraceError {
                         line_number: self.line_number,
-                        line: self.line.clone(),
+                        line: String::from_utf8_lossy(&self.bytes).into_owned(),
                         message,
                     }));
                 }
