@@ -159,7 +159,33 @@ def _stats(args: argparse.Namespace) -> int:
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"  {k:<{width}}  {v}")
+    if args.compare:
+        _compare(s, args.compare)
     return 0
+
+
+def _compare(s: dict, name: str) -> None:
+    """The trace beside a review trace's published statistics (methodology.md, section 7)."""
+    from .synth import TRACES
+
+    p = TRACES[name]
+    data = s["read"]["requests"] + s["write"]["requests"]
+    share = {x["size_bytes"]: x["pct"] for x in s["sizes"]}
+    rows = [("read share %", s["read_pct"], 100 * p.reads / (p.reads + p.writes))]
+    for size, pub in p.size_mix.items():
+        rows.append((f"{size // 1024}K share %", share.get(size, 0.0), 100 * pub))
+    if p.gb_read and s["read"]["requests"]:
+        rows.append(("mean read KiB", s["read"]["bytes"] / s["read"]["requests"] / 1024, p.gb_read * 1e9 / p.reads / 1024))
+    if p.gb_written and s["write"]["requests"]:
+        rows.append(("mean write KiB", s["write"]["bytes"] / s["write"]["requests"] / 1024,
+                     p.gb_written * 1e9 / p.writes / 1024))
+    rows.append(("sequential % (same kind)", s["sequential_same_op_pct"], 100 * p.sequential_share))
+    if s["recorded_qd_mean"] is not None:
+        rows += [("mean QD", s["recorded_qd_mean"], p.mean_qd), ("QD 1 %", s["recorded_qd1_pct"], 100 * p.qd1_share)]
+    print(f"\nbeside {name} ({p.source}; {data:,} reads and writes here, {p.reads + p.writes:,} there):")
+    print(f"  {'':<26}{'this trace':>12}{'published':>12}")
+    for label, mine, pub in rows:
+        print(f"  {label:<26}{mine:>12.2f}{pub:>12.2f}")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -211,4 +237,8 @@ def add_parsers(sub) -> None:
     st.add_argument("trace", nargs="+")
     _common(st)
     st.add_argument("--json", action="store_true", help="print the figures as JSON")
+    from .synth import TRACES
+
+    st.add_argument("--compare", choices=sorted(TRACES),
+                    help="print the trace beside a review trace's published statistics (to check a look-alike)")
     st.set_defaults(func=_stats)

@@ -255,3 +255,15 @@ def test_trace_stats_cli(tmp_path):
     assert p.returncode == 0 and "recorded QD" in p.stdout and "4K 75%" in p.stdout
     p = run_cli("trace", "stats", tmp_path / "missing.csv")
     assert p.returncode == 2 and "cannot open" in p.stderr
+
+
+def test_trace_stats_compares_a_look_alike_with_the_published_figures(tmp_path):
+    log = tmp_path / "heavy.iolog"
+    assert run_cli("synth-trace", "heavy-2011", "--out", log, "--fraction", "0.005").returncode == 0
+    p = run_cli("trace", "stats", log, "--compare", "heavy-2011")
+    assert p.returncode == 0, p.stderr
+    rows = {line[:28].strip(): line[28:].split() for line in p.stdout.splitlines()[-9:] if line.startswith("  ")}
+    mine, published = map(float, rows["sequential % (same kind)"])
+    assert published == 42.0 and abs(mine - published) < 3
+    mine, published = map(float, rows["4K share %"])
+    assert abs(mine - published) < 2

@@ -125,6 +125,9 @@ pub struct TraceStats {
     pub size_bytes_mean: f64,
     /// Requests that start where the device's previous request ended, %.
     pub sequential_pct: f64,
+    /// Requests that start where the device's previous request of the same kind (read, write,
+    /// trim) ended, % (how the look-alikes of ssdlab.synth place their sequential share).
+    pub sequential_same_op_pct: f64,
     pub first_arrival_s: f64,
     pub span_s: f64,
     pub interarrival_us_mean: f64,
@@ -156,7 +159,9 @@ pub struct StatsBuilder {
     classes: Vec<u64>,
     size_sum: u128,
     sequential: u64,
+    sequential_same_op: u64,
     last_end: BTreeMap<u32, u64>,
+    last_end_by_op: BTreeMap<(u32, usize), u64>,
     first: Option<u64>,
     last: Option<u64>,
     max_arrival: u64,
@@ -199,6 +204,9 @@ impl StatsBuilder {
         }
         if self.last_end.insert(r.device, end) == Some(r.offset_bytes) {
             self.sequential += 1;
+        }
+        if self.last_end_by_op.insert((r.device, op), end) == Some(r.offset_bytes) {
+            self.sequential_same_op += 1;
         }
         if let Some(last) = self.last {
             if r.arrival_ns < last {
@@ -264,6 +272,7 @@ impl StatsBuilder {
                 .collect(),
             size_bytes_mean: self.size_sum as f64 / data,
             sequential_pct: 100.0 * self.sequential as f64 / n,
+            sequential_same_op_pct: 100.0 * self.sequential_same_op as f64 / n,
             first_arrival_s: self.first.unwrap_or(0) as f64 / 1e9,
             span_s: (self.max_arrival - self.first.unwrap_or(0)) as f64 / 1e9,
             interarrival_us_mean: us(self.interarrival.mean()),
