@@ -27,6 +27,7 @@ bench:
 	cargo run --release -q -p ssdlab-trace --example parse_rate
 	$(PYTHON) benches/bench_trace.py
 	$(PYTHON) benches/bench_nbd.py
+	$(PYTHON) benches/bench_sweep.py
 	$(PYTHON) benches/bench_review.py
 
 presets:

@@ -15,5 +15,13 @@ from .drive import Drive, ReplayResult, Result, preset_names
 from .errors import SsdlabError
 from .job import Job, parse_fio
 
-__all__ = ["Drive", "Job", "ReplayResult", "Result", "SsdlabError", "parse_fio", "preset_names"]
+__all__ = ["Drive", "Job", "ReplayResult", "Result", "SsdlabError", "parse_fio", "preset_names", "sweep"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # ssdlab.sweep(spec, out, ...): the sweep runner, loaded when first used.
+    if name == "sweep":
+        from .sweeps import sweep
+        return sweep
+    raise AttributeError(f"module 'ssdlab' has no attribute {name!r}")

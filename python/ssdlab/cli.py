@@ -275,6 +275,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .crashtest import add_parser as add_crashtest_parser
 
     add_crashtest_parser(sub)
+    from .sweeps.cli import add_parser as add_sweep_parser
+
+    add_sweep_parser(sub)
     return p
 
 

@@ -1,0 +1,231 @@
+"""Running a sweep's points: on a local process pool (all cores by default) or on a Ray
+cluster (`backend="ray"`; Ray is an optional extra). Each point's resolved configuration
+travels to the worker, which runs it in a temporary directory of its own and sends the
+results back; the driver alone writes them (no shared filesystem is assumed).
+
+A point that fails (bad parameters, an error in the run) is recorded with its error and the
+sweep goes on; a worker that dies (killed, out of memory) has its point run again, up to
+three times.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from .. import __version__
+from ..errors import SsdlabError
+from .catalog import Catalog
+from .spec import Point, expand, load_spec
+
+ATTEMPTS = 3
+
+
+def run_point(point: dict) -> dict:
+    """Run one point (in a worker). Returns rows, tables and wall time, or the error."""
+    import tempfile
+    import tomllib
+
+    from ..drive import Drive
+    from ..job import Job
+    from ..review.procedures import run_procedure
+
+    t0 = time.perf_counter()
+    try:
+        name = tomllib.loads(point["drive_toml"]).get("name") or "drive"
+        with tempfile.TemporaryDirectory(prefix="ssdlab-sweep-") as tmp:
+            path = Path(tmp) / f"{name}.toml"
+            path.write_text(point["drive_toml"])
+            params = dict(point["params"])
+            if point["procedure"] == "job":
+                pre = params.pop("precondition", "fast-fill")
+                d = Drive.from_toml(path, seed=point["seed"])
+                if pre != "none":
+                    d.precondition(pre)
+                r = d.run(Job(**params))
+                s = {k: v for k, v in r.summary.items() if k not in ("run", "name")}
+                for op in ("read", "write", "trim"):
+                    s.get(op, {}).pop("latency_ns_percentiles", None)
+                rows = [s]
+                tables = {"series": r.series}
+            else:
+                if "spare" in params and not isinstance(params["spare"], list):
+                    params["spare"] = [params["spare"]]
+                outs = run_procedure(point["procedure"], str(path), params, seed=point["seed"])
+                rows = [{"variant": o.variant, **o.summary} for o in outs]
+                tables: dict = {}
+                for o in outs:
+                    for tname, df in o.tables.items():
+                        t = df.copy()
+                        t.insert(0, "variant", o.variant)
+                        tables.setdefault(tname, []).append(t)
+                tables = {k: pd.concat(v, ignore_index=True) for k, v in tables.items()}
+        return {"key": point["key"], "rows": rows, "tables": tables, "wall_s": time.perf_counter() - t0,
+                "pid": os.getpid()}
+    except SsdlabError as e:
+        return {"key": point["key"], "error": str(e), "wall_s": time.perf_counter() - t0}
+    except Exception as e:  # noqa: BLE001 - a point's failure is reported, the sweep goes on
+        tb = traceback.extract_tb(e.__traceback__)[-1]
+        return {"key": point["key"], "error": f"{type(e).__name__}: {e} ({Path(tb.filename).name}:{tb.lineno})",
+                "wall_s": time.perf_counter() - t0}
+
+
+def _local(points: list[Point], workers: int, on_retry):
+    """(point, result) as they finish, on a process pool; a dead worker's points run again."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    pending = {p.key: p for p in points}
+    attempts = {p.key: 0 for p in points}
+    ctx = multiprocessing.get_context("spawn")
+    while pending:
+        broken = False
+        ex = ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=ctx)
+        try:
+            futures = {ex.submit(run_point, p.as_dict()): p for p in pending.values()}
+            for f in as_completed(futures):
+                p = futures[f]
+                try:
+                    res = f.result()
+                except BrokenProcessPool:
+                    broken = True
+                    continue
+                del pending[p.key]
+                yield p, res
+        finally:
+            ex.shutdown(wait=not broken, cancel_futures=True)
+        if broken:
+            for k in list(pending):
+                attempts[k] += 1
+                if attempts[k] >= ATTEMPTS:
+                    p = pending.pop(k)
+                    yield p, {"key": k, "error": f"its worker died {ATTEMPTS} times (killed, or out of memory?)"}
+            on_retry(len(pending))
+
+
+def _ray(points: list[Point], address: str | None, on_retry):
+    try:
+        import ray
+    except ImportError:
+        raise SsdlabError("--ray needs Ray: pip install 'ssdlab[ray]'") from None
+    if not ray.is_initialized():
+        try:
+            ray.init(address=address, log_to_driver=False, include_dashboard=False, logging_level="ERROR")
+        except (ConnectionError, RuntimeError, ValueError) as e:
+            raise SsdlabError(f"--ray {address or ''}: cannot connect: {e}") from None
+    # Ray retries a task whose worker died (max_retries); a Python error is a result, not a retry.
+    task = ray.remote(max_retries=ATTEMPTS - 1, retry_exceptions=False)(run_point)
+    refs = {task.remote(p.as_dict()): p for p in points}
+    while refs:
+        done, _ = ray.wait(list(refs), num_returns=1)
+        for r in done:
+            p = refs.pop(r)
+            try:
+                res = ray.get(r)
+            except ray.exceptions.RayError as e:
+                res = {"key": p.key, "error": f"{type(e).__name__}: {str(e).splitlines()[0]}"}
+            yield p, res
+
+
+@dataclass
+class SweepResult:
+    out: Path
+    points: list[Point]
+    ran: int = 0
+    skipped: int = 0
+    failed: dict = field(default_factory=dict)  # key -> error
+    retried: int = 0
+    wall_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def summary(self) -> pd.DataFrame:
+        return Catalog(self.out).summary()
+
+    def series(self, procedure: str, table: str = "iops") -> pd.DataFrame:
+        return Catalog(self.out).series(procedure, table)
+
+
+class _Bar:
+    """Points done / total with an ETA from the wall time per point so far."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.total, self.enabled = total, enabled
+        self.done = self.failed = 0
+        self.start = time.monotonic()
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+
+    def step(self, failed: bool) -> None:
+        self.done += 1
+        self.failed += failed
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if not self.tty and now - self.last < 10 and self.done < self.total:
+            return
+        self.last = now
+        wall = now - self.start
+        eta = wall / self.done * (self.total - self.done)
+        width = 24
+        bar = "#" * int(width * self.done / max(self.total, 1))
+        text = (f"sweep [{bar:<{width}}] {self.done}/{self.total} points"
+                f"{f', {self.failed} failed' if self.failed else ''}  wall {wall:6.1f} s  ETA {eta:6.1f} s")
+        sys.stderr.write(("\r" + text) if self.tty else text + "\n")
+        if self.tty and self.done == self.total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def sweep(spec: "str | Path | dict", out: "str | Path", *, backend: str = "local", ray_address: str | None = None,
+          workers: int | None = None, force: bool = False, progress: bool = False) -> SweepResult:
+    """Run every point of `spec` not finished yet under `out` (all of them with `force`)."""
+    spec = load_spec(spec)
+    points = expand(spec)
+    if backend not in ("local", "ray"):
+        raise SsdlabError(f"backend '{backend}': accepted: local, ray")
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise SsdlabError(f"--out {out}: cannot make it: {e.strerror}") from None
+    catalog = Catalog(out)
+    todo = [p for p in points if force or not catalog.done(p)]
+    result = SweepResult(out, points, skipped=len(points) - len(todo))
+    states = {p.key: {"state": "done"} for p in points if p not in todo}
+    t0 = time.monotonic()
+    bar = _Bar(len(todo), progress)
+
+    def on_retry(n: int) -> None:
+        result.retried += n
+        if progress:
+            print(f"sweep: a worker died; {n} unfinished points run again", file=sys.stderr)
+
+    runner = (_local(todo, workers or os.cpu_count() or 1, on_retry) if backend == "local"
+              else _ray(todo, ray_address, on_retry))
+    try:
+        for p, res in runner:
+            if "error" in res:
+                result.failed[p.key] = res["error"]
+                states[p.key] = {"state": "failed", "error": res["error"], "wall_s": res.get("wall_s")}
+            else:
+                catalog.write(p, res)
+                result.ran += 1
+                states[p.key] = {"state": "done", "wall_s": res["wall_s"], "backend": backend}
+            bar.step("error" in res)
+    finally:
+        result.wall_s = time.monotonic() - t0
+        for p in points:
+            states.setdefault(p.key, {"state": "not run"})
+        catalog.write_manifest(spec | {"ssdlab_version": __version__}, points, states)
+        note = catalog.write_duckdb()
+        if note:
+            result.notes.append(note)
+    return result
