@@ -428,16 +428,7 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
         match self.flush {
             Flush::NotYet => {
                 let at = dev.now();
-                dev.submit(
-                    HostIo {
-                        kind: IoKind::Flush,
-                        offset_bytes: 0,
-                        length_bytes: 0,
-                        fua: false,
-                        tag: FLUSH_TAG,
-                    },
-                    at,
-                );
+                dev.submit(HostIo::flush(FLUSH_TAG), at);
                 self.flush = Flush::Running { since: at };
                 self.outstanding += 1;
                 false

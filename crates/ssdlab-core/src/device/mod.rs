@@ -43,6 +43,19 @@ pub struct HostIo {
     pub tag: u64,
 }
 
+impl HostIo {
+    /// A FLUSH: complete once everything written before it is on the NAND.
+    pub fn flush(tag: u64) -> HostIo {
+        HostIo {
+            kind: IoKind::Flush,
+            offset_bytes: 0,
+            length_bytes: 0,
+            fua: false,
+            tag,
+        }
+    }
+}
+
 /// A completed host command.
 #[derive(Clone, Copy, Debug)]
 pub struct Completion {

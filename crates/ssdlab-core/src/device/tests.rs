@@ -233,16 +233,7 @@ fn flush_and_fua_put_buffered_data_on_nand() {
     assert!(dev.ftl.is_buffered(dev.ftl.lookup(0)));
     let programs = dev.nand().counters.page_programs;
     let t = dev.now();
-    dev.submit(
-        HostIo {
-            kind: IoKind::Flush,
-            offset_bytes: 0,
-            length_bytes: 0,
-            fua: false,
-            tag: 2,
-        },
-        t,
-    );
+    dev.submit(HostIo::flush(2), t);
     while dev.step() {}
     assert!(!dev.ftl.is_buffered(dev.ftl.lookup(0)));
     assert!(dev.nand().counters.page_programs > programs);
