@@ -84,7 +84,7 @@ def build(out: Path) -> tuple[list[tuple[str, str, dict]], str]:
             yaxis = _log_iops_axis(float(positive.min()), float(positive.max())) if len(positive) else {}
             fig = _fig(f"{proc}: {ycol} per second, every point", {"title": {"text": "time (s)"}}, yaxis)
             label_axes = [a for a in swept if a in t.columns]
-            for _, g in t.groupby(["point_key"], sort=True):
+            for _, g in t.groupby(["drive"] + label_axes + ["point_key"], sort=True):
                 row = g.iloc[0]
                 name = _label(row, label_axes)
                 fig["data"].append(_line(g["time_s"], g[ycol], name, name, mode="markers", marker={"size": 3}))
