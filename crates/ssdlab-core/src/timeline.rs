@@ -60,6 +60,22 @@ impl GapTimeline {
         let dur = duration.0;
         self.busy_ns_total += dur;
         let mut start = earliest.0;
+        // Most transfers go after everything reserved so far: append (or extend the last).
+        match self.busy.back_mut() {
+            None if dur > 0 => {
+                self.busy.push_back((start, start + dur));
+                return SimTime(start);
+            }
+            Some(last) if last.1 <= start && dur > 0 => {
+                if last.1 == start {
+                    last.1 = start + dur;
+                } else {
+                    self.busy.push_back((start, start + dur));
+                }
+                return SimTime(start);
+            }
+            _ => {}
+        }
         // The interval that starts at or before `start` may cover it.
         let before = self.busy.partition_point(|&(s, _)| s <= start);
         if before > 0 {
@@ -178,7 +194,10 @@ mod tests {
                 let dur = rng.below(60);
                 let a = g.reserve(t(now), t(earliest), d(dur));
                 assert_eq!(a.0, model(&mut m, now, earliest, dur));
-                assert_eq!(g.busy.iter().copied().collect::<Vec<_>>(), m.iter().map(|(&s, &e)| (s, e)).collect::<Vec<_>>());
+                assert_eq!(
+                    g.busy.iter().copied().collect::<Vec<_>>(),
+                    m.iter().map(|(&s, &e)| (s, e)).collect::<Vec<_>>()
+                );
             }
         }
     }
