@@ -83,7 +83,9 @@ def _replay(args: argparse.Namespace) -> int:
     faults = format_faults(s["faults"])
     if faults:
         print(faults)
-    print(r.table().to_string(float_format=lambda x: f"{x:,.1f}"))
+    table = r.table()
+    table["requests"] = table["requests"].astype(int)
+    print(table.to_string(float_format=lambda x: f"{x:,.1f}", formatters={"requests": "{:,}".format}))
     if args.per_request:
         print(f"wrote {s['requests']:,} rows to {args.per_request}")
     if args.out:
