@@ -100,6 +100,7 @@ def write_sweep_report(out: "str | Path", png: bool = False) -> list[Path]:
 
     out = Path(out)
     charts, note = build(out)
+    Catalog(out).write_duckdb()  # views with this directory's absolute paths (it may have moved)
     body = []
     section = None
     for cid, sec, _ in charts:
