@@ -234,9 +234,9 @@ def add_parsers(sub) -> None:
     tsub = tr.add_subparsers(dest="trace_command", required=True)
     st = tsub.add_parser("stats", help="counts, bytes, size mix, sequentiality, inter-arrival, recorded queue depth, spans and footprint",
                          description="What a trace holds: the figures review methodologies quote for their traces (reads, writes, "
-                                     "GB read and written, size mix, %% sequential, mean QD and %% at QD 1), time span, LBA span "
+                                     "GB read and written, size mix, % sequential, mean QD and % at QD 1), time span, LBA span "
                                      "and footprint. Several files are merged in time order.")
-    st.add_argument("trace", nargs="+")
+    st.add_argument("trace", nargs="+", help="trace files (merged in time order; compressed files are read as they are)")
     _common(st)
     st.add_argument("--json", action="store_true", help="print the figures as JSON")
     from .synth import TRACES
