@@ -111,6 +111,7 @@ def _local(points: list[Point], workers: int, on_retry):
 
 
 def _ray(points: list[Point], address: str | None, on_retry):
+    _ray_token_auth()  # before Ray is imported: it reads the mode once
     try:
         import ray
     except ImportError:
@@ -132,6 +133,18 @@ def _ray(points: list[Point], address: str | None, on_retry):
             except ray.exceptions.RayError as e:
                 res = {"key": p.key, "error": f"{type(e).__name__}: {str(e).splitlines()[0]}"}
             yield p, res
+
+
+def _ray_token_auth() -> None:
+    """Send the Ray authentication token when there is one. `ray start` enables token auth
+    whenever a token exists (~/.ray/auth_token, written by any earlier local `ray.init()`), but
+    a client joining a cluster only sends it with RAY_AUTH_MODE=token; a cluster without auth
+    accepts a client that sends one."""
+    if "RAY_AUTH_MODE" in os.environ:
+        return
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or str(Path.home() / ".ray" / "auth_token")
+    if os.environ.get("RAY_AUTH_TOKEN") or Path(path).exists():
+        os.environ["RAY_AUTH_MODE"] = "token"
 
 
 @dataclass
