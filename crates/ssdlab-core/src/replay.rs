@@ -254,7 +254,6 @@ pub struct ReplayRun<I: Iterator<Item = ReplayRequest>> {
     outstanding: u64,
     submitted: u64,
     rec: Recorder,
-    all: OpStats,
     busy_all: Busy,
     busy_read: Busy,
     busy_write: Busy,
@@ -284,7 +283,6 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
             outstanding: 0,
             submitted: 0,
             rec: Recorder::new(dev, dev.now(), interval_ns),
-            all: OpStats::default(),
             busy_all: Busy::default(),
             busy_read: Busy::default(),
             busy_write: Busy::default(),
@@ -451,17 +449,14 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
                 continue;
             }
             self.rec.record(&c, now);
-            let latency = c.latency_ns();
             match c.io.kind {
                 IoKind::Read => {
                     self.busy_read.end(now);
                     self.busy_all.end(now);
-                    self.all.record(c.io.length_bytes, latency);
                 }
                 IoKind::Write => {
                     self.busy_write.end(now);
                     self.busy_all.end(now);
-                    self.all.record(c.io.length_bytes, latency);
                 }
                 _ => self.busy_trim.end(now),
             }
@@ -515,7 +510,7 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
         let summary = ReplaySummary {
             requests: self.submitted,
             elapsed_s,
-            all: class(&self.all, &self.busy_all),
+            all: class(&self.rec.read.merged(&self.rec.write), &self.busy_all),
             read: class(&self.rec.read, &self.busy_read),
             write: class(&self.rec.write, &self.busy_write),
             trim: class(&self.rec.trim, &self.busy_trim),

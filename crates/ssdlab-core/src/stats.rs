@@ -164,6 +164,15 @@ pub const FIO_PERCENTILES: [f64; 17] = [
 ];
 
 impl OpStats {
+    /// Both classes as one (reads and writes together).
+    pub fn merged(&self, other: &OpStats) -> OpStats {
+        let mut all = self.clone();
+        all.ios += other.ios;
+        all.bytes += other.bytes;
+        all.latency_ns.merge(&other.latency_ns);
+        all
+    }
+
     pub fn record(&mut self, bytes: u64, latency_ns: u64) {
         self.ios += 1;
         self.bytes += bytes;

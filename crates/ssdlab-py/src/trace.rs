@@ -159,18 +159,11 @@ impl Iterator for Sources {
     }
 }
 
-enum Stream {
-    Merged(Sources),
-    Sorted(std::vec::IntoIter<TraceRecord>),
-}
-
 /// Trace records as replay requests; stops at the first error (kept in `outcome`).
 pub struct TraceRequests {
-    stream: Stream,
-    /// Notes and bad lines of a sorted trace (read in full at open).
-    read_notes: Vec<String>,
-    read_bad_lines: u64,
-    read_records: u64,
+    sources: Sources,
+    /// With `--sort`: every record, read at open, in time order.
+    sorted: Option<std::vec::IntoIter<TraceRecord>>,
     mapper: Mapper,
     /// The files, for messages.
     label: String,
@@ -192,24 +185,20 @@ impl TraceRequests {
         user_bytes: u64,
     ) -> Result<(TraceRequests, Vec<String>), String> {
         let (mut sources, formats) = Sources::open(paths, &options)?;
-        let (stream, read_notes, read_bad_lines, read_records) = if options.sort {
+        let sorted = if options.sort {
             let mut all: Vec<TraceRecord> = sources.by_ref().collect();
             if let Some(e) = sources.error.take() {
                 return Err(e);
             }
             all.sort_by_key(|r| r.arrival_ns); // stable: ties keep file order
-            let notes = sources.notes();
-            let (bad, n) = (sources.bad_lines(), sources.records);
-            (Stream::Sorted(all.into_iter()), notes, bad, n)
+            Some(all.into_iter())
         } else {
-            (Stream::Merged(sources), Vec::new(), 0, 0)
+            None
         };
         Ok((
             TraceRequests {
-                stream,
-                read_notes,
-                read_bad_lines,
-                read_records,
+                sources,
+                sorted,
                 mapper: Mapper::new(MapOptions {
                     user_bytes,
                     device: options.device,
@@ -227,20 +216,11 @@ impl TraceRequests {
         let mut o = self.outcome.lock().expect("not poisoned");
         o.counts = self.mapper.counts;
         o.devices_seen = self.mapper.devices_seen.iter().copied().collect();
-        match &mut self.stream {
-            Stream::Merged(s) => {
-                o.error = error.or_else(|| s.error.take());
-                o.notes = s.notes();
-                o.bad_lines = s.bad_lines();
-                o.records = s.records;
-            }
-            Stream::Sorted(_) => {
-                o.error = error;
-                o.notes = self.read_notes.clone();
-                o.bad_lines = self.read_bad_lines;
-                o.records = self.read_records;
-            }
-        }
+        let s = &mut self.sources;
+        o.error = error.or_else(|| s.error.take());
+        o.notes = s.notes();
+        o.bad_lines = s.bad_lines();
+        o.records = s.records;
     }
 }
 
@@ -249,9 +229,9 @@ impl Iterator for TraceRequests {
 
     fn next(&mut self) -> Option<ReplayRequest> {
         loop {
-            let next = match &mut self.stream {
-                Stream::Merged(s) => s.next(),
-                Stream::Sorted(s) => s.next(),
+            let next = match &mut self.sorted {
+                Some(all) => all.next(),
+                None => self.sources.next(),
             };
             let Some(r) = next else {
                 self.close(None);

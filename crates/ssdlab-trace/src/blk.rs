@@ -58,8 +58,6 @@ pub(crate) struct Tracker {
     hits: Vec<u64>,
     pub requeues_dropped: u64,
     pub split_completions: u64,
-    pub merged_completions: u64,
-    pub unmatched_completions: u64,
 }
 
 /// Arrivals whose completion never shows up are released once this many are pending.
@@ -76,8 +74,6 @@ impl Tracker {
             hits: Vec::new(),
             requeues_dropped: 0,
             split_completions: 0,
-            merged_completions: 0,
-            unmatched_completions: 0,
         }
     }
 
@@ -190,14 +186,6 @@ impl Tracker {
                     hits.push(seq);
                 }
             }
-        }
-        if hits.is_empty() {
-            self.unmatched_completions += 1;
-            self.hits = hits;
-            return;
-        }
-        if hits.len() > 1 {
-            self.merged_completions += 1;
         }
         for &seq in &hits {
             let p = &mut self.pending[(seq - self.first_seq) as usize];

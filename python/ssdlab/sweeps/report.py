@@ -60,9 +60,7 @@ def build(out: Path) -> tuple[list[tuple[str, str, dict]], str]:
     axes = [a for a in _axes_of(manifest) if a in summary.columns]
     charts: list[tuple[str, str, dict]] = []
     for proc, s in summary.groupby("procedure", sort=True):
-        swept = [a for a in axes if s[a].nunique() > 1] or [a for a in axes][:1]
-        if "seed" in s and s["seed"].nunique() > 1:
-            swept = swept or ["seed"]
+        swept = [a for a in axes if s[a].nunique() > 1] or axes[:1]
         metrics = [c for c in s.columns if c not in META and c not in axes and c != "procedure"
                    and pd.api.types.is_numeric_dtype(s[c]) and s[c].notna().any() and s[c].nunique() > 1]
         for x in swept:

@@ -39,7 +39,7 @@ from ..job import Job
 TOP_KEYS = {"drives", "procedure", "job", "params", "seeds", "replicates", "grid", "zip", "name"}
 PRECONDITIONS = ("none", "secure-erase", "fill", "fast-fill")
 # Procedure parameters whose names carry no unit get one in their column name.
-UNIT_NAMES = {"spare": "spare_pct", "qd": "qd", "bs": "bs", "qds": "qds"}
+UNIT_NAMES = {"spare": "spare_pct"}
 
 
 @dataclass(frozen=True)
