@@ -90,10 +90,8 @@ pub fn blktrace_siblings(path: &Path) -> Vec<PathBuf> {
         return vec![path.to_path_buf()];
     };
     let prefix = &name[..i + ".blktrace.".len()];
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let parent = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let dir = parent.unwrap_or(Path::new("."));
     let mut found: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -101,7 +99,11 @@ pub fn blktrace_siblings(path: &Path) -> Vec<PathBuf> {
         .filter_map(|e| {
             let n = e.file_name().to_str()?.to_string();
             let cpu: u64 = n.strip_prefix(prefix)?.parse().ok()?;
-            Some((cpu, e.path()))
+            // Named as the user named the first file (no "./" for the current directory).
+            Some((
+                cpu,
+                parent.map_or_else(|| PathBuf::from(&n), |d| d.join(&n)),
+            ))
         })
         .collect();
     found.sort();
@@ -240,10 +242,8 @@ impl Iterator for Records {
 
     fn next(&mut self) -> Option<Self::Item> {
         match &mut self.inner {
-            Inner::Binary(r) => Some(
-                r.next()?
-                    .map_err(|e| format!("{}: {}", self.path, e.message)),
-            ),
+            // Binary errors name the CPU file they are about.
+            Inner::Binary(r) => Some(r.next()?.map_err(|e| e.message)),
             Inner::Text(r) => {
                 let e = match r.next()? {
                     Ok(rec) => return Some(Ok(rec)),

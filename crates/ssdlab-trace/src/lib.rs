@@ -196,17 +196,26 @@ pub struct TraceError {
     pub message: String,
 }
 
+/// At most `n` characters of `text`, with " ..." when cut (garbage or endless lines and the
+/// fields quoted from them are shown by their start only).
+fn shortened(text: &str, n: usize) -> String {
+    match text.char_indices().nth(n) {
+        Some((i, _)) => format!("{} ...", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
 impl fmt::Display for TraceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let message = shortened(&self.message, 240);
         if self.line_number == 0 {
-            write!(f, "{}", self.message)
+            write!(f, "{message}")
         } else {
             write!(
                 f,
-                "line {}: {}\n  {}",
+                "line {}: {message}\n  {}",
                 self.line_number,
-                self.message,
-                self.line.trim_end()
+                shortened(self.line.trim_end(), 160)
             )
         }
     }

@@ -402,3 +402,15 @@ fn blktrace_binary_per_cpu_files_merge_and_pair() {
         .unwrap();
     assert!(e.contains("cut short"), "{e}");
 }
+
+#[test]
+fn an_endless_garbage_line_is_shown_by_its_start_only() {
+    let line = format!("0 0 {} 8 1\n", "9".repeat(1_000_000));
+    let e = read_all(&line, opts(TraceFormat::DiskSim)).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.len() < 480 && text.ends_with(" ..."),
+        "{} chars",
+        text.len()
+    );
+}
