@@ -399,7 +399,7 @@ class Drive:
         mapping = outcome["mapping"]
         if mapping["mapped"] == 0:
             if dev is not None and mapping["other_devices_skipped"]:
-                seen = ", ".join(str(d) if d < 1 << 20 else f"{d >> 20},{d & 0xFFFFF}" for d in outcome["devices_seen"])
+                seen = ", ".join(map(device_label, outcome["devices_seen"]))
                 raise SsdlabError(f"{' + '.join(paths)}: no requests for device {device} "
                                   f"({mapping['other_devices_skipped']:,} requests of devices {seen}; "
                                   "blkparse, blktrace and FIU devices are MAJ,MIN, e.g. --device 8,16)")
@@ -496,6 +496,11 @@ def device_number(device: "int | str | None") -> int | None:
     if not 0 <= n < 2**32:
         raise SsdlabError(f"--device {device}: must be between 0 and {2**32 - 1}")
     return n
+
+
+def device_label(device: int) -> str:
+    """A device number as a trace names it: MAJ,MIN when it has a major (blkparse, FIU)."""
+    return str(device) if device < 1 << 20 else f"{device >> 20},{device & 0xFFFFF}"
 
 
 class RequestLogWriter:

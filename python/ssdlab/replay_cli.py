@@ -7,7 +7,7 @@ import json
 import sys
 
 from . import _ssdlab
-from .drive import FAULTS_HELP, PRECONDITIONS, Drive, device_number, format_faults, time_unit_ns
+from .drive import FAULTS_HELP, PRECONDITIONS, Drive, device_label, device_number, format_faults, time_unit_ns
 from .errors import SsdlabError
 
 FORMATS = ("msr, spc, blkparse, blktrace (binary, per-CPU files read together), fio-iolog, disksim, "
@@ -153,7 +153,7 @@ def _stats(args: argparse.Namespace) -> int:
     rows += [
         ("LBA span", f"bytes {s['lba_first_byte']:,} to {s['lba_end_byte']:,} ({_size(s['lba_end_byte'] - s['lba_first_byte'])})"),
         ("footprint", f"{_size(s['footprint_bytes'])} touched, {_size(s['write_footprint_bytes'])} written"),
-        ("devices", ", ".join(str(d) if d < 1 << 20 else f"{d >> 20},{d & 0xFFFFF}" for d in s["devices"][:12])
+        ("devices", ", ".join(map(device_label, s["devices"][:12]))
          + (" ..." if len(s["devices"]) > 12 else "")),
     ]
     if out["bad_lines_skipped"]:

@@ -155,9 +155,8 @@ pub(crate) struct Engine {
     inflight: BTreeMap<u64, Inflight>,
     conns: BTreeMap<u64, Conn>,
     next_tag: u64,
-    /// Wall-clock origin and the simulated time it maps to.
+    /// Wall-clock origin; the simulated time it maps to is `rec.start`.
     wall_start: Instant,
-    sim_start: SimTime,
     stats: ServeStats,
     late: Histogram,
     /// What the host saw in model time (service times per operation, per-second series),
@@ -222,7 +221,6 @@ impl Engine {
         dev.ftl.journal = Some(Vec::new());
         Engine {
             rec: Recorder::new(&dev, dev.now(), NS_PER_S),
-            sim_start: dev.now(),
             store,
             dev,
             pace,
@@ -360,7 +358,6 @@ impl Engine {
             }
         }
         self.dev.ftl.journal = Some(Vec::new());
-        self.sim_start = self.dev.now();
         self.wall_start = wall_now();
         self.rec = Recorder::new(&self.dev, self.dev.now(), NS_PER_S);
     }
@@ -392,7 +389,7 @@ impl Engine {
 
     fn sim_of(&self, at: Instant) -> SimTime {
         SimTime(
-            self.sim_start.ns() + at.saturating_duration_since(self.wall_start).as_nanos() as u64,
+            self.rec.start.ns() + at.saturating_duration_since(self.wall_start).as_nanos() as u64,
         )
     }
 
@@ -739,7 +736,7 @@ impl Engine {
             .refused_outside
             .load(std::sync::atomic::Ordering::Relaxed);
         s.wall_s = self.wall_start.elapsed().as_secs_f64();
-        s.simulated_s = self.dev.now().ns().saturating_sub(self.sim_start.ns()) as f64 / 1e9;
+        s.simulated_s = self.dev.now().ns().saturating_sub(self.rec.start.ns()) as f64 / 1e9;
         let ops = s.reads + s.writes + s.write_zeroes + s.trims + s.flushes;
         s.iops = if s.wall_s > 0.0 {
             ops as f64 / s.wall_s
