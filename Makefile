@@ -15,7 +15,7 @@ rust-test:
 	cargo test -p ssdlab-core -p ssdlab-trace -p ssdlab-nbd
 
 py-test:
-	$(PYTHON) -m pip install -q "pytest>=7" "hypothesis>=6" "duckdb>=1.2"
+	$(PYTHON) -m pip install -q "pytest>=7" "hypothesis>=6" "duckdb>=1.2" six  # six: fio_jsonplus_clat2csv imports it
 	$(PYTHON) -m pytest -q python/tests
 
 install:

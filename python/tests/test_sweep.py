@@ -147,7 +147,8 @@ def _finished(out: Path) -> int:
 
 
 def test_an_interrupted_sweep_resumes_where_it_stopped(tmp_path):
-    spec, out = spec_file(tmp_path, duration=30), tmp_path / "out"
+    # Points of a few seconds each, so the interrupt lands while the sweep is under way.
+    spec, out = spec_file(tmp_path, duration=900), tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "ssdlab.cli", "sweep", str(spec), "--out", str(out),
                              "--workers", "1", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for _ in range(600):
@@ -197,19 +198,22 @@ def _free_port() -> int:
 
 @pytest.fixture
 def ray_cluster():
-    if shutil.which("ray") is None:
+    # Ray as this Python has it (a `ray` on PATH may belong to another Python).
+    import importlib.util
+    if importlib.util.find_spec("ray") is None:
         if REQUIRE:
             raise RuntimeError("ray is not installed")
         pytest.skip("ray not installed")
     port = _free_port()
-    p = subprocess.run(["ray", "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", "2",
+    ray = [sys.executable, "-m", "ray.scripts.scripts"]
+    p = subprocess.run([*ray, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", "2",
                         "--include-dashboard=false", "--disable-usage-stats"], capture_output=True, text=True,
                        env=os.environ | {"RAY_ADDRESS": ""})
     assert p.returncode == 0, p.stderr
     try:
         yield f"127.0.0.1:{port}"
     finally:
-        subprocess.run(["ray", "stop", "--force"], capture_output=True)
+        subprocess.run([*ray, "stop", "--force"], capture_output=True)
 
 
 def test_ray_gives_the_local_results_and_survives_a_killed_worker(tmp_path, ray_cluster):
