@@ -149,8 +149,10 @@ def _finished(out: Path) -> int:
 def test_an_interrupted_sweep_resumes_where_it_stopped(tmp_path):
     # Points of a few seconds each, so the interrupt lands while the sweep is under way.
     spec, out = spec_file(tmp_path, duration=900), tmp_path / "out"
+    # Ctrl-C as a terminal sends it (a test run in the background inherits SIGINT ignored).
     proc = subprocess.Popen([sys.executable, "-m", "ssdlab.cli", "sweep", str(spec), "--out", str(out),
-                             "--workers", "1", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--workers", "1", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     for _ in range(600):
         if _finished(out) >= 1:
             break
