@@ -18,6 +18,7 @@
 
 pub mod config;
 pub mod device;
+pub mod divisor;
 pub mod faults;
 pub mod ftl;
 pub mod host;

@@ -76,7 +76,7 @@ impl NandTiming {
 pub struct Nand {
     pub timing: NandTiming,
     page_size_bytes: u64,
-    channels: u32,
+    channels: crate::divisor::Divisor,
     dies: Vec<Die>,
     buses: Vec<GapTimeline>,
     pub counters: NandCounters,
@@ -87,7 +87,7 @@ impl Nand {
         Nand {
             timing: NandTiming::new(cfg),
             page_size_bytes: cfg.page_size_bytes as u64,
-            channels: geometry.channels,
+            channels: crate::divisor::Divisor::new(geometry.channels),
             dies: vec![Die::default(); geometry.dies as usize],
             buses: vec![GapTimeline::default(); geometry.channels as usize],
             counters: NandCounters::default(),
@@ -96,7 +96,7 @@ impl Nand {
 
     #[inline]
     fn channel_of(&self, die: u32) -> usize {
-        (die % self.channels) as usize
+        self.channels.remainder(die) as usize
     }
 
     /// Program `planes` pages (one per plane) on `die`, data available from `data_ready`;

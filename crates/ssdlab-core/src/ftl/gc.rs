@@ -224,44 +224,47 @@ impl Ftl {
         let base = victim * units_per_block;
         let mut copied = 0;
         while self.dies[dix].victim_cursor < units_per_block && copied < units_per_pu {
-            // Gather the valid units of one source PU: one (multi-plane) read for them.
+            // The valid units of one source PU, up to the room left in this step: one
+            // (multi-plane) read for them. Their map entries start loading now, so the cache
+            // misses overlap.
             let cursor = self.dies[dix].victim_cursor;
             let pu_end = (cursor / units_per_pu + 1) * units_per_pu;
-            let mut scratch = std::mem::take(&mut self.scratch);
-            scratch.clear();
+            let room = units_per_pu - copied;
+            let (mut n, mut first, mut last) = (0, NONE, 0);
             let mut c = cursor;
-            let (mut first, mut last) = (NONE, 0);
-            while c < pu_end && copied + (scratch.len() as u32) < units_per_pu {
+            while c < pu_end && n < room {
                 let ppn = base + c;
-                if self.p2l[ppn as usize] != UNMAPPED {
-                    scratch.push(ppn);
+                let lba = self.p2l[ppn as usize];
+                if lba != UNMAPPED {
+                    crate::mem::prefetch(&self.l2p, lba as usize);
+                    n += 1;
                     first = first.min(ppn);
                     last = ppn;
                 }
                 c += 1;
             }
             self.dies[dix].victim_cursor = c;
-            if !scratch.is_empty() {
-                // Independent map loads first, so their cache misses overlap.
-                for &ppn in &scratch {
-                    crate::mem::prefetch(&self.l2p, self.p2l[ppn as usize] as usize);
-                }
-                sink.gc_read(die, self.planes_spanned(first, last), scratch.len() as u32);
-                for &ppn in &scratch {
-                    let lba = self.p2l[ppn as usize];
-                    // Out-of-band LBA checked against the map: the pair must agree.
-                    assert_eq!(
-                        self.l2p[lba as usize], ppn,
-                        "OOB LBA {lba} of ppn {ppn} disagrees with the map"
-                    );
-                    self.invalidate(lba);
-                    self.append(die, Stream::Gc, lba, sink);
-                    self.record(lba, ppn, TAG_RELOCATION);
-                    self.map_updated(lba, sink);
-                }
-                copied += scratch.len() as u32;
+            if n == 0 {
+                continue;
             }
-            self.scratch = scratch;
+            sink.gc_read(die, self.planes_spanned(first, last), n);
+            // Moving a unit changes no other unit of the victim: the same ones are still valid.
+            for ppn in first..=last {
+                let lba = self.p2l[ppn as usize];
+                if lba == UNMAPPED {
+                    continue;
+                }
+                // Out-of-band LBA checked against the map: the pair must agree.
+                assert_eq!(
+                    self.l2p[lba as usize], ppn,
+                    "OOB LBA {lba} of ppn {ppn} disagrees with the map"
+                );
+                self.invalidate(lba);
+                self.append(die, Stream::Gc, lba, sink);
+                self.record(lba, ppn, TAG_RELOCATION);
+                self.map_updated(lba, sink);
+            }
+            copied += n;
         }
         if self.dies[dix].victim_for_wear_leveling {
             self.counters.wear_leveling_units_copied += copied as u64;

@@ -42,26 +42,27 @@ impl Ftl {
 
     #[inline]
     pub fn die_of(&self, ppn: u32) -> u32 {
-        ppn / self.geometry.units_per_block / self.geometry.blocks_per_die
+        self.div
+            .blocks_per_die
+            .quotient(self.div.units_per_block.quotient(ppn))
     }
 
     #[inline]
     pub(super) fn block_of(&self, ppn: u32) -> u32 {
-        ppn / self.geometry.units_per_block
+        self.div.units_per_block.quotient(ppn)
     }
 
     /// PU index within the drive (block * pus_per_block + pu).
     #[inline]
     pub fn pu_of(&self, ppn: u32) -> u32 {
-        ppn / self.geometry.units_per_pu
+        self.div.units_per_pu.quotient(ppn)
     }
 
     /// Planes a read of units `first_slot..=last_slot` of one PU touches.
     #[inline]
     pub fn planes_spanned(&self, first_ppn: u32, last_ppn: u32) -> u32 {
-        let upp = self.geometry.units_per_page;
-        let upu = self.geometry.units_per_pu;
-        (last_ppn % upu) / upp - (first_ppn % upu) / upp + 1
+        let (upu, upp) = (self.div.units_per_pu, self.div.units_per_page);
+        upp.quotient(upu.remainder(last_ppn)) - upp.quotient(upu.remainder(first_ppn)) + 1
     }
 
     /// Is the unit still in the controller's DRAM (its PU not yet sent to the NAND)?
@@ -69,7 +70,7 @@ impl Ftl {
     pub fn is_buffered(&self, ppn: u32) -> bool {
         let die = &self.dies[self.die_of(ppn) as usize];
         let block = self.block_of(ppn);
-        let pu = (ppn % self.geometry.units_per_block) / self.geometry.units_per_pu;
+        let pu = self.div.units_per_pu.quotient(self.div.units_per_block.remainder(ppn));
         (block == die.host.block && pu == die.host.next_pu)
             || (block == die.gc.block && pu == die.gc.next_pu)
     }
@@ -141,7 +142,7 @@ impl Ftl {
         debug_assert!(v > 0);
         self.valid[block as usize] = v - 1;
         if self.sealed_pos[block as usize] != NONE && self.policy == GcPolicy::Greedy {
-            let die = block / self.geometry.blocks_per_die;
+            let die = self.div.blocks_per_die.quotient(block);
             self.buckets.move_down(die, block, v);
         }
     }

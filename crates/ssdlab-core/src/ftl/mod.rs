@@ -24,6 +24,7 @@ mod verify;
 mod victim;
 
 use crate::config::{FtlConfig, GcForegroundMode, GcPolicy, Geometry};
+use crate::divisor::Divisor;
 use crate::rng::Rng;
 use crate::time::SimTime;
 pub use mount::{MountReport, Recovered};
@@ -262,9 +263,19 @@ pub const RETIRED_BIT: u32 = 1 << 31;
 /// (after it; the new unit may sit in the very block just erased and reused).
 pub const HELD: u32 = u32::MAX - 1;
 
+/// The geometry's divisors the hot paths divide physical unit numbers by.
+#[derive(Clone, Copy, Debug)]
+struct Divisors {
+    units_per_block: Divisor,
+    units_per_pu: Divisor,
+    units_per_page: Divisor,
+    blocks_per_die: Divisor,
+}
+
 /// The flash translation layer of one drive.
 pub struct Ftl {
     pub geometry: Geometry,
+    div: Divisors,
     policy: GcPolicy,
     d_choices: u32,
     fg_free_min: u32,
@@ -296,7 +307,6 @@ pub struct Ftl {
     host_die: u32,
     sequence: u32,
     rng: Rng,
-    scratch: Vec<u32>,
     mapped_units: u64,
     pub counters: FtlCounters,
     /// Map changes since the consumer last drained them; `None` (the default) records nothing.
@@ -353,7 +363,6 @@ impl Ftl {
             host_die: 0,
             sequence: 0,
             rng: Rng::derive(seed, "ftl.gc"),
-            scratch: Vec::with_capacity(g.units_per_pu as usize),
             mapped_units: 0,
             counters: FtlCounters::default(),
             journal: None,
@@ -372,6 +381,12 @@ impl Ftl {
                 (usable as u64).saturating_sub(data + cfg.gc_foreground_free_blocks_min as u64 + 4)
                     as u32
                     / 2
+            },
+            div: Divisors {
+                units_per_block: Divisor::new(g.units_per_block),
+                units_per_pu: Divisor::new(g.units_per_pu),
+                units_per_page: Divisor::new(g.units_per_page),
+                blocks_per_die: Divisor::new(g.blocks_per_die),
             },
             geometry: g,
         };
@@ -710,7 +725,7 @@ impl Ftl {
     }
 
     fn seal(&mut self, block: u32) {
-        let die = block / self.geometry.blocks_per_die;
+        let die = self.div.blocks_per_die.quotient(block);
         self.state[block as usize] = BlockState::Sealed;
         self.sealed_at[block as usize] = self.sequence;
         let d = &mut self.dies[die as usize];
@@ -724,7 +739,7 @@ impl Ftl {
     }
 
     fn unseal(&mut self, block: u32) {
-        let die = block / self.geometry.blocks_per_die;
+        let die = self.div.blocks_per_die.quotient(block);
         let d = &mut self.dies[die as usize];
         let pos = self.sealed_pos[block as usize];
         debug_assert_ne!(pos, NONE);

@@ -50,7 +50,7 @@ pub struct Persistence {
     journal_pages: u32,
     checkpoint_journal_pages: u32,
     /// Mapping units covered by one map page.
-    units_per_map_page: u32,
+    units_per_map_page: crate::divisor::Divisor,
     /// One bit per map page: dirtied since the last checkpoint. Invariant: `dirty_pages` is
     /// the number of bits set.
     dirty: Vec<u64>,
@@ -89,7 +89,7 @@ impl Persistence {
             records: 0,
             journal_pages: 0,
             checkpoint_journal_pages: cfg.map_checkpoint_journal_pages,
-            units_per_map_page,
+            units_per_map_page: crate::divisor::Divisor::new(units_per_map_page),
             dirty: vec![0; map_pages.div_ceil(64) as usize],
             dirty_pages: 0,
             checkpoint_backlog: 0,
@@ -121,7 +121,7 @@ impl Persistence {
             return (0, 0);
         }
         (
-            logical_units.div_ceil(self.units_per_map_page as u64),
+            logical_units.div_ceil(self.units_per_map_page.get() as u64),
             2 * self.checkpoint_journal_pages as u64,
         )
     }
@@ -138,7 +138,7 @@ impl Persistence {
     /// The map entry of `lba` changed.
     #[inline]
     pub fn note_update<S: NandSink>(&mut self, lba: u32, c: &mut FtlCounters, sink: &mut S) {
-        let page = (lba / self.units_per_map_page) as usize;
+        let page = self.units_per_map_page.quotient(lba) as usize;
         let (word, bit) = (page / 64, 1u64 << (page % 64));
         if self.dirty[word] & bit == 0 {
             self.dirty[word] |= bit;

@@ -1,0 +1,57 @@
+//! GC steady-state speed alone: untimed fill, untimed random writes to reach steady state
+//! (`drive writes` times the capacity, default 2), then `seconds` of 4 KiB QD32 random writes,
+//! timed. Prints NAND unit operations (host writes + GC copies) per wall second and a digest
+//! of the per-second series, so two builds can be compared for speed and for identical
+//! results. Used to profile (callgrind: `--toggle-collect=*timed_steady*`).
+//! cargo run --release -p ssdlab-core --example steady -- PRESET.toml [seconds] [drive writes]
+use ssdlab_core::config::DriveConfig;
+use ssdlab_core::device::Device;
+use ssdlab_core::workload::{run_job, Job, JobResult};
+
+#[inline(never)]
+fn timed_steady(dev: &mut Device, seconds: f64) -> JobResult {
+    let job = Job {
+        rw: "randwrite".into(),
+        iodepth: 32,
+        runtime_s: Some(seconds),
+        time_based: true,
+        ..Job::default()
+    };
+    let compiled = job.compile(dev.user_bytes()).unwrap();
+    run_job(dev, &compiled, &mut |_| {})
+}
+
+#[allow(clippy::disallowed_methods)]
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let text = std::fs::read_to_string(&args[1]).expect("preset file");
+    let cfg = DriveConfig::from_toml_str(&text).expect("valid preset");
+    let seconds: f64 = args.get(2).map_or(200.0, |s| s.parse().expect("seconds"));
+    let drive_writes: f64 = args
+        .get(3)
+        .map_or(2.0, |s| s.parse().expect("drive writes"));
+    let mut dev = Device::new(&cfg, 1).expect("device");
+    dev.secure_erase();
+    let n = dev.geometry.logical_units as u32;
+    dev.fill_untimed(0, n);
+    dev.random_writes_untimed(0, n, (n as f64 * drive_writes) as u64, 7);
+    let t = std::time::Instant::now();
+    let r = timed_steady(&mut dev, seconds);
+    let wall = t.elapsed().as_secs_f64();
+    let ops = r.summary.write.ios + r.summary.gc_units_copied;
+    // FNV-1a over the per-second write IOs and GC copies: equal digests, equal results.
+    let mut digest: u64 = 0xcbf29ce484222325;
+    for v in r.series.write_ios.iter().chain(&r.series.gc_units_copied) {
+        for b in v.to_le_bytes() {
+            digest = (digest ^ b as u64).wrapping_mul(0x100000001b3);
+        }
+    }
+    println!(
+        "{{\"host_writes\": {}, \"gc_copies\": {}, \"wall_s\": {wall:.3}, \"nand_unit_ops_per_wall_s\": {:.0}, \"ns_per_op\": {:.1}, \"waf\": {:.3}, \"digest\": \"{digest:016x}\"}}",
+        r.summary.write.ios,
+        r.summary.gc_units_copied,
+        ops as f64 / wall,
+        wall * 1e9 / ops as f64,
+        r.summary.write_amplification,
+    );
+}
