@@ -62,14 +62,38 @@ impl Sub<SimTime> for SimTime {
 }
 
 /// Time to move `bytes` at `bytes_per_s`, rounded up to whole nanoseconds.
+/// In 64 bits up to 18 GB (every transfer the model makes; a 128-bit division is a library
+/// call costing ten times more), in 128 bits beyond.
+#[inline]
 pub fn transfer_duration(bytes: u64, bytes_per_s: u64) -> SimDuration {
     debug_assert!(bytes_per_s > 0);
-    SimDuration((bytes as u128 * NS_PER_S as u128).div_ceil(bytes_per_s as u128) as u64)
+    match bytes.checked_mul(NS_PER_S) {
+        Some(ns_bytes) => SimDuration(ns_bytes.div_ceil(bytes_per_s)),
+        None => {
+            SimDuration((bytes as u128 * NS_PER_S as u128).div_ceil(bytes_per_s as u128) as u64)
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transfer_in_64_bits_equals_128() {
+        let mut rng = crate::rng::Rng::new(3);
+        for _ in 0..100_000 {
+            let (bits_b, bits_r) = (1 + rng.below(63), 1 + rng.below(63));
+            let bytes = rng.below(1 << bits_b);
+            let rate = 1 + rng.below(1 << bits_r);
+            let wide = (bytes as u128 * NS_PER_S as u128).div_ceil(rate as u128) as u64;
+            assert_eq!(
+                transfer_duration(bytes, rate).ns(),
+                wide,
+                "{bytes} B at {rate} B/s"
+            );
+        }
+    }
 
     #[test]
     fn transfer_rounds_up() {

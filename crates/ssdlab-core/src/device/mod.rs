@@ -698,14 +698,12 @@ impl Device {
             let arrived = self
                 .host
                 .to_device(now, s.rmw_ready.max(now), bytes, first_chunk);
-            for lba in s.next_unit..s.next_unit + count {
-                let w = HostWrite {
-                    lba,
-                    tag: s.io.tag,
-                    data_ready: arrived,
-                };
-                self.ftl.write_unit(w, &mut self.sched);
-                self.rewritten(lba);
+            self.ftl
+                .write_units(s.next_unit, count, s.io.tag, arrived, &mut self.sched);
+            if self.faults.is_some() {
+                for lba in s.next_unit..s.next_unit + count {
+                    self.rewritten(lba);
+                }
             }
             let s = &mut self.slots[slot as usize];
             s.next_unit += count;

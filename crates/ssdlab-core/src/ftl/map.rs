@@ -70,7 +70,10 @@ impl Ftl {
     pub fn is_buffered(&self, ppn: u32) -> bool {
         let die = &self.dies[self.die_of(ppn) as usize];
         let block = self.block_of(ppn);
-        let pu = self.div.units_per_pu.quotient(self.div.units_per_block.remainder(ppn));
+        let pu = self
+            .div
+            .units_per_pu
+            .quotient(self.div.units_per_block.remainder(ppn));
         (block == die.host.block && pu == die.host.next_pu)
             || (block == die.gc.block && pu == die.gc.next_pu)
     }
@@ -151,7 +154,7 @@ impl Ftl {
     /// journal's length before the write placed the unit. Collection during the placement
     /// may have erased the old copy's block: then the write goes in as two changes, around
     /// everything the placement journalled (see [`HELD`]).
-    #[inline]
+    #[inline(never)]
     pub(super) fn record_host(&mut self, lba: u32, old_ppn: u32, tag: u64, mark: usize) {
         let Some(journal) = &mut self.journal else {
             return;

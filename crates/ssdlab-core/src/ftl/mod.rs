@@ -437,8 +437,66 @@ impl Ftl {
         ob.data_ready = ob.data_ready.max(w.data_ready);
         self.append(die, Stream::Host, lba, sink);
         self.counters.host_units_written += 1;
-        self.record_host(lba, old, w.tag, mark);
+        if self.journal.is_some() {
+            self.record_host(lba, old, w.tag, mark);
+        }
         self.map_updated(lba, sink);
+    }
+
+    /// Write logical units `first..first + count` of one host command, in order: exactly what
+    /// `write_unit` on each does. After a unit that leaves the host PU partly filled, the units
+    /// that fill it further (all but its last) are placed in a tight loop: nothing else
+    /// happens between them (no allocation, program or collection; those come with the PU's
+    /// first and last units, which take the general path). Not with a journal (the NBD
+    /// store), which takes the general path throughout.
+    pub fn write_units<S: NandSink>(
+        &mut self,
+        first: u32,
+        count: u32,
+        tag: u64,
+        data_ready: SimTime,
+        sink: &mut S,
+    ) {
+        let end = first + count;
+        let mut lba = first;
+        while lba < end {
+            self.write_unit(
+                HostWrite {
+                    lba,
+                    tag,
+                    data_ready,
+                },
+                sink,
+            );
+            lba += 1;
+            if self.journal.is_some() || lba == end {
+                continue;
+            }
+            let die = self.host_die as usize;
+            let ob = self.dies[die].host;
+            if ob.block == NONE || ob.fill == 0 {
+                continue;
+            }
+            let run = (self.geometry.units_per_pu - ob.fill - 1).min(end - lba);
+            let first_ppn = ob.block * self.geometry.units_per_block
+                + ob.next_pu * self.geometry.units_per_pu
+                + ob.fill;
+            for (k, l) in (lba..lba + run).enumerate() {
+                self.invalidate(l);
+                let ppn = first_ppn + k as u32;
+                debug_assert_eq!(self.p2l[ppn as usize], UNMAPPED);
+                self.l2p[l as usize] = ppn;
+                self.p2l[ppn as usize] = l;
+                self.map_updated(l, sink);
+            }
+            self.valid[ob.block as usize] += run;
+            self.mapped_units += run as u64;
+            self.counters.host_units_written += run as u64;
+            let ob = &mut self.dies[die].host;
+            ob.fill += run;
+            ob.host_fill += run;
+            lba += run;
+        }
     }
 
     /// TRIM one logical unit: it maps to nothing and reads as zeros. `tag` is the command's.
