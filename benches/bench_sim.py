@@ -1,6 +1,7 @@
 """Simulator speed and memory, through the Python API users call. Prints figures; never fails.
 
-    python benches/bench_sim.py [--drive crucial-m500-960] [--runtime 2000] [--steady 200]
+    python benches/bench_sim.py [--drive crucial-m500-960] [--compare crucial-m500-120]
+                                [--runtime 2000] [--steady 200]
 
 (a) 4 KiB random writes at QD32 in steady state: simulated host IOs per wall second.
 (b) the whole performance-consistency run: secure erase, timed 128 KiB fill, `runtime`
@@ -8,6 +9,10 @@
 Baseline, measured in the same run: 4 KiB random reads at QD32 of a trimmed drive. They touch
 no NAND and no FTL state, so their rate is the floor cost of the event loop and host interface
 that every IO pays; (a) divided by it shows what the FTL and NAND model cost on top.
+The same is measured on `--compare`: the ratio of wall nanoseconds per NAND unit operation
+(host write or GC copy) of the two drives shows whether the cost is flat in drive size.
+The Rust example `steady` (crates/ssdlab-core/examples/steady.rs) measures steady state alone,
+with a digest of the results to compare two builds.
 """
 
 from __future__ import annotations
@@ -32,14 +37,9 @@ def timed(fn):
     return r, time.perf_counter() - t
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--drive", default="crucial-m500-960")
-    ap.add_argument("--runtime", type=float, default=2000.0)
-    ap.add_argument("--steady", type=float, default=200.0)
-    args = ap.parse_args()
-
-    drive = ssdlab.Drive.preset(args.drive)
+def measure(name: str, runtime: float, steady_s: float) -> dict:
+    """The baseline, the consistency run and a stretch of steady state on one drive."""
+    drive = ssdlab.Drive.preset(name)
 
     # Baseline: the event loop and host interface alone.
     drive.secure_erase()
@@ -49,20 +49,20 @@ def main() -> None:
     # (b) the consistency run, as `ssdlab run --precondition fill --rw randwrite ...` does it.
     def consistency():
         pre = drive.precondition("fill")
-        run = drive.run(Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=args.runtime, time_based=True))
+        run = drive.run(Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=runtime, time_based=True))
         return pre, run
     (pre, run), consistency_wall = timed(consistency)
 
     # (a) steady state: a further stretch after the consistency run.
-    steady, steady_wall = timed(lambda: drive.run(Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=args.steady, time_based=True)))
+    steady, steady_wall = timed(lambda: drive.run(Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=steady_s, time_based=True)))
     steady_rate = steady.summary["write"]["ios"] / steady_wall
-    rss_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**30
-
-    figures = {
-        "drive": args.drive,
+    nand_unit_ops = steady.summary["write"]["ios"] + steady.summary["gc_units_copied"]
+    return {
+        "drive": name,
         "baseline_trimmed_randread_ios_per_wall_s": round(base_rate),
         "steady_ios_per_wall_s": round(steady_rate),
-        "steady_nand_unit_ops_per_wall_s": round((steady.summary["write"]["ios"] + steady.summary["gc_units_copied"]) / steady_wall),
+        "steady_nand_unit_ops_per_wall_s": round(nand_unit_ops / steady_wall),
+        "steady_ns_per_nand_unit_op": round(steady_wall * 1e9 / nand_unit_ops, 1),
         "steady_simulated_iops": round(steady.summary["write"]["iops"]),
         "steady_waf": round(steady.summary["write_amplification"], 3),
         "steady_vs_baseline": round(steady_rate / base_rate, 3),
@@ -70,13 +70,30 @@ def main() -> None:
         "fill_simulated_s": round(pre.summary["elapsed_s"], 1),
         "randwrite_ios": run.summary["write"]["ios"],
         "randwrite_waf": round(run.summary["write_amplification"], 3),
-        "peak_rss_gib": round(rss_gib, 3),
+        "peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**30, 3),
     }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--drive", default="crucial-m500-960")
+    ap.add_argument("--compare", default="crucial-m500-120",
+                    help="a second drive whose cost per NAND unit operation is compared (flat in size); '' for none")
+    ap.add_argument("--runtime", type=float, default=2000.0)
+    ap.add_argument("--steady", type=float, default=200.0)
+    args = ap.parse_args()
+
+    figures = measure(args.drive, args.runtime, args.steady)
     print(json.dumps(figures, indent=2))
+    if args.compare:
+        other = measure(args.compare, args.runtime, args.steady)
+        print(json.dumps(other, indent=2))
+        ratio = figures["steady_ns_per_nand_unit_op"] / other["steady_ns_per_nand_unit_op"]
+        print(f"cost per NAND unit operation, {args.drive} / {args.compare}: {ratio:.2f} (flat: 1.00)")
     for key, target in TARGETS.items():
         value = figures[key]
         ok = value >= target if key.endswith("per_wall_s") else value <= target
-        print(f"{key:<26} {value:>14,}  target {'>=' if key.endswith('per_wall_s') else '<='} {target:,}  {'met' if ok else 'NOT met'}")
+        print(f"{key:<32} {value:>14,}  target {'>=' if key.endswith('per_wall_s') else '<='} {target:,}  {'met' if ok else 'NOT met'}")
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ impl Sample {
 
 /// Completions and device counters of one run.
 pub struct Recorder {
-    /// Measurement origin: interval 0 starts here.
+    /// Measurement origin: interval 0 starts here (fixed at construction).
     pub start: SimTime,
     pub read: OpStats,
     pub write: OpStats,
@@ -49,6 +49,8 @@ pub struct Recorder {
     at_interval: Sample,
     /// Intervals whose device samples are written.
     intervals_closed: usize,
+    /// Where the first interval not yet closed ends (ns): no event before it closes one.
+    next_close_ns: u64,
     pub last_completion: SimTime,
 }
 
@@ -64,6 +66,7 @@ impl Recorder {
             at_start: s,
             at_interval: s,
             intervals_closed: 0,
+            next_close_ns: start.ns().saturating_add(interval_ns.max(1)),
             last_completion: start,
         }
     }
@@ -82,6 +85,9 @@ impl Recorder {
     /// when at least one closed.
     #[inline]
     pub fn before_event(&mut self, dev: &Device, t: SimTime) -> bool {
+        if t.ns() < self.next_close_ns {
+            return false;
+        }
         let index = (t.ns().saturating_sub(self.start.ns()) / self.series.interval_ns) as usize;
         if index > self.intervals_closed {
             self.close_intervals(dev, index);
@@ -104,6 +110,9 @@ impl Recorder {
         self.series.free_blocks[upto - 1] = dev.ftl.free_blocks_total();
         self.at_interval = s;
         self.intervals_closed = upto;
+        self.next_close_ns = (upto as u64 + 1)
+            .saturating_mul(self.series.interval_ns)
+            .saturating_add(self.start.ns());
     }
 
     /// One completed host command, at `now`.
