@@ -157,6 +157,9 @@ pub struct Device {
     jobs_started: u64,
     /// Read faults (None: none configured).
     faults: Option<Box<ReadFaults>>,
+    /// First unit of the last write submitted (UNMAPPED: none), whose overwrite the next
+    /// submission prefetches.
+    overwrite_prefetch: u32,
 }
 
 /// Reads a page read costs beyond itself: read retries of the page, and reads of the rest
@@ -224,6 +227,7 @@ impl Device {
             idle_since: SimTime::ZERO,
             gc_idle: SimDuration::from_us(config.ftl.gc_background_idle_us),
             jobs_started: 0,
+            overwrite_prefetch: UNMAPPED,
             geometry,
             config: config.clone(),
         })
@@ -364,6 +368,16 @@ impl Device {
         if end > first {
             self.ftl.prefetch_lookup(first);
         }
+        // The map entry of the write submitted before this one has arrived by now: start
+        // loading the reverse entry of the copy its admission will make stale (a random access
+        // into a table far larger than the caches).
+        if self.overwrite_prefetch != UNMAPPED {
+            self.ftl.prefetch_overwrite(self.overwrite_prefetch);
+        }
+        self.overwrite_prefetch = match io.kind {
+            IoKind::Write if end > first => first,
+            _ => UNMAPPED,
+        };
         let slot = Slot {
             io,
             submitted: at,

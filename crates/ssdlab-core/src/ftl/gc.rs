@@ -244,6 +244,16 @@ impl Ftl {
                 c += 1;
             }
             self.dies[dix].victim_cursor = c;
+            // Start loading the map entries of the next source PU too: the next step on this
+            // die finds them in cache instead of waiting for memory (the map outgrows the
+            // caches by far on large drives).
+            let next_end = (pu_end + units_per_pu).min(units_per_block);
+            for ppn in base + pu_end..base + next_end {
+                let lba = self.p2l[ppn as usize];
+                if lba != UNMAPPED {
+                    crate::mem::prefetch(&self.l2p, lba as usize);
+                }
+            }
             if n == 0 {
                 continue;
             }
