@@ -47,3 +47,20 @@ pub fn prefetch<T>(slice: &[T], index: usize) {
         }
     }
 }
+
+/// `prefetch` of `slice[index]`, or of the last element when `index` is beyond it (an
+/// UNMAPPED entry): no branch on the index.
+#[inline(always)]
+pub fn prefetch_clamped<T>(slice: &[T], index: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(last) = slice.len().checked_sub(1) {
+        // SAFETY: the index is clamped into the slice, and a prefetch hint never faults nor
+        // reads into any Rust value.
+        unsafe {
+            core::arch::x86_64::_mm_prefetch(
+                slice.as_ptr().add(index.min(last)) as *const i8,
+                core::arch::x86_64::_MM_HINT_T0,
+            );
+        }
+    }
+}

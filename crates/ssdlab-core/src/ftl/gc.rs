@@ -230,17 +230,16 @@ impl Ftl {
             let cursor = self.dies[dix].victim_cursor;
             let pu_end = (cursor / units_per_pu + 1) * units_per_pu;
             let room = units_per_pu - copied;
-            let (mut n, mut first, mut last) = (0, NONE, 0);
-            let mut c = cursor;
-            while c < pu_end && n < room {
+            // Branch-free: whether a unit is valid follows no pattern, so a branch on it
+            // mispredicts often (issue 15's profile: a quarter of all mispredictions).
+            let mut valid = std::mem::take(&mut self.scratch);
+            let (mut n, mut c) = (0usize, cursor);
+            while c < pu_end && (n as u32) < room {
                 let ppn = base + c;
                 let lba = self.p2l[ppn as usize];
-                if lba != UNMAPPED {
-                    crate::mem::prefetch(&self.l2p, lba as usize);
-                    n += 1;
-                    first = first.min(ppn);
-                    last = ppn;
-                }
+                crate::mem::prefetch_clamped(&self.l2p, lba as usize);
+                valid[n] = ppn;
+                n += (lba != UNMAPPED) as usize;
                 c += 1;
             }
             self.dies[dix].victim_cursor = c;
@@ -249,21 +248,17 @@ impl Ftl {
             // caches by far on large drives).
             let next_end = (pu_end + units_per_pu).min(units_per_block);
             for ppn in base + pu_end..base + next_end {
-                let lba = self.p2l[ppn as usize];
-                if lba != UNMAPPED {
-                    crate::mem::prefetch(&self.l2p, lba as usize);
-                }
+                crate::mem::prefetch_clamped(&self.l2p, self.p2l[ppn as usize] as usize);
             }
             if n == 0 {
+                self.scratch = valid;
                 continue;
             }
-            sink.gc_read(die, self.planes_spanned(first, last), n);
+            let (first, last) = (valid[0], valid[n - 1]);
+            sink.gc_read(die, self.planes_spanned(first, last), n as u32);
             // Moving a unit changes no other unit of the victim: the same ones are still valid.
-            for ppn in first..=last {
+            for &ppn in &valid[..n] {
                 let lba = self.p2l[ppn as usize];
-                if lba == UNMAPPED {
-                    continue;
-                }
                 // Out-of-band LBA checked against the map: the pair must agree.
                 assert_eq!(
                     self.l2p[lba as usize], ppn,
@@ -290,7 +285,8 @@ impl Ftl {
                 }
                 self.map_updated(lba, sink);
             }
-            copied += n;
+            self.scratch = valid;
+            copied += n as u32;
         }
         if self.dies[dix].victim_for_wear_leveling {
             self.counters.wear_leveling_units_copied += copied as u64;

@@ -307,6 +307,8 @@ pub struct Ftl {
     host_die: u32,
     sequence: u32,
     rng: Rng,
+    /// Room for one PU's physical unit numbers (garbage collection's valid units).
+    scratch: Vec<u32>,
     mapped_units: u64,
     pub counters: FtlCounters,
     /// Map changes since the consumer last drained them; `None` (the default) records nothing.
@@ -363,6 +365,7 @@ impl Ftl {
             host_die: 0,
             sequence: 0,
             rng: Rng::derive(seed, "ftl.gc"),
+            scratch: vec![0; g.units_per_pu as usize],
             mapped_units: 0,
             counters: FtlCounters::default(),
             journal: None,
