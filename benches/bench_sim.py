@@ -26,9 +26,11 @@ import ssdlab
 from ssdlab import Job
 
 # Issue 15's targets: 15M NAND unit operations (host writes + GC copies) per wall second in GC
-# steady state, the consistency run (README command 1) within 20 s and 2.5 GiB.
-TARGETS = {"steady_ios_per_wall_s": 2_000_000, "steady_nand_unit_ops_per_wall_s": 15_000_000,
-           "consistency_wall_s": 20.0, "peak_rss_gib": 2.5}
+# steady state on one core, the same cost per operation on the 120 GB drive (flat in drive
+# size: within 5%, about the spread of repeated runs of one drive on a quiet machine, +-4%), the
+# consistency run (README command 1) within 20 s and 2.5 GiB.
+TARGETS = {"steady_nand_unit_ops_per_wall_s": 15_000_000, "consistency_wall_s": 20.0, "peak_rss_gib": 2.5}
+FLAT_WITHIN = 1.05
 
 
 def timed(fn):
@@ -89,7 +91,9 @@ def main() -> None:
         other = measure(args.compare, args.runtime, args.steady)
         print(json.dumps(other, indent=2))
         ratio = figures["steady_ns_per_nand_unit_op"] / other["steady_ns_per_nand_unit_op"]
-        print(f"cost per NAND unit operation, {args.drive} / {args.compare}: {ratio:.2f} (flat: 1.00)")
+        flat = "met" if ratio <= FLAT_WITHIN else "NOT met"
+        print(f"cost per NAND unit operation, {args.drive} / {args.compare}: {ratio:.2f}  "
+              f"target <= {FLAT_WITHIN} (flat)  {flat}")
     for key, target in TARGETS.items():
         value = figures[key]
         ok = value >= target if key.endswith("per_wall_s") else value <= target
