@@ -1,25 +1,20 @@
 //! The whole performance-consistency run, timed: secure erase, timed 128 KiB QD32 sequential
 //! fill, then 4 KiB random writes at QD32 for N simulated seconds. Prints wall times and
-//! simulated host IOs per wall second for each phase. Used by benches/bench_sim.py.
+//! simulated host IOs per wall second for each phase (benches/bench_sim.py times the same run
+//! through the Python API).
 //! Then a further stretch of steady state (default 200 s), timed on its own.
 //! cargo run --release -p ssdlab-core --example consistency -- PRESET.toml [seconds] [timed|fast] [steady seconds]
 use ssdlab_core::config::DriveConfig;
 use ssdlab_core::device::Device;
 use ssdlab_core::workload::{run_job, Job, JobResult};
 
+mod common;
+
 /// 4 KiB random writes at QD32 for `seconds` simulated: the result and the wall seconds taken.
 #[allow(clippy::disallowed_methods)]
 fn timed_random_writes(dev: &mut Device, seconds: f64) -> (JobResult, f64) {
     let t = std::time::Instant::now();
-    let job = Job {
-        rw: "randwrite".into(),
-        iodepth: 32,
-        runtime_s: Some(seconds),
-        time_based: true,
-        ..Job::default()
-    };
-    let compiled = job.compile(dev.user_bytes()).unwrap();
-    let r = run_job(dev, &compiled, &mut |_| {});
+    let r = common::random_writes(dev, seconds);
     (r, t.elapsed().as_secs_f64())
 }
 

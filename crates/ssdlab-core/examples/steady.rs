@@ -8,19 +8,14 @@
 //! cargo run --release -p ssdlab-core --example steady -- PRESET.toml [seconds] [drive writes] [windows]
 use ssdlab_core::config::DriveConfig;
 use ssdlab_core::device::Device;
-use ssdlab_core::workload::{run_job, Job, JobResult};
+use ssdlab_core::workload::JobResult;
 
+mod common;
+
+/// The timed stretch, named for callgrind's `--toggle-collect`.
 #[inline(never)]
 fn timed_steady(dev: &mut Device, seconds: f64) -> JobResult {
-    let job = Job {
-        rw: "randwrite".into(),
-        iodepth: 32,
-        runtime_s: Some(seconds),
-        time_based: true,
-        ..Job::default()
-    };
-    let compiled = job.compile(dev.user_bytes()).unwrap();
-    run_job(dev, &compiled, &mut |_| {})
+    common::random_writes(dev, seconds)
 }
 
 #[allow(clippy::disallowed_methods)]
