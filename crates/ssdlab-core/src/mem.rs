@@ -35,16 +35,8 @@ fn advise_huge_pages(_addr: usize, _bytes: usize) {}
 /// Ask the CPU to start loading `slice[index]` into cache; no effect on values.
 #[inline(always)]
 pub fn prefetch<T>(slice: &[T], index: usize) {
-    #[cfg(target_arch = "x86_64")]
     if index < slice.len() {
-        // SAFETY: the pointer is in bounds of the slice, and a prefetch hint never faults nor
-        // reads into any Rust value.
-        unsafe {
-            core::arch::x86_64::_mm_prefetch(
-                slice.as_ptr().add(index) as *const i8,
-                core::arch::x86_64::_MM_HINT_T0,
-            );
-        }
+        prefetch_element(slice, index);
     }
 }
 
@@ -52,15 +44,21 @@ pub fn prefetch<T>(slice: &[T], index: usize) {
 /// UNMAPPED entry): no branch on the index.
 #[inline(always)]
 pub fn prefetch_clamped<T>(slice: &[T], index: usize) {
-    #[cfg(target_arch = "x86_64")]
     if let Some(last) = slice.len().checked_sub(1) {
-        // SAFETY: the index is clamped into the slice, and a prefetch hint never faults nor
-        // reads into any Rust value.
-        unsafe {
-            core::arch::x86_64::_mm_prefetch(
-                slice.as_ptr().add(index.min(last)) as *const i8,
-                core::arch::x86_64::_MM_HINT_T0,
-            );
-        }
+        prefetch_element(slice, index.min(last));
+    }
+}
+
+#[inline(always)]
+fn prefetch_element<T>(slice: &[T], index: usize) {
+    debug_assert!(index < slice.len());
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: both callers pass an index in bounds of the slice, and a prefetch hint never
+    // faults nor reads into any Rust value.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch(
+            slice.as_ptr().add(index) as *const i8,
+            core::arch::x86_64::_MM_HINT_T0,
+        );
     }
 }

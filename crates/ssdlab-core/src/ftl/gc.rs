@@ -264,20 +264,14 @@ impl Ftl {
                     self.l2p[lba as usize], ppn,
                     "OOB LBA {lba} of ppn {ppn} disagrees with the map"
                 );
-                let ob = &mut self.dies[dix].gc;
+                let ob = &self.dies[dix].gc;
                 if self.journal.is_none() && ob.block != NONE && ob.fill + 1 < units_per_pu {
-                    // Into the open GC PU, not its last unit: what `invalidate` and `append`
-                    // do for a victim's unit (the victim is in no bucket; the count of mapped
-                    // units does not change), without their general checks.
-                    let to = ob.block * units_per_block + ob.next_pu * units_per_pu + ob.fill;
-                    ob.fill += 1;
-                    let to_block = ob.block;
-                    debug_assert_eq!(self.p2l[to as usize], UNMAPPED);
+                    // Into the open GC PU, not its last unit: what `invalidate` does for a
+                    // victim's unit (the victim is in no bucket), without its general checks.
                     self.p2l[ppn as usize] = UNMAPPED;
                     self.valid[victim as usize] -= 1;
-                    self.l2p[lba as usize] = to;
-                    self.p2l[to as usize] = lba;
-                    self.valid[to_block as usize] += 1;
+                    self.mapped_units -= 1;
+                    self.place(die, Stream::Gc, lba);
                 } else {
                     self.invalidate(lba);
                     self.append(die, Stream::Gc, lba, sink);

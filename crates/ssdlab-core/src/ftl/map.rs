@@ -91,7 +91,7 @@ impl Ftl {
         for d in &self.dies {
             let ob = &d.host;
             if ob.block != NONE && ob.fill > 0 {
-                let first = ob.block * g.units_per_block + ob.next_pu * g.units_per_pu;
+                let first = ob.pu_first_ppn(g);
                 out.extend(first..first + ob.fill);
             }
         }

@@ -133,6 +133,14 @@ struct OpenBlock {
     data_ready: SimTime,
 }
 
+impl OpenBlock {
+    /// The first physical unit of the PU being filled.
+    #[inline]
+    fn pu_first_ppn(&self, g: &Geometry) -> u32 {
+        self.block * g.units_per_block + self.next_pu * g.units_per_pu
+    }
+}
+
 const NO_OPEN_BLOCK: OpenBlock = OpenBlock {
     block: NONE,
     next_pu: 0,
@@ -475,29 +483,17 @@ impl Ftl {
             if self.journal.is_some() || lba == end {
                 continue;
             }
-            let die = self.host_die as usize;
-            let ob = self.dies[die].host;
+            let ob = self.dies[self.host_die as usize].host;
             if ob.block == NONE || ob.fill == 0 {
                 continue;
             }
             let run = (self.geometry.units_per_pu - ob.fill - 1).min(end - lba);
-            let first_ppn = ob.block * self.geometry.units_per_block
-                + ob.next_pu * self.geometry.units_per_pu
-                + ob.fill;
-            for (k, l) in (lba..lba + run).enumerate() {
+            for l in lba..lba + run {
                 self.invalidate(l);
-                let ppn = first_ppn + k as u32;
-                debug_assert_eq!(self.p2l[ppn as usize], UNMAPPED);
-                self.l2p[l as usize] = ppn;
-                self.p2l[ppn as usize] = l;
+                self.place(self.host_die, Stream::Host, l);
                 self.map_updated(l, sink);
             }
-            self.valid[ob.block as usize] += run;
-            self.mapped_units += run as u64;
             self.counters.host_units_written += run as u64;
-            let ob = &mut self.dies[die].host;
-            ob.fill += run;
-            ob.host_fill += run;
             lba += run;
         }
     }
@@ -580,13 +576,21 @@ impl Ftl {
     /// The hot path of every write and every GC copy: a few stores, no calls.
     #[inline]
     fn append<S: NandSink>(&mut self, die: u32, stream: Stream, lba: u32, sink: &mut S) {
-        let (units_per_block, units_per_pu) =
-            (self.geometry.units_per_block, self.geometry.units_per_pu);
         if self.dies[die as usize].open(stream).block == NONE {
             self.allocate_block(die, stream, sink);
         }
+        if self.place(die, stream, lba) {
+            self.program_pu(die, stream, sink);
+        }
+    }
+
+    /// Map `lba` to the next unit of the open PU of `die`'s stream (there is one). True when
+    /// that filled the PU: it is to be programmed.
+    #[inline(always)]
+    fn place(&mut self, die: u32, stream: Stream, lba: u32) -> bool {
+        let units_per_pu = self.geometry.units_per_pu;
         let ob = self.dies[die as usize].open(stream);
-        let ppn = ob.block * units_per_block + ob.next_pu * units_per_pu + ob.fill;
+        let ppn = ob.pu_first_ppn(&self.geometry) + ob.fill;
         let block = ob.block;
         ob.fill += 1;
         ob.host_fill += (stream == Stream::Host) as u32;
@@ -596,9 +600,7 @@ impl Ftl {
         self.p2l[ppn as usize] = lba;
         self.valid[block as usize] += 1;
         self.mapped_units += 1;
-        if full {
-            self.program_pu(die, stream, sink);
-        }
+        full
     }
 
     #[inline(never)]
@@ -618,7 +620,7 @@ impl Ftl {
                 host_units: ob.host_fill,
                 planes,
                 data_ready: ob.data_ready,
-                first_ppn: ob.block * units_per_block + ob.next_pu * units_per_pu,
+                first_ppn: ob.pu_first_ppn(&self.geometry),
             },
         );
         let pus_per_block = self.geometry.pus_per_block;
@@ -664,13 +666,7 @@ impl Ftl {
             }
         }
         if self.program_fail > 0.0 && self.fault_rng.unit_f64() < self.program_fail {
-            self.program_failed(
-                die,
-                stream,
-                ob.block,
-                ob.block * units_per_block + ob.next_pu * units_per_pu,
-                sink,
-            );
+            self.program_failed(die, stream, ob.block, ob.pu_first_ppn(&self.geometry), sink);
         }
         if stream == Stream::Host {
             self.host_die = self.next_host_die(die);
