@@ -33,18 +33,14 @@ fn main() {
     dev.fill_untimed(0, n);
     dev.random_writes_untimed(0, n, (n as f64 * drive_writes) as u64, 7);
     let windows: usize = args.get(4).map_or(1, |s| s.parse().expect("windows"));
-    let mut digest: u64 = 0xcbf29ce484222325;
+    let mut digest = ssdlab_core::stats::FNV_OFFSET;
     let mut samples = Vec::new();
     for _ in 0..windows.max(1) {
         let t = std::time::Instant::now();
         let r = timed_steady(&mut dev, seconds);
         let wall = t.elapsed().as_secs_f64();
         // FNV-1a over the per-second write IOs and GC copies: equal digests, equal results.
-        for v in r.series.write_ios.iter().chain(&r.series.gc_units_copied) {
-            for b in v.to_le_bytes() {
-                digest = (digest ^ b as u64).wrapping_mul(0x100000001b3);
-            }
-        }
+        digest = r.series.digest_writes_and_gc(digest);
         samples.push((
             wall / (r.summary.write.ios + r.summary.gc_units_copied) as f64,
             wall,

@@ -231,6 +231,140 @@ impl FaultCounters {
     }
 }
 
+/// Reads a page read costs beyond itself, as the read-fault path draws them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExtraReads {
+    /// Read retries of the page.
+    pub retries: u32,
+    /// Reads of the rest of its RAIN stripe (a rebuild).
+    pub stripe_reads: u32,
+    /// The page's own die has failed: it is not read at all.
+    pub dead_die: bool,
+    /// A unit could not be returned: the command fails (no RAIN to rebuild from).
+    pub failed: bool,
+}
+
+/// The controller's read-fault path: read retry, uncorrectable pages, a failed die, and the
+/// logical units left unreadable until the host writes or trims them. One seeded stream,
+/// drawn in event order (see the module's documentation).
+pub struct ReadFaults {
+    cfg: FaultConfig,
+    rng: crate::rng::Rng,
+    /// Logical units that read as uncorrectable until written or trimmed.
+    unreadable: std::collections::BTreeSet<u32>,
+    /// A die to fail and when; whether it has.
+    die_fail: Option<(u32, crate::time::SimTime)>,
+    die_failed: bool,
+    pub counters: FaultCounters,
+}
+
+impl ReadFaults {
+    /// The read faults `cfg` configures; None when it configures none.
+    pub fn new(cfg: &FaultConfig) -> Option<Box<ReadFaults>> {
+        (cfg.read_retry > 0.0 || cfg.uncorrectable > 0.0 || cfg.die.is_some()).then(|| {
+            Box::new(ReadFaults {
+                cfg: cfg.clone(),
+                rng: crate::rng::Rng::derive(cfg.seed, "read-faults"),
+                unreadable: Default::default(),
+                die_fail: cfg.die.map(|d| {
+                    (
+                        d,
+                        crate::time::SimTime((cfg.die_fail_at_s * 1e9).round() as u64),
+                    )
+                }),
+                die_failed: false,
+                counters: Default::default(),
+            })
+        })
+    }
+
+    /// The configured die fails once its time has come: returns it the first time, so the FTL
+    /// stops placing data on it.
+    pub fn die_failing(&mut self, now: crate::time::SimTime) -> Option<u32> {
+        let (die, at) = self.die_fail?;
+        if self.die_failed || now < at {
+            return None;
+        }
+        self.die_failed = true;
+        self.counters.failed_dies += 1;
+        Some(die)
+    }
+
+    /// Draw the faults of one host page read of `units` logical units from `first_lba` on
+    /// `die`, with RAIN stripes of `rain_period` program units (0: no RAIN): the extra reads
+    /// they cost, and whether a unit is beyond repair.
+    pub fn draw(&mut self, die: u32, first_lba: u32, units: u32, rain_period: u32) -> ExtraReads {
+        let mut extra = ExtraReads::default();
+        let lbas = first_lba..first_lba + units;
+        if self.die_failed && self.die_fail.is_some_and(|(d, _)| d == die) {
+            extra.dead_die = true;
+            if rain_period > 0 {
+                self.counters.die_rebuilds += 1;
+                extra.stripe_reads = rain_period - 1;
+                self.counters.rain_rebuild_reads += extra.stripe_reads as u64;
+            } else {
+                extra.failed = true;
+                self.mark_unreadable(lbas);
+            }
+            return extra;
+        }
+        if self.cfg.read_retry > 0.0 && self.rng.unit_f64() < self.cfg.read_retry {
+            extra.retries = 1 + self.rng.below(self.cfg.read_retry_max as u64) as u32;
+            self.counters.read_retries += 1;
+        }
+        let known_bad =
+            !self.unreadable.is_empty() && self.unreadable.range(lbas.clone()).next().is_some();
+        let fresh = !known_bad
+            && self.cfg.uncorrectable > 0.0
+            && self.rng.unit_f64() < self.cfg.uncorrectable;
+        if known_bad || fresh {
+            // The whole retry table is tried before the controller gives up on the page.
+            extra.retries = self.cfg.read_retry_max;
+            self.counters.uncorrectable_pages += fresh as u64;
+            // With a die already lost, every stripe has lost a member: nothing to rebuild from.
+            if rain_period > 0 && !self.die_failed {
+                self.counters.rain_rebuilds += 1;
+                extra.stripe_reads = rain_period - 1;
+                self.counters.rain_rebuild_reads += extra.stripe_reads as u64;
+            } else {
+                extra.failed = true;
+                self.mark_unreadable(lbas);
+            }
+        }
+        self.counters.read_retry_reads += extra.retries as u64;
+        extra
+    }
+
+    fn mark_unreadable(&mut self, lbas: std::ops::Range<u32>) {
+        for lba in lbas {
+            self.counters.unreadable_units += self.unreadable.insert(lba) as u64;
+        }
+    }
+
+    /// Host data replaced logical units `lbas` (a write, a TRIM, a fill): they read again.
+    #[inline]
+    pub fn rewritten(&mut self, lbas: std::ops::Range<u32>) {
+        if self.unreadable.is_empty() {
+            return;
+        }
+        if lbas.len() == 1 {
+            self.unreadable.remove(&lbas.start);
+        } else {
+            self.unreadable.retain(|l| !lbas.contains(l));
+        }
+    }
+
+    /// Every unit reads again (a secure erase).
+    pub fn clear_unreadable(&mut self) {
+        self.unreadable.clear();
+    }
+
+    /// Logical units now unreadable, in order.
+    pub fn unreadable(&self) -> Vec<u32> {
+        self.unreadable.iter().copied().collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,6 +27,7 @@ pub mod nand;
 pub mod record;
 pub mod replay;
 pub mod rng;
+pub mod sim;
 pub mod stats;
 pub mod theory;
 pub mod time;

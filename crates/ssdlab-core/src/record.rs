@@ -118,7 +118,7 @@ impl Recorder {
     /// One completed host command, at `now`.
     #[inline]
     pub fn record(&mut self, c: &Completion, now: SimTime) {
-        c.record_into(&mut self.series, self.start);
+        count_in_series(c, &mut self.series, self.start);
         let stats = match c.io.kind {
             IoKind::Read => &mut self.read,
             IoKind::Write => &mut self.write,
@@ -137,5 +137,26 @@ impl Recorder {
     pub fn close_all(&mut self, dev: &Device) {
         let n = self.elapsed_ns().div_ceil(self.series.interval_ns).max(1) as usize;
         self.close_intervals(dev, n);
+    }
+}
+
+/// Count `c` in the interval of `series` it falls in (intervals counted from `start`).
+#[inline]
+fn count_in_series(c: &Completion, series: &mut IntervalSeries, start: SimTime) {
+    let i = ((c.completed.ns() - start.ns()) / series.interval_ns) as usize;
+    series.ensure(i);
+    let (bytes, latency) = (c.io.length_bytes, c.latency_ns());
+    match c.io.kind {
+        IoKind::Read => {
+            series.read_ios[i] += 1;
+            series.read_bytes[i] += bytes;
+            series.read_latency_ns_sum[i] += latency;
+        }
+        IoKind::Write => {
+            series.write_ios[i] += 1;
+            series.write_bytes[i] += bytes;
+            series.write_latency_ns_sum[i] += latency;
+        }
+        IoKind::Trim | IoKind::Flush => series.trim_ios[i] += 1,
     }
 }

@@ -206,6 +206,19 @@ impl OpStats {
     }
 }
 
+/// The FNV-1a offset basis: where a digest of [`IntervalSeries`] starts.
+pub const FNV_OFFSET: u64 = 0xcbf29ce484222325;
+
+/// FNV-1a (64 bit) over `values`, each as its 8 little-endian bytes, from `digest`.
+pub fn fnv1a<'a>(mut digest: u64, values: impl IntoIterator<Item = &'a u64>) -> u64 {
+    for v in values {
+        for b in v.to_le_bytes() {
+            digest = (digest ^ b as u64).wrapping_mul(0x100000001b3);
+        }
+    }
+    digest
+}
+
 /// Per-interval series (column-oriented, one entry per interval).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct IntervalSeries {
@@ -235,6 +248,30 @@ impl IntervalSeries {
 
     pub fn len(&self) -> usize {
         self.read_ios.len()
+    }
+
+    /// FNV-1a over the per-interval write IOs, then the GC copies (each a little-endian u64),
+    /// continuing from `digest` (start from [`FNV_OFFSET`]): equal digests, equal results.
+    /// The digest the `steady` example prints and the golden tests pin.
+    pub fn digest_writes_and_gc(&self, digest: u64) -> u64 {
+        fnv1a(digest, self.write_ios.iter().chain(&self.gc_units_copied))
+    }
+
+    /// FNV-1a over every column, in declaration order (the golden tests' whole-series check).
+    pub fn digest_all(&self, digest: u64) -> u64 {
+        let columns = [
+            &self.read_ios,
+            &self.write_ios,
+            &self.trim_ios,
+            &self.read_bytes,
+            &self.write_bytes,
+            &self.read_latency_ns_sum,
+            &self.write_latency_ns_sum,
+            &self.nand_page_programs,
+            &self.gc_units_copied,
+            &self.free_blocks,
+        ];
+        fnv1a(digest, columns.into_iter().flatten())
     }
 
     pub fn is_empty(&self) -> bool {

@@ -1,147 +1,536 @@
-//! The controller: its processor (the firmware's one command processor, shared by host
-//! commands and garbage collection), its DRAM write buffer, and the FLUSH/FUA commands
-//! waiting for the NAND.
+//! The controller: host commands from submission to completion.
 //!
-//! Each host command costs `controller.command_ns` (which caps IOPS at 1e9 / command_ns). Each
-//! mapping unit garbage collection copies costs `controller.gc_copy_ns_per_unit` once its data
-//! is in the controller (validity check against the map, ECC decode and re-encode, the map
-//! update), and each victim `controller.gc_victim_ns`. All of it queues for the same
-//! processor, so a drive whose collection copies much spends its processor on it and admits
-//! fewer host commands: the mechanism behind the low, flat steady state of client drives of
-//! this generation (docs/model.md). The processor's timeline keeps gaps: work decided for later
-//! (a copy whose NAND read ends in the future) leaves the time before it to commands decided
-//! afterwards.
+//! It owns what a real controller's front end holds: the command slots and the device queue
+//! (NCQ; `host.queue_depth_max`), the processor, the host link, the DRAM write buffer and the
+//! writes waiting for space in it, the FLUSH/FUA commands waiting for the NAND, the reads
+//! waiting for their NAND data, and the read-fault path ([`crate::faults::ReadFaults`]).
+//! The FTL decides where data goes and the scheduler times the flash; both are reached through
+//! a [`Backend`] the device lends for each call, with the kernel whose clock every decision
+//! reads.
+//!
+//! A command's way: `submit` (a slot; the device queue or the host queue when it is full) ->
+//! the processor (`Dispatch` event) -> reads: one NAND read per run of units in a program unit
+//! (a read batch), `ReadReady`, the host link, `Complete`; writes: read-modify-write of partial
+//! units, the write buffer in arrival order, the link, the FTL (`Ftl::write_units`),
+//! `Complete` (FUA: once the programs holding the data are done); TRIM: the FTL, `Complete`;
+//! FLUSH: the FTL's open units programmed, `Complete` once every host program queued before it
+//! is done.
 
-use crate::config::ControllerConfig;
-use crate::time::{SimDuration, SimTime};
-use crate::timeline::GapTimeline;
+use super::buffer::{FlushWaits, WriteBuffer};
+use super::processor::Processor;
+use super::scheduler::{Flash, HostRead, Scheduler};
+use super::{Completion, Event, HostIo, IoKind};
+use crate::config::{DriveConfig, Geometry};
+use crate::faults::{ExtraReads, FaultCounters, ReadFaults};
+use crate::ftl::{Ftl, UNMAPPED};
+use crate::host::HostInterface;
+use crate::sim::Kernel;
+use crate::time::SimTime;
+use std::collections::VecDeque;
 
-#[derive(Clone, Debug)]
-pub struct Processor {
-    timeline: GapTimeline,
-    command: SimDuration,
-    gc_copy_per_unit: SimDuration,
-    gc_victim: SimDuration,
-    /// Processor time spent on garbage collection, nanoseconds.
-    pub gc_busy_ns: u64,
+/// What stands behind the controller, lent by the device for one call.
+pub(super) struct Backend<'a> {
+    pub kernel: &'a mut Kernel<Event>,
+    pub ftl: &'a mut Ftl,
+    pub sched: &'a mut Scheduler,
 }
 
-impl Processor {
-    pub fn new(cfg: &ControllerConfig) -> Processor {
-        Processor {
-            timeline: GapTimeline::default(),
-            command: SimDuration(cfg.command_ns),
-            gc_copy_per_unit: SimDuration(cfg.gc_copy_ns_per_unit),
-            gc_victim: SimDuration(cfg.gc_victim_ns),
-            gc_busy_ns: 0,
+impl Backend<'_> {
+    /// The FTL, and the flash it programs, reads and erases through (the scheduler on the
+    /// kernel's clock, with the controller's `processor`).
+    #[inline]
+    pub fn ftl_and_flash<'b>(
+        &'b mut self,
+        processor: &'b mut Processor,
+    ) -> (&'b mut Ftl, Flash<'b>) {
+        let flash = Flash {
+            sched: self.sched,
+            kernel: self.kernel,
+            processor,
+        };
+        (self.ftl, flash)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    io: HostIo,
+    submitted: SimTime,
+    /// Writes: next logical unit to admit into the buffer, and one past the last.
+    next_unit: u32,
+    end_unit: u32,
+    /// Writes: when read-modify-write reads of partial units are done.
+    rmw_ready: SimTime,
+    /// Reads: a unit could not be read (see [`crate::faults`]).
+    failed: bool,
+}
+
+/// The geometry the controller divides commands by.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    unit_bytes: u64,
+    dies: u32,
+    planes_per_die: u32,
+    units_per_pu: u32,
+    rain_period: u32,
+}
+
+pub(super) struct Controller {
+    pub processor: Processor,
+    pub host: HostInterface,
+    pub buffer: WriteBuffer,
+    shape: Shape,
+    /// Invariant: a slot is in `free_slots`, or in exactly one of the device (counted by
+    /// `in_device`) and `host_queue`.
+    slots: Vec<Slot>,
+    free_slots: Vec<u32>,
+    in_device: u32,
+    /// Commands waiting for a device queue slot (NCQ full).
+    host_queue: VecDeque<u32>,
+    /// Writes waiting for write-buffer space, in arrival order.
+    write_wait: VecDeque<u32>,
+    completions: Vec<Completion>,
+    /// FLUSH and FUA commands waiting for the host programs queued before them, per die.
+    flush_waits: FlushWaits,
+    /// When the device last became idle (no command in it).
+    pub idle_since: SimTime,
+    /// Read faults (None: none configured).
+    faults: Option<Box<ReadFaults>>,
+    /// First unit of the last write submitted (UNMAPPED: none), whose overwrite the next
+    /// submission prefetches.
+    overwrite_prefetch: u32,
+}
+
+impl Controller {
+    pub fn new(config: &DriveConfig, geometry: &Geometry) -> Controller {
+        let unit_bytes = geometry.mapping_unit_bytes as u64;
+        Controller {
+            processor: Processor::new(&config.controller),
+            host: HostInterface::new(&config.host, &config.controller),
+            buffer: WriteBuffer::new(config.ftl.write_buffer_bytes / unit_bytes),
+            shape: Shape {
+                unit_bytes,
+                dies: geometry.dies,
+                planes_per_die: geometry.planes_per_die,
+                units_per_pu: geometry.units_per_pu,
+                rain_period: geometry.rain_period,
+            },
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            in_device: 0,
+            host_queue: VecDeque::new(),
+            write_wait: VecDeque::new(),
+            completions: Vec::new(),
+            flush_waits: FlushWaits::default(),
+            idle_since: SimTime::ZERO,
+            faults: ReadFaults::new(&config.faults),
+            overwrite_prefetch: UNMAPPED,
         }
     }
 
-    /// The firmware takes up a host command that reaches it at `earliest` (decided at `now`);
-    /// returns when it is processed.
-    pub fn command(&mut self, now: SimTime, earliest: SimTime) -> SimTime {
-        self.timeline.reserve(now, earliest, self.command) + self.command
+    /// Power off and on: every command, buffer and processor reservation is gone; the read
+    /// faults (the NAND's state) stay.
+    pub fn power_cycle(&mut self, config: &DriveConfig, geometry: &Geometry) {
+        let faults = self.faults.take();
+        *self = Controller::new(config, geometry);
+        self.faults = faults;
     }
 
-    /// `units` copied units whose data is in the controller from `earliest`; returns when the
-    /// firmware has processed them (their program may start).
-    pub fn gc_copy(&mut self, now: SimTime, earliest: SimTime, units: u32) -> SimTime {
-        if self.gc_copy_per_unit.0 == 0 {
-            return earliest;
-        }
-        let d = SimDuration(self.gc_copy_per_unit.0 * units as u64);
-        self.gc_busy_ns += d.0;
-        self.timeline.reserve(now, earliest, d) + d
+    /// Commands submitted and not yet completed.
+    pub fn outstanding(&self) -> usize {
+        self.slots.len() - self.free_slots.len()
     }
 
-    /// Bookkeeping of one collected victim, from `now`.
-    pub fn gc_victim(&mut self, now: SimTime) {
-        if self.gc_victim.0 > 0 {
-            self.gc_busy_ns += self.gc_victim.0;
-            self.timeline.reserve(now, now, self.gc_victim);
-        }
+    pub fn drain_completions(&mut self) -> std::vec::Drain<'_, Completion> {
+        self.completions.drain(..)
     }
 
-    /// Processor time reserved so far (host commands and collection), nanoseconds.
-    pub fn busy_ns(&self) -> u64 {
-        self.timeline.busy_ns_total
-    }
-}
-
-/// The DRAM write buffer, in mapping units: host data holds space from its admission until
-/// the NAND program carrying it ends. Invariant: free_units <= units.
-#[derive(Clone, Debug)]
-pub struct WriteBuffer {
-    pub units: u64,
-    free_units: u64,
-}
-
-impl WriteBuffer {
-    pub fn new(units: u64) -> WriteBuffer {
-        WriteBuffer {
-            units,
-            free_units: units,
+    /// The logical units `[first, end)` a command covers: TRIM unmaps only whole units (the
+    /// rest of a partly trimmed unit is data); reads and writes touch every unit they overlap.
+    fn units_of(&self, io: &HostIo) -> (u32, u32) {
+        let unit = self.shape.unit_bytes;
+        if io.length_bytes == 0 {
+            (0, 0)
+        } else if io.kind == IoKind::Trim {
+            let first = io.offset_bytes.div_ceil(unit) as u32;
+            let end = ((io.offset_bytes + io.length_bytes) / unit) as u32;
+            (first, end.max(first))
+        } else {
+            (
+                (io.offset_bytes / unit) as u32,
+                (io.offset_bytes + io.length_bytes).div_ceil(unit) as u32,
+            )
         }
     }
 
-    pub fn free_units(&self) -> u64 {
-        self.free_units
-    }
-
-    /// Take up to `wanted` units; returns how many were taken.
-    pub fn take(&mut self, wanted: u64) -> u64 {
-        let n = wanted.min(self.free_units);
-        self.free_units -= n;
-        n
-    }
-
-    pub fn release(&mut self, units: u64) {
-        self.free_units += units;
-        debug_assert!(self.free_units <= self.units);
-    }
-
-    /// Units held by host data still in partly filled program units went from `before` to
-    /// `after` (untimed writes, which never wait for programs).
-    pub fn held_changed(&mut self, before: u64, after: u64) {
-        self.free_units = self.free_units + before - after;
-    }
-
-    pub fn empty(&mut self) {
-        self.free_units = self.units;
-    }
-}
-
-/// FLUSH and FUA commands waiting until the host programs queued before them, per die, have
-/// finished.
-#[derive(Clone, Debug, Default)]
-pub struct FlushWaits {
-    waits: Vec<(u32, Vec<u64>)>,
-}
-
-impl FlushWaits {
-    /// `slot` waits until each die has finished `targets[die]` host programs.
-    pub fn add(&mut self, slot: u32, targets: Vec<u64>) {
-        self.waits.push((slot, targets));
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.waits.is_empty()
-    }
-
-    /// Remove the waits that `reached` says are satisfied, calling `release` for each slot.
-    pub fn release_reached(
-        &mut self,
-        reached: impl Fn(&[u64]) -> bool,
-        mut release: impl FnMut(u32),
-    ) {
-        let mut i = 0;
-        while i < self.waits.len() {
-            if reached(&self.waits[i].1) {
-                let (slot, _) = self.waits.swap_remove(i);
-                release(slot);
-            } else {
-                i += 1;
+    /// A host command arrives now: it takes a slot and enters the device queue, or waits for
+    /// one in the host's.
+    pub fn submit(&mut self, io: HostIo, b: &mut Backend) {
+        let now = b.kernel.now();
+        let (first, end) = self.units_of(&io);
+        if end > first {
+            b.ftl.prefetch_lookup(first);
+        }
+        // The map entry of the write submitted before this one has arrived by now: start
+        // loading the reverse entry of the copy its admission will make stale (a random access
+        // into a table far larger than the caches).
+        if self.overwrite_prefetch != UNMAPPED {
+            b.ftl.prefetch_overwrite(self.overwrite_prefetch);
+        }
+        self.overwrite_prefetch = match io.kind {
+            IoKind::Write if end > first => first,
+            _ => UNMAPPED,
+        };
+        let slot = Slot {
+            io,
+            submitted: now,
+            next_unit: first,
+            end_unit: end,
+            rmw_ready: now,
+            failed: false,
+        };
+        let index = match self.free_slots.pop() {
+            Some(i) => {
+                self.slots[i as usize] = slot;
+                i
             }
+            None => {
+                self.slots.push(slot);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        if self.in_device < self.host.queue_depth_max {
+            self.start(index, b.kernel);
+        } else {
+            self.host_queue.push_back(index);
+        }
+    }
+
+    fn start(&mut self, slot: u32, kernel: &mut Kernel<Event>) {
+        self.in_device += 1;
+        // The command reaches the firmware after the latency outside the drive's resources
+        // (it overlaps other commands' work), then queues for the processor.
+        let now = kernel.now();
+        let done = self.processor.command(now, now + self.host.command_latency);
+        kernel.schedule_usually_in_order(done, Event::Dispatch(slot));
+    }
+
+    /// The processor has taken up the command (event).
+    pub fn dispatch(&mut self, slot: u32, b: &mut Backend) {
+        let now = b.kernel.now();
+        if let Some(die) = self.faults.as_mut().and_then(|f| f.die_failing(now)) {
+            b.ftl.fail_die(die);
+        }
+        let s = self.slots[slot as usize];
+        match s.io.kind {
+            IoKind::Read => {
+                b.ftl.counters.host_units_read += (s.end_unit - s.next_unit) as u64;
+                self.read_units(slot, s.next_unit, s.end_unit, b);
+            }
+            IoKind::Write => {
+                b.ftl.prefetch_overwrite(s.next_unit);
+                let unit = self.shape.unit_bytes;
+                // A partial first or last unit is read, merged and written whole.
+                let head_partial = !s.io.offset_bytes.is_multiple_of(unit);
+                let tail_partial = !(s.io.offset_bytes + s.io.length_bytes).is_multiple_of(unit);
+                if head_partial || tail_partial {
+                    b.sched.begin_batch(slot, now);
+                    if head_partial {
+                        self.enqueue_reads(slot, s.next_unit, s.next_unit + 1, b);
+                    }
+                    if tail_partial && (s.end_unit - 1 != s.next_unit || !head_partial) {
+                        self.enqueue_reads(slot, s.end_unit - 1, s.end_unit, b);
+                    }
+                    let Some(ready) = b.sched.end_batch(slot) else {
+                        return; // continues in read_ready
+                    };
+                    self.slots[slot as usize].rmw_ready = ready;
+                }
+                self.write_wait.push_back(slot);
+                self.admit_writes(b);
+            }
+            IoKind::Trim => {
+                let (ftl, mut flash) = b.ftl_and_flash(&mut self.processor);
+                for lba in s.next_unit..s.end_unit {
+                    ftl.trim_unit(lba, s.io.tag, &mut flash);
+                }
+                if let Some(f) = self.faults.as_mut() {
+                    f.rewritten(s.next_unit..s.end_unit);
+                }
+                let end = self.host.to_device(now, now, 0, true);
+                b.kernel.schedule(end, Event::Complete(slot));
+            }
+            IoKind::Flush => {
+                let (ftl, mut flash) = b.ftl_and_flash(&mut self.processor);
+                ftl.flush(&mut flash);
+                self.wait_for_programs(slot, b);
+            }
+        }
+    }
+
+    /// Read logical units `first..end` of a host read; the data goes to the host when the
+    /// last NAND read is done (`read_ready`).
+    fn read_units(&mut self, slot: u32, first: u32, end: u32, b: &mut Backend) {
+        b.sched.begin_batch(slot, b.kernel.now());
+        self.enqueue_reads(slot, first, end, b);
+        if let Some(ready) = b.sched.end_batch(slot) {
+            if ready <= b.kernel.now() {
+                self.read_ready(slot, b);
+            } else {
+                b.kernel.schedule(ready, Event::ReadReady(slot));
+            }
+        }
+    }
+
+    /// Queue one NAND read per run of units in the same PU; nothing for units in the buffer
+    /// or never written.
+    fn enqueue_reads(&mut self, slot: u32, first: u32, end: u32, b: &mut Backend) {
+        let mut run_first = UNMAPPED;
+        let mut run_last = UNMAPPED;
+        let mut run_lba = 0;
+        for lba in first..end {
+            let ppn = b.ftl.lookup(lba);
+            if ppn == UNMAPPED {
+                continue;
+            }
+            debug_assert_eq!(
+                b.ftl.reverse(ppn),
+                lba,
+                "OOB LBA disagrees with the map on read"
+            );
+            if run_first != UNMAPPED
+                && ppn == run_last + 1
+                && b.ftl.pu_of(ppn) == b.ftl.pu_of(run_first)
+            {
+                run_last = ppn;
+                continue;
+            }
+            self.enqueue_read_run(slot, run_first, run_last, run_lba, b);
+            run_first = ppn;
+            run_last = ppn;
+            run_lba = lba;
+        }
+        self.enqueue_read_run(slot, run_first, run_last, run_lba, b);
+    }
+
+    /// One NAND read of units `first_ppn..=last_ppn` (logical units from `first_lba` on).
+    fn enqueue_read_run(
+        &mut self,
+        slot: u32,
+        first_ppn: u32,
+        last_ppn: u32,
+        first_lba: u32,
+        b: &mut Backend,
+    ) {
+        if first_ppn == UNMAPPED || b.ftl.is_buffered(first_ppn) {
+            return;
+        }
+        let die = b.ftl.die_of(first_ppn);
+        let planes = b.ftl.planes_spanned(first_ppn, last_ppn);
+        let units = last_ppn - first_ppn + 1;
+        let read = HostRead {
+            batch: slot,
+            die,
+            planes,
+            bytes: units as u64 * self.shape.unit_bytes,
+        };
+        let host_read = self.slots[slot as usize].io.kind == IoKind::Read;
+        let extra = match self.faults.as_mut() {
+            Some(f) if host_read => f.draw(die, first_lba, units, self.shape.rain_period),
+            _ => ExtraReads::default(),
+        };
+        if extra.failed {
+            self.slots[slot as usize].failed = true;
+        }
+        if !extra.dead_die {
+            for _ in 0..1 + extra.retries {
+                b.sched
+                    .enqueue_host_read(b.kernel, &mut self.processor, read);
+            }
+        }
+        if extra.stripe_reads > 0 {
+            self.enqueue_stripe_reads(slot, die, extra.stripe_reads, b);
+        }
+    }
+
+    /// A RAIN rebuild reads every other member of the stripe, whole: parity is striped across
+    /// dies, so the members are on the dies after this one in turn (a failed die skipped),
+    /// read in parallel across dies.
+    fn enqueue_stripe_reads(&mut self, slot: u32, die: u32, reads: u32, b: &mut Backend) {
+        let shape = self.shape;
+        let dead = b.ftl.failed_die();
+        let mut members = (1..shape.dies)
+            .map(|k| (die + k) % shape.dies)
+            .filter(|&d| Some(d) != dead)
+            .cycle();
+        for _ in 0..reads {
+            let member = members
+                .next()
+                .expect("a stripe is rebuilt only with live members");
+            let read = HostRead {
+                batch: slot,
+                die: member,
+                planes: shape.planes_per_die,
+                bytes: shape.units_per_pu as u64 * shape.unit_bytes,
+            };
+            b.sched
+                .enqueue_host_read(b.kernel, &mut self.processor, read);
+        }
+    }
+
+    /// What the seeded faults did so far, the FTL's program and erase failures included.
+    pub fn fault_counters(&self, ftl: &Ftl) -> FaultCounters {
+        let mut c = self.faults.as_ref().map(|f| f.counters).unwrap_or_default();
+        let fc = &ftl.counters;
+        c.program_failures = fc.program_failures;
+        c.erase_failures = fc.erase_failures;
+        c.grown_bad_blocks = fc.grown_bad_blocks;
+        c
+    }
+
+    /// Logical units now unreadable (an uncorrectable read without RAIN, not yet rewritten).
+    pub fn unreadable_units(&self) -> Vec<u32> {
+        self.faults
+            .as_ref()
+            .map(|f| f.unreadable())
+            .unwrap_or_default()
+    }
+
+    /// Host data replaced `first..end` outside the command path (an untimed fill; a secure
+    /// erase replaces everything): those units read again.
+    pub fn rewritten(&mut self, first: u32, end: u32) {
+        if let Some(f) = self.faults.as_mut() {
+            f.rewritten(first..end);
+        }
+    }
+
+    pub fn secure_erased(&mut self) {
+        if let Some(f) = self.faults.as_mut() {
+            f.clear_unreadable();
+        }
+        self.buffer.empty();
+    }
+
+    /// All NAND data of a command is in the controller (event, or at once).
+    pub fn read_ready(&mut self, slot: u32, b: &mut Backend) {
+        let now = b.kernel.now();
+        let s = self.slots[slot as usize];
+        match s.io.kind {
+            IoKind::Read => {
+                let end = self.host.to_host(now, now, s.io.length_bytes, true);
+                b.kernel.schedule(end, Event::Complete(slot));
+            }
+            _ => {
+                // Read-modify-write data is in: the write can take buffer space.
+                self.slots[slot as usize].rmw_ready = now;
+                self.write_wait.push_back(slot);
+                self.admit_writes(b);
+            }
+        }
+    }
+
+    /// A host program on `die` ended (event): its `units` of buffer space are free, and the
+    /// FLUSH/FUA commands and writes waiting for it may go on.
+    pub fn program_done(&mut self, die: u32, units: u32, b: &mut Backend) {
+        b.sched.host_program_done(die);
+        self.buffer.release(units as u64);
+        self.release_flushes(b);
+        self.admit_writes(b);
+    }
+
+    /// Move waiting writes into the buffer, in arrival order, as far as space allows.
+    fn admit_writes(&mut self, b: &mut Backend) {
+        let now = b.kernel.now();
+        let unit = self.shape.unit_bytes;
+        while let Some(&slot) = self.write_wait.front() {
+            if self.buffer.free_units() == 0 {
+                break;
+            }
+            let s = self.slots[slot as usize];
+            let first_chunk = s.next_unit == (s.io.offset_bytes / unit) as u32;
+            let count = self.buffer.take((s.end_unit - s.next_unit) as u64) as u32;
+            let bytes = (count as u64 * unit).min(s.io.length_bytes);
+            let arrived = self
+                .host
+                .to_device(now, s.rmw_ready.max(now), bytes, first_chunk);
+            let (ftl, mut flash) = b.ftl_and_flash(&mut self.processor);
+            ftl.write_units(s.next_unit, count, s.io.tag, arrived, &mut flash);
+            if let Some(f) = self.faults.as_mut() {
+                f.rewritten(s.next_unit..s.next_unit + count);
+            }
+            let s = &mut self.slots[slot as usize];
+            s.next_unit += count;
+            if s.next_unit == s.end_unit {
+                self.write_wait.pop_front();
+                if s.io.fua {
+                    let (ftl, mut flash) = b.ftl_and_flash(&mut self.processor);
+                    ftl.flush(&mut flash);
+                    self.slots[slot as usize].rmw_ready = arrived;
+                    self.wait_for_programs(slot, b);
+                } else {
+                    b.kernel.schedule(arrived, Event::Complete(slot));
+                }
+            }
+        }
+    }
+
+    /// Complete `slot` once every host program queued so far has finished.
+    fn wait_for_programs(&mut self, slot: u32, b: &mut Backend) {
+        let targets = b.sched.host_programs_queued();
+        self.flush_waits.add(slot, targets);
+        self.release_flushes(b);
+    }
+
+    fn release_flushes(&mut self, b: &mut Backend) {
+        if self.flush_waits.is_empty() {
+            return;
+        }
+        let now = b.kernel.now();
+        let sched = &*b.sched;
+        let mut released = Vec::new();
+        self.flush_waits.release_reached(
+            |t| sched.host_programs_done_reach(t),
+            |slot| released.push(slot),
+        );
+        for slot in released {
+            let s = self.slots[slot as usize];
+            let at = if s.io.kind == IoKind::Write {
+                s.rmw_ready.max(now)
+            } else {
+                now
+            };
+            let end = if s.io.kind == IoKind::Flush {
+                self.host.to_device(now, at, 0, true)
+            } else {
+                at
+            };
+            b.kernel.schedule(end, Event::Complete(slot));
+        }
+    }
+
+    /// The command completes (event): the host sees it; a command waiting in the host queue
+    /// takes its place in the device.
+    pub fn complete(&mut self, slot: u32, kernel: &mut Kernel<Event>) {
+        let now = kernel.now();
+        let s = self.slots[slot as usize];
+        if s.failed {
+            if let Some(f) = self.faults.as_mut() {
+                f.counters.failed_reads += 1;
+            }
+        }
+        self.completions.push(Completion {
+            io: s.io,
+            submitted: s.submitted,
+            completed: now,
+            failed: s.failed,
+        });
+        self.free_slots.push(slot);
+        self.in_device -= 1;
+        if let Some(next) = self.host_queue.pop_front() {
+            self.start(next, kernel);
+        }
+        if self.in_device == 0 {
+            self.idle_since = now;
         }
     }
 }

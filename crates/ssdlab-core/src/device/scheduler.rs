@@ -7,12 +7,19 @@
 //! for the others. Host reads go ahead of queued programs, erases and GC reads, as
 //! controllers prioritise them. A garbage-collection copy passes through the controller
 //! (bus out, processor, bus in) unless the NAND does it on the die (`nand.copyback`).
+//!
+//! The scheduler owns no clock and no host state: it takes the kernel and the controller's
+//! processor by `&mut` ([`Flash`] bundles them for the FTL), and reports what finishes as
+//! events: `DieReady` (the die can start its next operation), `ProgramDone` (a host program
+//! ended: its buffer space is free) and `ReadReady` (the last NAND read of a read batch is
+//! out). A read batch is the controller's: an id it chooses (its command slot) and a count of
+//! reads the scheduler tracks until the last one ends.
 
-use super::controller::Processor;
-use super::kernel::EventQueue;
+use super::processor::Processor;
 use super::Event;
 use crate::ftl::{NandSink, Program, ProgramKind};
 use crate::nand::Nand;
+use crate::sim::Kernel;
 use crate::time::SimTime;
 use std::collections::VecDeque;
 
@@ -20,7 +27,7 @@ use std::collections::VecDeque;
 pub(super) enum NandOp {
     Program(Program),
     GcRead { planes: u32, bytes: u64, units: u32 },
-    HostRead { planes: u32, bytes: u64, slot: u32 },
+    HostRead { planes: u32, bytes: u64, batch: u32 },
     Erase { gc_victim: bool },
 }
 
@@ -45,44 +52,34 @@ struct DieQueue {
     started: VecDeque<(Program, SimTime)>,
 }
 
-/// Host reads waiting for their NAND reads.
+/// A read batch: NAND reads outstanding, and when the last one that ended is out.
 #[derive(Clone, Copy, Debug, Default)]
-pub(super) struct ReadWait {
-    pub pending: u32,
-    pub ready: SimTime,
+struct ReadBatch {
+    pending: u32,
+    ready: SimTime,
 }
 
 pub(super) struct Scheduler {
-    pub kernel: EventQueue,
     pub nand: Nand,
-    pub processor: Processor,
     pub unit_bytes: u64,
     copyback: bool,
     dies: Vec<DieQueue>,
-    /// Per slot: host data reads outstanding on the NAND.
-    pub read_waits: Vec<ReadWait>,
+    /// Per batch id: host data reads outstanding on the NAND.
+    read_batches: Vec<ReadBatch>,
 }
 
 impl Scheduler {
-    pub fn new(
-        nand: Nand,
-        processor: Processor,
-        dies: u32,
-        unit_bytes: u64,
-        copyback: bool,
-    ) -> Self {
+    pub fn new(nand: Nand, dies: u32, unit_bytes: u64, copyback: bool) -> Self {
         Scheduler {
-            kernel: EventQueue::default(),
             nand,
-            processor,
             unit_bytes,
             copyback,
             dies: vec![DieQueue::default(); dies as usize],
-            read_waits: Vec::new(),
+            read_batches: Vec::new(),
         }
     }
 
-    pub fn enqueue(&mut self, die: u32, op: NandOp) {
+    pub fn enqueue(&mut self, k: &mut Kernel<Event>, p: &mut Processor, die: u32, op: NandOp) {
         let d = &mut self.dies[die as usize];
         match op {
             NandOp::HostRead { .. } => d.reads.push_back(op),
@@ -96,46 +93,47 @@ impl Scheduler {
             _ => d.ops.push_back(op),
         }
         if !d.wakeup_pending {
-            if self.kernel.now >= d.ready_at {
-                self.start_next(die);
+            if k.now() >= d.ready_at {
+                self.start_next(k, p, die);
             } else {
                 d.wakeup_pending = true;
-                let at = d.ready_at;
-                self.kernel.push(at, Event::DieReady(die));
+                k.schedule(d.ready_at, Event::DieReady(die));
             }
         }
     }
 
     /// The die is ready (event): start its next operation, if any.
-    pub fn die_ready(&mut self, die: u32) {
+    pub fn die_ready(&mut self, k: &mut Kernel<Event>, p: &mut Processor, die: u32) {
         self.dies[die as usize].wakeup_pending = false;
-        self.start_next(die);
+        self.start_next(k, p, die);
     }
 
-    fn start_next(&mut self, die: u32) {
+    fn start_next(&mut self, k: &mut Kernel<Event>, p: &mut Processor, die: u32) {
         let d = &mut self.dies[die as usize];
         let Some(op) = d.reads.pop_front().or_else(|| d.ops.pop_front()) else {
             return;
         };
         let gc_data_ready = d.gc_data_ready;
-        let now = self.kernel.now;
+        let now = k.now();
         let ready_at = match op {
-            NandOp::Program(p) => {
-                let copied = p.kind == ProgramKind::Gc && self.copyback;
-                let data_ready = match p.kind {
-                    ProgramKind::Host => p.data_ready,
+            NandOp::Program(program) => {
+                let copied = program.kind == ProgramKind::Gc && self.copyback;
+                let data_ready = match program.kind {
+                    ProgramKind::Host => program.data_ready,
                     ProgramKind::Gc => gc_data_ready,
                     _ => now,
                 };
-                let (next, end) = self.nand.program(now, data_ready, die, p.planes, !copied);
-                if p.kind == ProgramKind::Host {
-                    self.kernel.push(end, Event::ProgramDone(die, p.host_units));
+                let (next, end) = self
+                    .nand
+                    .program(now, data_ready, die, program.planes, !copied);
+                if program.kind == ProgramKind::Host {
+                    k.schedule(end, Event::ProgramDone(die, program.host_units));
                 }
                 let d = &mut self.dies[die as usize];
                 while d.started.front().is_some_and(|&(_, e)| e <= now) {
                     d.started.pop_front();
                 }
-                d.started.push_back((p, end));
+                d.started.push_back((program, end));
                 next
             }
             NandOp::GcRead {
@@ -148,7 +146,7 @@ impl Scheduler {
                     self.nand.read(now, die, planes, 0)
                 } else {
                     let out = self.nand.read(now, die, planes, bytes);
-                    let processed = self.processor.gc_copy(now, out, units);
+                    let processed = p.gc_copy(now, out, units);
                     let d = &mut self.dies[die as usize];
                     d.gc_data_ready = d.gc_data_ready.max(processed);
                     out
@@ -157,21 +155,20 @@ impl Scheduler {
             NandOp::HostRead {
                 planes,
                 bytes,
-                slot,
+                batch,
             } => {
                 let end = self.nand.read(now, die, planes, bytes);
-                let w = &mut self.read_waits[slot as usize];
-                w.ready = w.ready.max(end);
-                w.pending -= 1;
-                if w.pending == 0 {
-                    let ready = w.ready;
-                    self.kernel.push(ready, Event::ReadReady(slot));
+                let b = &mut self.read_batches[batch as usize];
+                b.ready = b.ready.max(end);
+                b.pending -= 1;
+                if b.pending == 0 {
+                    k.schedule(b.ready, Event::ReadReady(batch));
                 }
                 end
             }
             NandOp::Erase { gc_victim } => {
                 if gc_victim {
-                    self.processor.gc_victim(now);
+                    p.gc_victim(now);
                 }
                 self.nand.erase(now, die)
             }
@@ -180,7 +177,7 @@ impl Scheduler {
         d.ready_at = ready_at;
         if !d.reads.is_empty() || !d.ops.is_empty() {
             d.wakeup_pending = true;
-            self.kernel.push(ready_at, Event::DieReady(die));
+            k.schedule(ready_at, Event::DieReady(die));
         }
     }
 
@@ -227,49 +224,85 @@ impl Scheduler {
             .then(|| d.ready_at.max(self.nand.die_free_at(die)))
     }
 
-    /// Start collecting the NAND reads of `slot`. A guard count is held until `end_wait`, so
-    /// reads that start (and count down) while they are being queued cannot finish the wait.
-    pub fn begin_wait(&mut self, slot: u32) {
-        let s = slot as usize;
-        if self.read_waits.len() <= s {
-            self.read_waits.resize(s + 1, ReadWait::default());
+    /// Start read batch `batch` at `now`. A guard count is held until `end_batch`, so reads
+    /// that start (and count down) while they are being queued cannot finish the batch.
+    pub fn begin_batch(&mut self, batch: u32, now: SimTime) {
+        let b = batch as usize;
+        if self.read_batches.len() <= b {
+            self.read_batches.resize(b + 1, ReadBatch::default());
         }
-        self.read_waits[s] = ReadWait {
+        self.read_batches[b] = ReadBatch {
             pending: 1,
-            ready: self.kernel.now,
+            ready: now,
         };
     }
 
-    /// All reads of `slot` are queued: drop the guard. True if none is outstanding (the data
-    /// is ready at `read_waits[slot].ready`, and no ReadReady event will come).
-    pub fn end_wait(&mut self, slot: u32) -> bool {
-        let w = &mut self.read_waits[slot as usize];
-        w.pending -= 1;
-        w.pending == 0
-    }
-}
-
-impl NandSink for Scheduler {
-    #[inline]
-    fn program(&mut self, die: u32, program: Program) {
-        self.enqueue(die, NandOp::Program(program));
-    }
-
-    #[inline]
-    fn gc_read(&mut self, die: u32, planes: u32, units: u32) {
-        let bytes = units as u64 * self.unit_bytes;
+    /// One more host read of `bytes` (`planes` planes) on `die` in `batch`.
+    pub fn enqueue_host_read(&mut self, k: &mut Kernel<Event>, p: &mut Processor, read: HostRead) {
+        self.read_batches[read.batch as usize].pending += 1;
         self.enqueue(
-            die,
-            NandOp::GcRead {
-                planes,
-                bytes,
-                units,
+            k,
+            p,
+            read.die,
+            NandOp::HostRead {
+                planes: read.planes,
+                bytes: read.bytes,
+                batch: read.batch,
             },
         );
     }
 
+    /// Every read of `batch` is queued: drop the guard. `Some(ready)` if none is outstanding
+    /// (the data is in the controller at `ready`, and no ReadReady event will come).
+    pub fn end_batch(&mut self, batch: u32) -> Option<SimTime> {
+        let b = &mut self.read_batches[batch as usize];
+        b.pending -= 1;
+        (b.pending == 0).then_some(b.ready)
+    }
+}
+
+/// One host page read, for [`Scheduler::enqueue_host_read`].
+#[derive(Clone, Copy, Debug)]
+pub(super) struct HostRead {
+    pub batch: u32,
+    pub die: u32,
+    pub planes: u32,
+    pub bytes: u64,
+}
+
+/// The flash as the FTL sees it while the drive runs: its operations join the scheduler's die
+/// queues, timed on the kernel's clock, with the controller's processor checking GC copies.
+pub(super) struct Flash<'a> {
+    pub sched: &'a mut Scheduler,
+    pub kernel: &'a mut Kernel<Event>,
+    pub processor: &'a mut Processor,
+}
+
+impl NandSink for Flash<'_> {
+    #[inline]
+    fn program(&mut self, die: u32, program: Program) {
+        self.sched
+            .enqueue(self.kernel, self.processor, die, NandOp::Program(program));
+    }
+
+    #[inline]
+    fn gc_read(&mut self, die: u32, planes: u32, units: u32) {
+        let bytes = units as u64 * self.sched.unit_bytes;
+        let op = NandOp::GcRead {
+            planes,
+            bytes,
+            units,
+        };
+        self.sched.enqueue(self.kernel, self.processor, die, op);
+    }
+
     #[inline]
     fn erase(&mut self, die: u32, gc_victim: bool) {
-        self.enqueue(die, NandOp::Erase { gc_victim });
+        self.sched.enqueue(
+            self.kernel,
+            self.processor,
+            die,
+            NandOp::Erase { gc_victim },
+        );
     }
 }

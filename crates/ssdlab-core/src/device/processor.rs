@@ -1,0 +1,68 @@
+//! The controller's processor: the firmware's one command processor, shared by host commands
+//! and garbage collection.
+//!
+//! Each host command costs `controller.command_ns` (which caps IOPS at 1e9 / command_ns). Each
+//! mapping unit garbage collection copies costs `controller.gc_copy_ns_per_unit` once its data
+//! is in the controller (validity check against the map, ECC decode and re-encode, the map
+//! update), and each victim `controller.gc_victim_ns`. All of it queues for the same
+//! processor, so a drive whose collection copies much spends its processor on it and admits
+//! fewer host commands: the mechanism behind the low, flat steady state of client drives of
+//! this generation (docs/model.md). The processor's timeline keeps gaps: work decided for later
+//! (a copy whose NAND read ends in the future) leaves the time before it to commands decided
+//! afterwards.
+
+use crate::config::ControllerConfig;
+use crate::time::{SimDuration, SimTime};
+use crate::timeline::GapTimeline;
+
+#[derive(Clone, Debug)]
+pub struct Processor {
+    timeline: GapTimeline,
+    command: SimDuration,
+    gc_copy_per_unit: SimDuration,
+    gc_victim: SimDuration,
+    /// Processor time spent on garbage collection, nanoseconds.
+    pub gc_busy_ns: u64,
+}
+
+impl Processor {
+    pub fn new(cfg: &ControllerConfig) -> Processor {
+        Processor {
+            timeline: GapTimeline::default(),
+            command: SimDuration(cfg.command_ns),
+            gc_copy_per_unit: SimDuration(cfg.gc_copy_ns_per_unit),
+            gc_victim: SimDuration(cfg.gc_victim_ns),
+            gc_busy_ns: 0,
+        }
+    }
+
+    /// The firmware takes up a host command that reaches it at `earliest` (decided at `now`);
+    /// returns when it is processed.
+    pub fn command(&mut self, now: SimTime, earliest: SimTime) -> SimTime {
+        self.timeline.reserve(now, earliest, self.command) + self.command
+    }
+
+    /// `units` copied units whose data is in the controller from `earliest`; returns when the
+    /// firmware has processed them (their program may start).
+    pub fn gc_copy(&mut self, now: SimTime, earliest: SimTime, units: u32) -> SimTime {
+        if self.gc_copy_per_unit.0 == 0 {
+            return earliest;
+        }
+        let d = SimDuration(self.gc_copy_per_unit.0 * units as u64);
+        self.gc_busy_ns += d.0;
+        self.timeline.reserve(now, earliest, d) + d
+    }
+
+    /// Bookkeeping of one collected victim, from `now`.
+    pub fn gc_victim(&mut self, now: SimTime) {
+        if self.gc_victim.0 > 0 {
+            self.gc_busy_ns += self.gc_victim.0;
+            self.timeline.reserve(now, now, self.gc_victim);
+        }
+    }
+
+    /// Processor time reserved so far (host commands and collection), nanoseconds.
+    pub fn busy_ns(&self) -> u64 {
+        self.timeline.busy_ns_total
+    }
+}

@@ -1,0 +1,206 @@
+//! The simulation kernel: the clock and the queue of timed events, for any event type.
+//!
+//! [`Kernel`] is the only owner of the current simulated time. It moves in two ways only: to
+//! an event's time when the event is popped, and forward to a submission's time when nothing
+//! is pending before it ([`Kernel::advance_to`]). Everything else reads [`Kernel::now`], so a
+//! decision cannot be taken at a time other than the one the clock shows (MQSim's
+//! `Simulator_Engine` owns its clock the same way).
+//!
+//! Events are ordered by (time, sequence of insertion), so equal times keep the order in which
+//! they were decided. Most events a controller produces come in time order (command
+//! dispatches); those go to a FIFO merged with the heap by the same key, which gives exactly
+//! the order the heap alone would give at a fraction of the cost.
+
+use crate::time::SimTime;
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, VecDeque};
+
+/// An event with its time and insertion sequence; ordered by (time, sequence) alone, so the
+/// event type needs no ordering of its own.
+struct Entry<E> {
+    at: SimTime,
+    sequence: u64,
+    event: E,
+}
+
+impl<E> Entry<E> {
+    #[inline]
+    fn key(&self) -> (SimTime, u64) {
+        (self.at, self.sequence)
+    }
+}
+
+impl<E> PartialEq for Entry<E> {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl<E> Eq for Entry<E> {}
+
+impl<E> PartialOrd for Entry<E> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<E> Ord for Entry<E> {
+    #[inline]
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+/// The clock and the pending events of one simulation.
+pub struct Kernel<E> {
+    /// The current simulated time: every decision is taken at it. Invariant: no pending
+    /// event is earlier.
+    now: SimTime,
+    heap: BinaryHeap<Reverse<Entry<E>>>,
+    /// Events in (time, sequence) order, merged with `heap` on pop.
+    fifo: VecDeque<Entry<E>>,
+    sequence: u64,
+}
+
+impl<E> Default for Kernel<E> {
+    fn default() -> Self {
+        Kernel {
+            now: SimTime::ZERO,
+            heap: BinaryHeap::new(),
+            fifo: VecDeque::new(),
+            sequence: 0,
+        }
+    }
+}
+
+impl<E> Kernel<E> {
+    /// The current simulated time.
+    #[inline]
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+
+    /// Queue `event` at `at` (not in the past).
+    #[inline]
+    pub fn schedule(&mut self, at: SimTime, event: E) {
+        debug_assert!(at >= self.now, "event scheduled in the past");
+        self.sequence += 1;
+        self.heap.push(Reverse(Entry {
+            at,
+            sequence: self.sequence,
+            event,
+        }));
+    }
+
+    /// Queue an event that usually comes no earlier than the last one queued this way (a
+    /// controller's dispatches): the FIFO when it keeps the FIFO sorted, the heap otherwise.
+    /// The order of events is the same as with [`Kernel::schedule`].
+    #[inline]
+    pub fn schedule_usually_in_order(&mut self, at: SimTime, event: E) {
+        debug_assert!(at >= self.now, "event scheduled in the past");
+        if self.fifo.back().is_none_or(|e| e.at <= at) {
+            self.sequence += 1;
+            self.fifo.push_back(Entry {
+                at,
+                sequence: self.sequence,
+                event,
+            });
+        } else {
+            self.schedule(at, event);
+        }
+    }
+
+    /// Time of the next event, if any.
+    #[inline]
+    pub fn peek_time(&self) -> Option<SimTime> {
+        let heap = self.heap.peek().map(|Reverse(e)| e.at);
+        let fifo = self.fifo.front().map(|e| e.at);
+        match (heap, fifo) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Remove the next event and move the clock to its time.
+    #[inline]
+    pub fn pop(&mut self) -> Option<E> {
+        let take_fifo = match (self.heap.peek(), self.fifo.front()) {
+            (Some(Reverse(h)), Some(f)) => f.key() < h.key(),
+            (None, Some(_)) => true,
+            _ => false,
+        };
+        let entry = if take_fifo {
+            self.fifo.pop_front()
+        } else {
+            self.heap.pop().map(|Reverse(e)| e)
+        }?;
+        debug_assert!(entry.at >= self.now, "the clock never goes back");
+        self.now = entry.at;
+        Some(entry.event)
+    }
+
+    /// Move the clock forward to `at` (a host submission, an idle decision). Nothing may be
+    /// pending before `at`: process events up to it first.
+    #[inline]
+    pub fn advance_to(&mut self, at: SimTime) {
+        assert!(
+            at >= self.now,
+            "the clock never goes back ({at:?} < {:?})",
+            self.now
+        );
+        debug_assert!(
+            self.peek_time().is_none_or(|t| t >= at),
+            "moving the clock to {at:?} skips events pending before it"
+        );
+        self.now = at;
+    }
+
+    /// Pending events.
+    pub fn len(&self) -> usize {
+        self.heap.len() + self.fifo.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fifo_and_heap_merge_in_time_then_insertion_order() {
+        let mut k = Kernel::default();
+        k.schedule_usually_in_order(SimTime(10), 1);
+        k.schedule(SimTime(5), 2);
+        k.schedule_usually_in_order(SimTime(10), 3);
+        k.schedule_usually_in_order(SimTime(7), 4); // out of order: heap
+        k.schedule(SimTime(10), 5);
+        let mut order = Vec::new();
+        while let Some(e) = k.pop() {
+            order.push((k.now().ns(), e));
+        }
+        assert_eq!(order, vec![(5, 2), (7, 4), (10, 1), (10, 3), (10, 5)]);
+    }
+
+    #[test]
+    fn the_clock_moves_only_forward_and_only_by_the_kernel() {
+        let mut k: Kernel<()> = Kernel::default();
+        k.advance_to(SimTime(3));
+        k.schedule(SimTime(8), ());
+        assert_eq!(k.now(), SimTime(3), "scheduling does not move the clock");
+        assert_eq!(k.peek_time(), Some(SimTime(8)));
+        k.pop();
+        assert_eq!(k.now(), SimTime(8), "popping moves it to the event");
+        assert!(k.is_empty());
+    }
+
+    #[test]
+    #[should_panic(expected = "never goes back")]
+    fn advancing_into_the_past_is_refused() {
+        let mut k: Kernel<()> = Kernel::default();
+        k.advance_to(SimTime(5));
+        k.advance_to(SimTime(4));
+    }
+}
