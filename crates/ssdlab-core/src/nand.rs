@@ -11,6 +11,15 @@ use crate::config::{Geometry, NandConfig};
 use crate::time::{transfer_duration, SimDuration, SimTime};
 use crate::timeline::GapTimeline;
 
+/// The lower page that shares its cells with `page` (a page index within its block), if
+/// `page` is the upper page of 2-bit MLC cells: a program of `page` interrupted by a power cut
+/// corrupts that lower page too. ASSUMED (the parts' pairing is not published in the
+/// reference data): pages 0, 1 and 2 are lower pages, and page p >= 3 odd is the upper page of
+/// the cells whose lower page is p - 3; even pages from 4 are lower pages.
+pub fn paired_lower_page(page: u32) -> Option<u32> {
+    (page >= 3 && page % 2 == 1).then(|| page - 3)
+}
+
 /// Operation counts of the NAND array.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct NandCounters {

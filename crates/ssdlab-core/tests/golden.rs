@@ -9,8 +9,10 @@
 //! example printed the same digests.
 
 use ssdlab_core::config::DriveConfig;
-use ssdlab_core::device::Device;
+use ssdlab_core::device::{Device, IoKind};
+use ssdlab_core::replay::{ReplayMode, ReplayRequest, ReplayRun};
 use ssdlab_core::stats::FNV_OFFSET;
+use ssdlab_core::time::{SimTime, NS_PER_S};
 use ssdlab_core::workload::{run_job, Job, JobResult};
 
 fn preset(name: &str) -> DriveConfig {
@@ -106,5 +108,168 @@ fn consistency_run_of_the_m500_960_is_unchanged() {
         2000,
         "3897e8100add0596".to_string(),
     );
+    assert_eq!(got, want);
+}
+
+/// FNV-1a over a serialisable value's JSON.
+fn json_digest(value: &impl serde::Serialize) -> String {
+    let json = serde_json::to_string(value).unwrap();
+    let mut d = FNV_OFFSET;
+    for b in json.bytes() {
+        d = (d ^ b as u64).wrapping_mul(0x100000001b3);
+    }
+    format!("{d:016x}")
+}
+
+fn example_drive() -> Device {
+    let cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
+    let mut dev = Device::new(&cfg, 3).unwrap();
+    let n = dev.geometry.logical_units as u32;
+    dev.fill_untimed(0, n);
+    dev
+}
+
+/// Jobs through every path of the job loop: a ramp, several streams, a mix with reads and
+/// partial units, steady-state detection, a count of IOs; one drive, one after another.
+#[test]
+fn jobs_on_the_example_drive_are_unchanged() {
+    let mut dev = example_drive();
+    let jobs = [
+        Job {
+            rw: "randrw".into(),
+            bssplit: Some("4k/50:6k/20:64k/30".into()),
+            iodepth: 8,
+            numjobs: 2,
+            ramp_time_s: 0.5,
+            runtime_s: Some(3.0),
+            time_based: true,
+            log_interval_s: 0.25,
+            ..Job::default()
+        },
+        Job {
+            rw: "randwrite".into(),
+            iodepth: 16,
+            runtime_s: Some(60.0),
+            time_based: true,
+            ss: Some("iops_slope:2%".into()),
+            ss_dur_s: 4.0,
+            ..Job::default()
+        },
+        Job {
+            rw: "read".into(),
+            bs: "128k".into(),
+            iodepth: 4,
+            number_ios: Some(3000),
+            ..Job::default()
+        },
+        Job {
+            rw: "randtrim".into(),
+            bs: "64k".into(),
+            iodepth: 2,
+            number_ios: Some(500),
+            ..Job::default()
+        },
+    ];
+    let got: Vec<(String, String)> = jobs
+        .iter()
+        .map(|job| {
+            let compiled = job.compile(dev.user_bytes()).unwrap();
+            let r = run_job(&mut dev, &compiled, &mut |_| {});
+            (
+                json_digest(&r.summary),
+                format!("{:016x}", r.series.digest_all(FNV_OFFSET)),
+            )
+        })
+        .collect();
+    let want = [
+        ("f27bc5649ced68dd", "0b8f7d6ba54c1280"),
+        ("526de6dfc3bdbcfe", "6ae41e64fef87c7e"),
+        ("4604707de2970087", "b60fab13d21b37a4"),
+        ("47a68af08ce81f6f", "ce1476ecc49e04f9"),
+    ];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(got, want);
+}
+
+/// A seeded trace with bursts and idle gaps: reads, writes (some of partial units) and trims.
+fn synthetic_trace(user_bytes: u64) -> Vec<ReplayRequest> {
+    let mut rng = ssdlab_core::rng::Rng::new(11);
+    let mut t = 0u64;
+    let mut out = Vec::new();
+    for i in 0..20_000u64 {
+        // Bursts of 50 requests ~20 us apart, then an idle gap of 50 to 500 ms.
+        t += if i % 50 == 0 {
+            50_000_000 + rng.below(450_000_000)
+        } else {
+            rng.below(40_000)
+        };
+        let kind = match rng.below(10) {
+            0..=4 => IoKind::Write,
+            5..=8 => IoKind::Read,
+            _ => IoKind::Trim,
+        };
+        let length_bytes = [4096, 8192, 6144, 65536][rng.below(4) as usize];
+        let offset_bytes = rng.below((user_bytes - 65536) / 512) * 512;
+        out.push(ReplayRequest {
+            arrival_ns: t,
+            kind,
+            offset_bytes,
+            length_bytes,
+            recorded_depth: 1 + rng.below(8) as u32,
+        });
+    }
+    out
+}
+
+/// The replay loop in each mode, with its per-request log.
+#[test]
+fn replays_on_the_example_drive_are_unchanged() {
+    let modes = [
+        ReplayMode::Timed { scale: 1.0 },
+        ReplayMode::Afap,
+        ReplayMode::QueueDepth { depth: 4 },
+        ReplayMode::RecordedDepth,
+    ];
+    let got: Vec<(String, String, String)> = modes
+        .iter()
+        .map(|&mode| {
+            let mut dev = example_drive();
+            let trace = synthetic_trace(dev.user_bytes());
+            let mut run =
+                ReplayRun::new(&dev, trace.into_iter(), mode, NS_PER_S / 10).with_request_log();
+            let mut until = dev.now();
+            let mut log_digest = FNV_OFFSET;
+            loop {
+                until = SimTime(until.ns() + NS_PER_S / 4);
+                let done = run.advance(&mut dev, until);
+                let log = run.take_log();
+                for column in [&log.arrival_ns, &log.submit_ns, &log.complete_ns] {
+                    log_digest = ssdlab_core::stats::fnv1a(log_digest, column);
+                }
+                if done {
+                    break;
+                }
+            }
+            let (summary, series) = run.finish(&dev);
+            (
+                json_digest(&summary),
+                format!("{:016x}", series.digest_all(FNV_OFFSET)),
+                format!("{log_digest:016x}"),
+            )
+        })
+        .collect();
+    let want = [
+        ("8dfda8fc6064c409", "7446d3e1b228616b", "5ab41dc1b35bb41d"),
+        ("4b3172cae0f3d2bb", "f0ccb3f754e2d126", "d67b4ad446ec19a1"),
+        ("cfffd9a8ce8abba5", "d6a4653bc13e3fb8", "a9b5503cf187e3ee"),
+        ("2cb5e379e32d6a79", "05fee4bf8eddafe5", "5b1ac9f000ca473a"),
+    ];
+    let want: Vec<(String, String, String)> = want
+        .iter()
+        .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+        .collect();
     assert_eq!(got, want);
 }

@@ -4,9 +4,8 @@
 //!
 //! A cycle drives the modelled drive (timed, several commands in flight, never two
 //! overlapping) with its data in an on-disk store ([`crate::disk`]). At the cut the model
-//! says what is not yet on the NAND ([`ssdlab_core::device::Device::unfinished_programs`],
-//! [`ssdlab_core::ftl::Ftl::buffered_host_ppns`]) and the drive's
-//! `controller.power_loss_protection` says what of it survives:
+//! says what is not yet on the NAND and the drive's `controller.power_loss_protection` says
+//! what of it survives ([`ssdlab_core::power_loss`], `Device::power_cut`):
 //! - `full`: everything (the capacitors program what is buffered);
 //! - `map`: running programs finish and the map is flushed; host data still in DRAM (partial
 //!   pages, queued programs) is lost;
@@ -34,7 +33,6 @@ use crate::disk::{mount, DiskUnits};
 use crate::store::{DataStore, WriteData};
 use ssdlab_core::config::{DriveConfig, PowerLossProtection};
 use ssdlab_core::device::{Device, HostIo, IoKind};
-use ssdlab_core::ftl::{ProgramKind, UNMAPPED};
 use ssdlab_core::rng::Rng;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -209,7 +207,7 @@ pub fn crashtest(
     let mut mount_ms = Vec::new();
     for cycle in 0..opts.cycles {
         let mut store = DataStore::on_disk(disk.take().expect("store open"));
-        dev.ftl.journal = Some(Vec::new());
+        dev.ftl.record_map_changes();
         let cut_at = 1 + rng.below(opts.commands_per_cycle as u64) as u32;
         let extra_steps = rng.below(64);
         let mut flights: BTreeMap<u64, Flight> = BTreeMap::new();
@@ -266,19 +264,17 @@ pub fn crashtest(
         report.program_failures += dev.ftl.counters.program_failures;
         report.erase_failures += dev.ftl.counters.erase_failures;
         report.grown_bad_blocks += dev.ftl.counters.grown_bad_blocks;
-        // The cut.
-        let (lost, corrupt, repaired) = cut_losses(&dev, protection, rain);
+        // The cut (the drive's rules, `ssdlab_core::power_loss`), then power on.
+        let cut = dev.power_cut();
         let disk_units = store.disk().expect("on disk");
         let (lost_current, fell_back) = disk_units
-            .power_cut(&lost, &corrupt)
+            .power_cut(&cut.lost, &cut.corrupt)
             .map_err(|e| format!("{}: power cut: {e}", dir.display()))?;
         report.lost_units += lost_current;
         report.fell_back_units += fell_back;
-        report.corrupted_units += corrupt.len() as u64;
-        report.repaired_by_rain_units += repaired;
+        report.corrupted_units += cut.corrupt.len() as u64;
+        report.repaired_by_rain_units += cut.repaired_by_rain_units;
         drop(store);
-        // Power on.
-        dev.power_cycle();
         let (d, m) = match mount(dir, &mut dev, drive, false) {
             Ok(x) => x,
             Err(e) => {
@@ -463,14 +459,13 @@ fn settle(
     flights: &mut BTreeMap<u64, Flight>,
     shadow: &mut Shadow,
 ) -> Result<(), String> {
-    if let Some(journal) = dev.ftl.journal.as_mut() {
-        if !journal.is_empty() {
-            let changes = std::mem::take(journal);
-            let fl = &*flights;
-            store
-                .apply(changes, |tag| fl.get(&tag).and_then(|f| f.data.as_ref()))
-                .map_err(|e| format!("store: {e}"))?;
-        }
+    if !dev.ftl.map_changes().is_empty() {
+        let fl = &*flights;
+        store
+            .apply(dev.ftl.drain_map_changes(), |tag| {
+                fl.get(&tag).and_then(|f| f.data.as_ref())
+            })
+            .map_err(|e| format!("store: {e}"))?;
     }
     let done: Vec<u64> = dev.drain_completions().map(|c| c.io.tag).collect();
     for tag in done {
@@ -494,56 +489,6 @@ fn settle(
         }
     }
     Ok(())
-}
-
-/// Paired pages of 2-bit MLC, ASSUMED (the parts' pairing is not published in the reference
-/// data): pages 0, 1 and 2 are lower pages, and page p >= 3 odd is the upper page of the cells
-/// whose lower page is p - 3; even pages from 4 are lower pages.
-pub(crate) fn paired_lower_page(page: u32) -> Option<u32> {
-    (page >= 3 && page % 2 == 1).then(|| page - 3)
-}
-
-/// The units a cut now loses (host copies) and corrupts, by protection class, and the units
-/// RAIN repairs instead of corrupting.
-pub(crate) fn cut_losses(
-    dev: &Device,
-    protection: PowerLossProtection,
-    rain: bool,
-) -> (Vec<u32>, Vec<u32>, u64) {
-    let g = &dev.geometry;
-    let mut lost = Vec::new();
-    let mut corrupt = Vec::new();
-    let mut repaired = 0u64;
-    if protection == PowerLossProtection::Full {
-        return (lost, corrupt, repaired);
-    }
-    lost.extend(dev.ftl.buffered_host_ppns());
-    for u in dev.unfinished_programs() {
-        let p = u.program;
-        if p.first_ppn == UNMAPPED {
-            continue;
-        }
-        let loses =
-            p.kind == ProgramKind::Host && (!u.started || protection == PowerLossProtection::None);
-        if loses {
-            lost.extend(p.first_ppn..p.first_ppn + g.units_per_pu);
-        }
-        if u.started && protection == PowerLossProtection::None {
-            let within = p.first_ppn % g.units_per_block;
-            let page = within / g.units_per_pu;
-            if let Some(lower) = paired_lower_page(page) {
-                let first = p.first_ppn - within + lower * g.units_per_pu;
-                if rain {
-                    repaired += g.units_per_pu as u64;
-                } else {
-                    corrupt.extend(first..first + g.units_per_pu);
-                }
-            }
-        }
-    }
-    lost.sort_unstable();
-    lost.dedup();
-    (lost, corrupt, repaired)
 }
 
 #[cfg(test)]

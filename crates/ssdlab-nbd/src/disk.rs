@@ -690,17 +690,17 @@ pub fn mount(
             }
             p
         };
-        // The protection class decides what the kill took (as crate::crash::cut_losses does
-        // for a cut in the model): `full` programs everything; `map` completes the programs
-        // that were running and loses the rest; `none` loses all, and a running program of an
-        // upper page corrupts its paired lower page (rebuilt by RAIN where the drive has it).
-        use ssdlab_core::config::PowerLossProtection as P;
+        // The protection class decides what the kill took, by the rules a cut in the model
+        // follows (`ssdlab_core::power_loss`): which pending units survive, and whether a
+        // running program of an upper page corrupts its paired lower page (rebuilt by RAIN
+        // where the drive has it).
+        use ssdlab_core::power_loss::{paired_lower_units, HostDataState};
         let protection = dev.config.controller.power_loss_protection;
-        let kept = |flags: u32| match protection {
-            P::Full => true,
-            P::Map => flags & RUNNING != 0,
-            P::None => false,
+        let state = |flags: u32| match flags & RUNNING != 0 {
+            true => HostDataState::Running,
+            false => HostDataState::Unprogrammed,
         };
+        let kept = |flags: u32| protection.keeps(state(flags));
         let mut lost = Vec::new();
         let mut corrupt = Vec::new();
         let g = &dev.geometry;
@@ -716,13 +716,10 @@ pub fn mount(
             }
             lost.push(ppn);
             disk.pending.insert(ppn, flags & !(PENDING | RUNNING));
-            if protection == P::None && flags & RUNNING != 0 && g.rain_period == 0 {
-                let within = ppn % g.units_per_block;
-                let page = within / g.units_per_pu;
-                if let Some(lower) = crate::crash::paired_lower_page(page) {
-                    let first = ppn - within + lower * g.units_per_pu;
-                    corrupt.extend(first..first + g.units_per_pu);
-                }
+            let interrupted =
+                protection.interrupts_running_programs() && state(flags) == HostDataState::Running;
+            if interrupted && g.rain_period == 0 {
+                corrupt.extend(paired_lower_units(g, ppn).into_iter().flatten());
             }
         }
         corrupt.sort_unstable();
@@ -982,7 +979,7 @@ mod tests {
             dev.fill_untimed(0, n);
             let (disk, _) = mount(&dir, &mut dev, "example-small", true).unwrap();
             let mut store = DataStore::on_disk(disk);
-            dev.ftl.journal = Some(Vec::new());
+            dev.ftl.record_map_changes();
             let mut rng = Rng::new(100 + cut);
             let mut version = vec![0u32; n as usize];
             let kill_after = 3 * n as u64 / 2 * 3 + rng.below(4000);
@@ -1004,7 +1001,7 @@ mod tests {
                     },
                     &mut NullSink,
                 );
-                let changes = std::mem::take(dev.ftl.journal.as_mut().unwrap());
+                let changes = dev.ftl.take_map_changes();
                 if store.apply(changes, |t| (t == tag).then_some(&w)).is_err() {
                     killed_at = Some(lba);
                     break;

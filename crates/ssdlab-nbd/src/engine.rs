@@ -218,7 +218,7 @@ impl Engine {
         store: DataStore,
         refused_outside: std::sync::Arc<std::sync::atomic::AtomicU64>,
     ) -> Engine {
-        dev.ftl.journal = Some(Vec::new());
+        dev.ftl.record_map_changes();
         Engine {
             rec: Recorder::new(&dev, dev.now(), NS_PER_S),
             store,
@@ -313,8 +313,8 @@ impl Engine {
     fn cut_power(&mut self, cut: PlannedCut) {
         self.settle();
         let protection = self.dev.config.controller.power_loss_protection;
-        let rain = self.dev.geometry.rain_period > 0;
-        let (lost, corrupt, _) = crate::crash::cut_losses(&self.dev, protection, rain);
+        let cut_losses = self.dev.cut_losses(protection);
+        let (lost, corrupt) = (cut_losses.lost, cut_losses.corrupt);
         let unit = self.dev.geometry.mapping_unit_bytes;
         let Some(disk) = self.store.disk() else {
             return;
@@ -357,7 +357,7 @@ impl Engine {
                 return;
             }
         }
-        self.dev.ftl.journal = Some(Vec::new());
+        self.dev.ftl.record_map_changes();
         self.wall_start = wall_now();
         self.rec = Recorder::new(&self.dev, self.dev.now(), NS_PER_S);
     }
@@ -625,19 +625,13 @@ impl Engine {
 
     /// Apply the FTL's map changes to the data, then reply to completed commands.
     fn settle(&mut self) -> usize {
-        if let Some(journal) = self.dev.ftl.journal.as_mut() {
-            if !journal.is_empty() {
-                let changes = std::mem::take(journal);
-                let inflight = &self.inflight;
-                let applied = self.store.apply(changes.iter().copied(), |tag| {
-                    inflight.get(&tag).and_then(|f| f.write.as_ref())
-                });
-                if let Err(e) = applied {
-                    self.store_failed(e);
-                }
-                let mut changes = changes;
-                changes.clear();
-                *self.dev.ftl.journal.as_mut().expect("journal on") = changes;
+        if !self.dev.ftl.map_changes().is_empty() {
+            let inflight = &self.inflight;
+            let applied = self.store.apply(self.dev.ftl.drain_map_changes(), |tag| {
+                inflight.get(&tag).and_then(|f| f.write.as_ref())
+            });
+            if let Err(e) = applied {
+                self.store_failed(e);
             }
         }
         self.settle_pending(false);

@@ -105,7 +105,7 @@ impl Device {
         self.sched = Device::scheduler(&self.config, &self.geometry);
         self.controller.power_cycle(&self.config, &self.geometry);
         self.jobs_started = 0;
-        self.ftl.journal = None;
+        self.ftl.stop_map_changes();
     }
 
     /// Process the next event: the kernel moves the clock to it and its owner handles it.

@@ -265,7 +265,7 @@ impl Ftl {
                     "OOB LBA {lba} of ppn {ppn} disagrees with the map"
                 );
                 let ob = &self.dies[dix].gc;
-                if self.journal.is_none() && ob.block != NONE && ob.fill + 1 < units_per_pu {
+                if self.map_changes.is_none() && ob.block != NONE && ob.fill + 1 < units_per_pu {
                     // Into the open GC PU, not its last unit: what `invalidate` does for a
                     // victim's unit (the victim is in no bucket), without its general checks.
                     self.p2l[ppn as usize] = UNMAPPED;
@@ -312,7 +312,7 @@ impl Ftl {
             retire
         };
         // Either way the block's data is gone for a store that follows the journal.
-        if let Some(journal) = &mut self.journal {
+        if let Some(journal) = &mut self.map_changes {
             journal.push(MapChange {
                 lba: UNMAPPED,
                 old_ppn: block * self.geometry.units_per_block,

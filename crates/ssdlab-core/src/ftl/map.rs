@@ -156,7 +156,7 @@ impl Ftl {
     /// everything the placement journalled (see [`HELD`]).
     #[inline(never)]
     pub(super) fn record_host(&mut self, lba: u32, old_ppn: u32, tag: u64, mark: usize) {
-        let Some(journal) = &mut self.journal else {
+        let Some(journal) = &mut self.map_changes else {
             return;
         };
         let new_ppn = self.l2p[lba as usize];
@@ -189,7 +189,7 @@ impl Ftl {
     /// Journal the move of `lba` from `old_ppn` to where it maps now.
     #[inline]
     pub(super) fn record(&mut self, lba: u32, old_ppn: u32, tag: u64) {
-        if let Some(journal) = &mut self.journal {
+        if let Some(journal) = &mut self.map_changes {
             journal.push(MapChange {
                 lba,
                 old_ppn,

@@ -319,8 +319,9 @@ pub struct Ftl {
     scratch: Vec<u32>,
     mapped_units: u64,
     pub counters: FtlCounters,
-    /// Map changes since the consumer last drained them; `None` (the default) records nothing.
-    pub journal: Option<Vec<MapChange>>,
+    /// Map changes since the consumer last took them; `None` (the default) records nothing.
+    /// Only [`Ftl::record_map_changes`] turns it on; only the `take`/`drain` methods empty it.
+    map_changes: Option<Vec<MapChange>>,
     /// The firmware's metadata writes (map journal, checkpoints, block summaries).
     pub persist: Persistence,
     /// Program and erase failures (see [`crate::faults`]): rates, their own seeded stream, and
@@ -339,6 +340,37 @@ pub struct Ftl {
 }
 
 impl Ftl {
+    /// Record every change of the map from now on, for a consumer that keeps data with the
+    /// physical units (the NBD store); what was recorded before is dropped.
+    pub fn record_map_changes(&mut self) {
+        self.map_changes = Some(Vec::new());
+    }
+
+    /// Record no more map changes (the drive powers off).
+    pub fn stop_map_changes(&mut self) {
+        self.map_changes = None;
+    }
+
+    /// The map changes recorded since the last take, in order (empty when not recording).
+    pub fn take_map_changes(&mut self) -> Vec<MapChange> {
+        self.map_changes
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// The same as [`Ftl::take_map_changes`], keeping the buffer for the next changes.
+    pub fn drain_map_changes(&mut self) -> impl Iterator<Item = MapChange> + '_ {
+        self.map_changes
+            .iter_mut()
+            .flat_map(|changes| changes.drain(..))
+    }
+
+    /// The map changes recorded and not yet taken.
+    pub fn map_changes(&self) -> &[MapChange] {
+        self.map_changes.as_deref().unwrap_or_default()
+    }
+
     /// Build the FTL of a validated configuration; every table is allocated here, once.
     pub fn new(cfg: &FtlConfig, geometry: &Geometry, seed: u64) -> Ftl {
         let g = geometry.clone();
@@ -376,7 +408,7 @@ impl Ftl {
             scratch: vec![0; g.units_per_pu as usize],
             mapped_units: 0,
             counters: FtlCounters::default(),
-            journal: None,
+            map_changes: None,
             persist: Persistence::new(cfg, &g),
             program_fail: 0.0,
             erase_fail: 0.0,
@@ -442,13 +474,13 @@ impl Ftl {
         debug_assert!((lba as u64) < self.geometry.logical_units);
         let old = self.l2p[lba as usize];
         self.invalidate(lba);
-        let mark = self.journal.as_ref().map_or(0, |j| j.len());
+        let mark = self.map_changes.as_ref().map_or(0, |j| j.len());
         let die = self.host_die;
         let ob = &mut self.dies[die as usize].host;
         ob.data_ready = ob.data_ready.max(w.data_ready);
         self.append(die, Stream::Host, lba, sink);
         self.counters.host_units_written += 1;
-        if self.journal.is_some() {
+        if self.map_changes.is_some() {
             self.record_host(lba, old, w.tag, mark);
         }
         self.map_updated(lba, sink);
@@ -480,7 +512,7 @@ impl Ftl {
                 sink,
             );
             lba += 1;
-            if self.journal.is_some() || lba == end {
+            if self.map_changes.is_some() || lba == end {
                 continue;
             }
             let ob = self.dies[self.host_die as usize].host;

@@ -368,7 +368,7 @@ fn power_on_rebuild_from_out_of_band_records_restores_the_map() {
         let mut cfg = small();
         cfg.ftl.gc_policy = policy;
         let mut ftl = ftl_of(&cfg, 3);
-        ftl.journal = Some(Vec::new());
+        ftl.record_map_changes();
         let n = ftl.logical_units() as u32;
         let mut rng = Rng::new(9);
         for i in 0..4 * n {
@@ -380,7 +380,7 @@ fn power_on_rebuild_from_out_of_band_records_restores_the_map() {
             }
         }
         assert!(ftl.counters.blocks_erased > 0, "the workload collects");
-        let records = oob_records(ftl.journal.as_ref().unwrap(), &ftl.geometry);
+        let records = oob_records(ftl.map_changes(), &ftl.geometry);
         let mut back = ftl_of(&cfg, 3);
         back.restore(records.iter().copied(), Some(ftl.erase_counts()))
             .unwrap();
@@ -464,7 +464,7 @@ fn the_journal_never_names_a_copy_in_a_block_it_already_erased() {
     for seed in 0..40 {
         let cfg = small();
         let mut ftl = ftl_of(&cfg, seed);
-        ftl.journal = Some(Vec::new());
+        ftl.record_map_changes();
         let n = ftl.logical_units() as u32;
         let mut rng = Rng::new(seed);
         // Skewed overwrites: hot units go stale fast, so victims are often nearly empty.
@@ -480,7 +480,7 @@ fn the_journal_never_names_a_copy_in_a_block_it_already_erased() {
         // Units programmed and not erased since; the fill programmed every logical unit.
         let mut on_nand: BTreeSet<u32> = BTreeSet::new();
         let mut held = 0;
-        for ch in ftl.journal.as_ref().unwrap() {
+        for ch in ftl.map_changes() {
             if ch.tag == TAG_ERASE {
                 let first = ch.old_ppn;
                 on_nand.retain(|&p| p < first || p >= first + upb);
