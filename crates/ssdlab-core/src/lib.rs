@@ -28,6 +28,7 @@ pub mod power_loss;
 pub mod record;
 pub mod replay;
 pub mod rng;
+pub mod session;
 pub mod sim;
 pub mod stats;
 pub mod theory;

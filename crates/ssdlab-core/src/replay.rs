@@ -4,8 +4,9 @@
 //! storage-bench metrics (data rate over busy time, busy time, service time mean and
 //! deviation) for reads, writes and trims apart.
 
-use crate::device::{Device, HostIo, IoKind};
-use crate::record::{Recorder, Sample};
+use crate::device::{Completion, Device, HostIo, IoKind};
+use crate::record::Sample;
+use crate::session::{Session, Source};
 use crate::stats::{IntervalSeries, OpStats, OpSummary};
 use crate::time::{SimTime, NS_PER_S};
 use serde::Serialize;
@@ -243,17 +244,23 @@ const FLUSH_TAG: u64 = u64::MAX;
 
 /// A replay in progress; advance it in slices so a caller can show progress.
 pub struct ReplayRun<I: Iterator<Item = ReplayRequest>> {
+    source: ReplaySource<I>,
+    session: Session,
+}
+
+/// The trace as a session's source: requests at their recorded times (or as the mode says),
+/// then a final flush.
+struct ReplaySource<I: Iterator<Item = ReplayRequest>> {
     requests: std::iter::Peekable<I>,
     mode: ReplayMode,
+    /// Where the replay's measurement starts (the device's time when it began).
+    start: SimTime,
     /// Arrival of the first request (the trace's origin).
     origin_ns: Option<u64>,
     /// Idle time removed so far (Afap), nanoseconds.
     removed_ns: u64,
-    /// How far the replay has gone: the device's clock, or the end of an idle gap reached.
-    clock: SimTime,
     outstanding: u64,
     submitted: u64,
-    rec: Recorder,
     busy_all: Busy,
     busy_read: Busy,
     busy_write: Busy,
@@ -262,7 +269,6 @@ pub struct ReplayRun<I: Iterator<Item = ReplayRequest>> {
     arrivals: BTreeMap<u64, u64>,
     log: Option<RequestLog>,
     flush: Flush,
-    done: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -274,15 +280,14 @@ enum Flush {
 
 impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
     pub fn new(dev: &Device, requests: I, mode: ReplayMode, interval_ns: u64) -> Self {
-        ReplayRun {
+        let source = ReplaySource {
             requests: requests.peekable(),
             mode,
+            start: dev.now(),
             origin_ns: None,
             removed_ns: 0,
-            clock: dev.now(),
             outstanding: 0,
             submitted: 0,
-            rec: Recorder::new(dev, dev.now(), interval_ns),
             busy_all: Busy::default(),
             busy_read: Busy::default(),
             busy_write: Busy::default(),
@@ -290,25 +295,96 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
             arrivals: BTreeMap::new(),
             log: None,
             flush: Flush::NotYet,
-            done: false,
+        };
+        ReplayRun {
+            source,
+            session: Session::new(dev, dev.now(), interval_ns),
         }
     }
 
     /// Keep one row per completed request, taken with [`ReplayRun::take_log`].
     pub fn with_request_log(mut self) -> Self {
-        self.log = Some(RequestLog::default());
+        self.source.log = Some(RequestLog::default());
         self
     }
 
     /// The rows logged since the last call.
     pub fn take_log(&mut self) -> RequestLog {
-        self.log.as_mut().map(std::mem::take).unwrap_or_default()
+        self.source
+            .log
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
+    /// Simulated time the replay has reached (idle gaps included).
+    pub fn now(&self, dev: &Device) -> SimTime {
+        self.session.now(dev)
+    }
+
+    /// Process until simulated time `until` or the end of the trace. True when done.
+    pub fn advance(&mut self, dev: &mut Device, until: SimTime) -> bool {
+        self.session.advance(dev, &mut self.source, until)
+    }
+
+    pub fn mode(&self) -> ReplayMode {
+        self.source.mode
+    }
+
+    pub fn progress(&self, dev: &Device) -> (f64, u64) {
+        (
+            (self.now(dev).ns() - self.source.start.ns()) as f64 / NS_PER_S as f64,
+            self.source.submitted,
+        )
+    }
+
+    pub fn finish(self, dev: &Device) -> (ReplaySummary, IntervalSeries) {
+        let (src, mut rec) = (self.source, self.session.rec);
+        rec.close_all(dev);
+        let elapsed_s = rec.elapsed_ns() as f64 / NS_PER_S as f64;
+        let class = |ops: &OpStats, busy: &Busy| {
+            let busy_s = busy.total_ns as f64 / NS_PER_S as f64;
+            ClassSummary {
+                ops: ops.summary(elapsed_s),
+                busy_s,
+                data_rate_mb_per_s: if busy_s > 0.0 {
+                    ops.bytes as f64 / busy_s / 1e6
+                } else {
+                    0.0
+                },
+            }
+        };
+        let s = Sample::of(dev);
+        let at = rec.at_start;
+        let host_units = s.host_units_written - at.host_units_written;
+        let pages = s.pages_committed - at.pages_committed;
+        let summary = ReplaySummary {
+            requests: src.submitted,
+            elapsed_s,
+            all: class(&rec.read.merged(&rec.write), &src.busy_all),
+            read: class(&rec.read, &src.busy_read),
+            write: class(&rec.write, &src.busy_write),
+            trim: class(&rec.trim, &src.busy_trim),
+            trim_requests: rec.trim.ios,
+            write_amplification: dev.write_amplification(pages, host_units),
+            final_flush_s: match src.flush {
+                Flush::Done { took_ns } => took_ns as f64 / NS_PER_S as f64,
+                _ => 0.0,
+            },
+            nand_page_programs: pages,
+            gc_units_copied: s.gc_units - at.gc_units,
+            blocks_erased: s.erases - at.erases,
+            host_units_written: host_units,
+        };
+        (summary, rec.series)
+    }
+}
+
+impl<I: Iterator<Item = ReplayRequest>> Source for ReplaySource<I> {
     /// When the next request should be submitted, if there is one and it may be.
     fn next_submission(&mut self, now: SimTime) -> Option<SimTime> {
         let r = *self.requests.peek()?;
-        let start = self.rec.start;
+        let start = self.start;
         let origin = *self.origin_ns.get_or_insert(r.arrival_ns);
         let since_origin = r.arrival_ns.saturating_sub(origin);
         match self.mode {
@@ -338,56 +414,8 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
         }
     }
 
-    /// Simulated time the replay has reached (idle gaps included).
-    pub fn now(&self, dev: &Device) -> SimTime {
-        self.clock.max(dev.now())
-    }
-
-    /// Process until simulated time `until` or the end of the trace. True when done.
-    pub fn advance(&mut self, dev: &mut Device, until: SimTime) -> bool {
-        while !self.done {
-            let now = dev.now();
-            let submit_at = self.next_submission(now);
-            let event_at = dev.next_event_time();
-            match (submit_at, event_at) {
-                (Some(s), e) if e.is_none_or(|e| s <= e) => {
-                    if s > until {
-                        if self.outstanding == 0 {
-                            // An idle gap reaching past this slice: background collection may
-                            // use it, and the replay's clock moves through it.
-                            dev.idle_until(until);
-                        }
-                        self.clock = self.clock.max(until);
-                        return false;
-                    }
-                    if self.outstanding == 0 && s > now {
-                        dev.idle_until(s); // background collection may use the gap
-                    }
-                    let r = self.requests.next().expect("peeked");
-                    self.submit(dev, r, s.max(dev.now()));
-                }
-                (_, Some(e)) => {
-                    if e > until {
-                        self.clock = self.clock.max(until);
-                        return false;
-                    }
-                    self.rec.before_event(dev, e);
-                    dev.step();
-                    self.collect(dev);
-                }
-                (None, None) | (Some(_), None) => {
-                    assert!(
-                        self.outstanding == 0,
-                        "requests outstanding with no event pending"
-                    );
-                    self.done = self.finish_flush(dev);
-                }
-            }
-        }
-        true
-    }
-
-    fn submit(&mut self, dev: &mut Device, r: ReplayRequest, at: SimTime) {
+    fn submit(&mut self, dev: &mut Device, at: SimTime) {
+        let r = self.requests.next().expect("a request announced");
         let tag = self.submitted;
         dev.submit(
             HostIo {
@@ -420,9 +448,51 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
         self.outstanding += 1;
     }
 
+    fn outstanding(&self) -> u64 {
+        self.outstanding
+    }
+
+    fn completed(&mut self, c: &Completion, now: SimTime) -> bool {
+        self.outstanding -= 1;
+        if c.io.tag == FLUSH_TAG {
+            if let Flush::Running { since } = self.flush {
+                self.flush = Flush::Done {
+                    took_ns: now.ns() - since.ns(),
+                };
+            }
+            return false;
+        }
+        match c.io.kind {
+            IoKind::Read => {
+                self.busy_read.end(now);
+                self.busy_all.end(now);
+            }
+            IoKind::Write => {
+                self.busy_write.end(now);
+                self.busy_all.end(now);
+            }
+            _ => self.busy_trim.end(now),
+        }
+        if let Some(log) = self.log.as_mut() {
+            let start = self.start.ns();
+            log.arrival_ns
+                .push(self.arrivals.remove(&c.io.tag).unwrap_or(0));
+            log.submit_ns.push(c.submitted.ns() - start);
+            log.complete_ns.push(c.completed.ns() - start);
+            log.offset_bytes.push(c.io.offset_bytes);
+            log.length_bytes.push(c.io.length_bytes);
+            log.op.push(match c.io.kind {
+                IoKind::Read => 0,
+                IoKind::Write => 1,
+                _ => 2,
+            });
+        }
+        true
+    }
+
     /// The trace is over: flush the write buffer (as the end of a trace run does), so the
     /// write amplification counts every write. True once the flush completed.
-    fn finish_flush(&mut self, dev: &mut Device) -> bool {
+    fn at_rest(&mut self, dev: &mut Device) -> bool {
         match self.flush {
             Flush::NotYet => {
                 let at = dev.now();
@@ -434,98 +504,6 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
             Flush::Running { .. } => unreachable!("flush outstanding with no event pending"),
             Flush::Done { .. } => true,
         }
-    }
-
-    fn collect(&mut self, dev: &mut Device) {
-        let now = dev.now();
-        for c in dev.drain_completions() {
-            self.outstanding -= 1;
-            if c.io.tag == FLUSH_TAG {
-                if let Flush::Running { since } = self.flush {
-                    self.flush = Flush::Done {
-                        took_ns: now.ns() - since.ns(),
-                    };
-                }
-                continue;
-            }
-            self.rec.record(&c, now);
-            match c.io.kind {
-                IoKind::Read => {
-                    self.busy_read.end(now);
-                    self.busy_all.end(now);
-                }
-                IoKind::Write => {
-                    self.busy_write.end(now);
-                    self.busy_all.end(now);
-                }
-                _ => self.busy_trim.end(now),
-            }
-            if let Some(log) = self.log.as_mut() {
-                let start = self.rec.start.ns();
-                log.arrival_ns
-                    .push(self.arrivals.remove(&c.io.tag).unwrap_or(0));
-                log.submit_ns.push(c.submitted.ns() - start);
-                log.complete_ns.push(c.completed.ns() - start);
-                log.offset_bytes.push(c.io.offset_bytes);
-                log.length_bytes.push(c.io.length_bytes);
-                log.op.push(match c.io.kind {
-                    IoKind::Read => 0,
-                    IoKind::Write => 1,
-                    _ => 2,
-                });
-            }
-        }
-    }
-
-    pub fn mode(&self) -> ReplayMode {
-        self.mode
-    }
-
-    pub fn progress(&self, dev: &Device) -> (f64, u64) {
-        (
-            (self.now(dev).ns() - self.rec.start.ns()) as f64 / NS_PER_S as f64,
-            self.submitted,
-        )
-    }
-
-    pub fn finish(mut self, dev: &Device) -> (ReplaySummary, IntervalSeries) {
-        self.rec.close_all(dev);
-        let elapsed_s = self.rec.elapsed_ns() as f64 / NS_PER_S as f64;
-        let class = |ops: &OpStats, busy: &Busy| {
-            let busy_s = busy.total_ns as f64 / NS_PER_S as f64;
-            ClassSummary {
-                ops: ops.summary(elapsed_s),
-                busy_s,
-                data_rate_mb_per_s: if busy_s > 0.0 {
-                    ops.bytes as f64 / busy_s / 1e6
-                } else {
-                    0.0
-                },
-            }
-        };
-        let s = Sample::of(dev);
-        let at = self.rec.at_start;
-        let host_units = s.host_units_written - at.host_units_written;
-        let pages = s.pages_committed - at.pages_committed;
-        let summary = ReplaySummary {
-            requests: self.submitted,
-            elapsed_s,
-            all: class(&self.rec.read.merged(&self.rec.write), &self.busy_all),
-            read: class(&self.rec.read, &self.busy_read),
-            write: class(&self.rec.write, &self.busy_write),
-            trim: class(&self.rec.trim, &self.busy_trim),
-            trim_requests: self.rec.trim.ios,
-            write_amplification: dev.write_amplification(pages, host_units),
-            final_flush_s: match self.flush {
-                Flush::Done { took_ns } => took_ns as f64 / NS_PER_S as f64,
-                _ => 0.0,
-            },
-            nand_page_programs: pages,
-            gc_units_copied: s.gc_units - at.gc_units,
-            blocks_erased: s.erases - at.erases,
-            host_units_written: host_units,
-        };
-        (summary, self.rec.series)
     }
 }
 

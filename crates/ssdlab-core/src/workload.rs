@@ -1,12 +1,14 @@
 //! fio-like jobs: what to submit, how much, how deep; and the closed-loop runner that keeps
 //! `iodepth` commands in flight and records what the host sees.
 
-use crate::device::{Device, HostIo, IoKind};
+use crate::device::{Completion, Device, HostIo, IoKind};
 use crate::record::{Recorder, Sample};
 use crate::rng::Rng;
+use crate::session::{Session, Source};
 use crate::stats::{IntervalSeries, OpSummary};
 use crate::time::{SimTime, NS_PER_S};
 use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
 
 /// A job as a user writes it, in fio's option names and units (sizes as fio strings: "4k",
 /// "128KiB", "8g", offsets also as "25%").
@@ -567,19 +569,20 @@ const STREAM_SHIFT: u32 = 48;
 
 /// A job in progress on a device; advance it in slices so a caller can show progress.
 pub struct JobRun {
+    source: JobSource,
+    session: Session,
+}
+
+/// The job's streams as a session's source: each completion refills its stream's queue at
+/// once, until the job's runtime, IO count or byte count is reached.
+struct JobSource {
     job: CompiledJob,
     streams: Vec<JobStream>,
     start: SimTime,
     stop_issuing_at: Option<SimTime>,
     completed_ios: u64,
-    /// Streams to issue for after a step's completions, in completion order (reused).
-    refill: Vec<usize>,
-    rec: Recorder,
-    done: bool,
-    /// Reused buffer for completions drained from the device.
-    completions: Vec<crate::device::Completion>,
-    /// Before `start` (ramp_time): completions are not measured.
-    ramping: bool,
+    /// Streams to issue for after a step's completions, in completion order.
+    refill: VecDeque<usize>,
     steady: Option<SteadyState>,
 }
 
@@ -603,17 +606,13 @@ impl JobRun {
                 outstanding: 0,
             })
             .collect();
-        let mut run = JobRun {
+        let mut source = JobSource {
             streams,
             job: job.clone(),
             start,
             stop_issuing_at: job.runtime_ns.map(|r| start + crate::time::SimDuration(r)),
             completed_ios: 0,
-            refill: Vec::new(),
-            rec: Recorder::new(dev, start, job.interval_ns),
-            done: false,
-            completions: Vec::new(),
-            ramping: job.ramp_ns > 0,
+            refill: VecDeque::new(),
             steady: job.job.ss.clone().map(|criterion| SteadyState {
                 criterion,
                 attained: false,
@@ -621,16 +620,74 @@ impl JobRun {
                 value_pct: 0.0,
             }),
         };
-        for k in 0..run.streams.len() {
+        let session = Session::new(dev, start, job.interval_ns);
+        for k in 0..source.streams.len() {
             for _ in 0..job.job.iodepth {
-                if !run.issue(dev, k) {
+                if !source.issue(dev, k) {
                     break;
                 }
             }
         }
-        run
+        JobRun { source, session }
     }
 
+    /// Process events until simulated time `until` or the end of the job. True when done.
+    pub fn advance(&mut self, dev: &mut Device, until: SimTime) -> bool {
+        self.session.advance(dev, &mut self.source, until)
+    }
+    pub fn progress(&self, dev: &Device) -> (f64, u64, f64) {
+        let src = &self.source;
+        let elapsed = dev.now().ns().saturating_sub(src.start.ns()) as f64 / NS_PER_S as f64;
+        let fraction = if let Some(r) = src.job.runtime_ns {
+            elapsed / (r as f64 / NS_PER_S as f64)
+        } else if let Some(n) = src.job.number_ios {
+            src.completed_ios as f64 / (n * src.streams.len() as u64) as f64
+        } else if let Some(b) = src.job.io_bytes_max {
+            let issued: u64 = src.streams.iter().map(|s| s.issued_bytes).sum();
+            issued as f64 / (b * src.streams.len() as u64) as f64
+        } else {
+            0.0
+        };
+        (elapsed, src.completed_ios, fraction.min(1.0))
+    }
+
+    pub fn finish(self, dev: &Device) -> JobResult {
+        let (job, mut rec) = (self.source.job, self.session.rec);
+        let elapsed_ns = rec.elapsed_ns();
+        let n = (elapsed_ns.div_ceil(job.interval_ns)).max(1) as usize;
+        rec.close_all(dev);
+        // A time-based job's series covers its runtime; commands in flight at the end still
+        // complete (and count in the summary) but do not open a last, partial interval.
+        if let Some(runtime) = job.runtime_ns.filter(|_| job.job.time_based) {
+            rec.series
+                .truncate((runtime.div_ceil(job.interval_ns) as usize).min(n));
+        }
+        let s = Sample::of(dev);
+        let at_start = rec.at_start;
+        let elapsed_s = elapsed_ns as f64 / NS_PER_S as f64;
+        let host_units = s.host_units_written - at_start.host_units_written;
+        let pages = s.pages_committed - at_start.pages_committed;
+        JobResult {
+            summary: JobSummary {
+                name: job.job.name.clone(),
+                elapsed_s,
+                read: rec.read.summary(elapsed_s),
+                write: rec.write.summary(elapsed_s),
+                trim: rec.trim.summary(elapsed_s),
+                write_amplification: dev.write_amplification(pages, host_units),
+                gc_units_copied: s.gc_units - at_start.gc_units,
+                blocks_erased: s.erases - at_start.erases,
+                nand_page_programs: pages,
+                host_units_written: host_units,
+                faults: s.faults.since(&at_start.faults),
+                steady_state: self.source.steady,
+            },
+            series: rec.series,
+        }
+    }
+}
+
+impl JobSource {
     fn may_issue(&self, now: SimTime, k: usize) -> bool {
         let s = &self.streams[k];
         if self.stop_issuing_at.is_some_and(|t| now >= t) {
@@ -645,6 +702,7 @@ impl JobRun {
         true
     }
 
+    /// Issue the next IO of stream `k` now, if the job still issues. True if it did.
     fn issue(&mut self, dev: &mut Device, k: usize) -> bool {
         let now = dev.now();
         if !self.may_issue(now, k) {
@@ -668,69 +726,17 @@ impl JobRun {
         true
     }
 
-    /// Process events until simulated time `until` or the end of the job. True when done.
-    pub fn advance(&mut self, dev: &mut Device, until: SimTime) -> bool {
-        while !self.done {
-            let Some(t) = dev.next_event_time() else {
-                self.done = true;
-                break;
-            };
-            if t > until {
-                return false;
-            }
-            if self.ramping && t >= self.start {
-                // The ramp is over: what happened so far is not measured.
-                self.ramping = false;
-                self.rec.restart_counters(dev);
-            }
-            // Crossing into a new interval: sample device counters for the finished ones.
-            if !self.ramping && self.rec.before_event(dev, t) {
-                self.check_steady_state(dev.now());
-            }
-            dev.step();
-            let now = dev.now();
-            let measured = !self.ramping;
-            let mut finished = 0u64;
-            let mut completions = std::mem::take(&mut self.completions);
-            completions.extend(dev.drain_completions());
-            for &c in &completions {
-                finished += 1;
-                let k = (c.io.tag >> STREAM_SHIFT) as usize;
-                self.streams[k].outstanding -= 1;
-                self.refill.push(k);
-                if !measured {
-                    continue;
-                }
-                self.rec.record(&c, now);
-            }
-            completions.clear();
-            self.completions = completions;
-            self.completed_ios += finished;
-            let refill = std::mem::take(&mut self.refill);
-            for &k in &refill {
-                self.issue(dev, k);
-            }
-            self.refill = refill;
-            self.refill.clear();
-            if self.streams.iter().all(|s| s.outstanding == 0) {
-                // Let the buffer drain so the next job starts from a settled drive.
-                self.done = true;
-            }
-        }
-        true
-    }
-
     /// fio's steady-state check over the closed intervals: once met, stop issuing.
-    fn check_steady_state(&mut self, now: SimTime) {
+    fn check_steady_state(&mut self, rec: &Recorder, now: SimTime) {
         let (Some(c), Some(state)) = (self.job.steady, self.steady.as_mut()) else {
             return;
         };
-        let n = self.rec.intervals_closed();
+        let n = rec.intervals_closed();
         let interval = self.job.interval_ns;
         if state.attained || n < c.dur_intervals || (n as u64 * interval) < c.ramp_ns {
             return;
         }
-        let s = &self.rec.series;
+        let s = &rec.series;
         let values: Vec<f64> = (n - c.dur_intervals..n)
             .map(|i| {
                 if c.bytes {
@@ -766,55 +772,38 @@ impl JobRun {
             self.stop_issuing_at = Some(now);
         }
     }
+}
 
-    pub fn progress(&self, dev: &Device) -> (f64, u64, f64) {
-        let elapsed = dev.now().ns().saturating_sub(self.start.ns()) as f64 / NS_PER_S as f64;
-        let fraction = if let Some(r) = self.job.runtime_ns {
-            elapsed / (r as f64 / NS_PER_S as f64)
-        } else if let Some(n) = self.job.number_ios {
-            self.completed_ios as f64 / (n * self.streams.len() as u64) as f64
-        } else if let Some(b) = self.job.io_bytes_max {
-            let issued: u64 = self.streams.iter().map(|s| s.issued_bytes).sum();
-            issued as f64 / (b * self.streams.len() as u64) as f64
-        } else {
-            0.0
-        };
-        (elapsed, self.completed_ios, fraction.min(1.0))
+impl Source for JobSource {
+    fn next_submission(&mut self, now: SimTime) -> Option<SimTime> {
+        (!self.refill.is_empty()).then_some(now)
     }
 
-    pub fn finish(mut self, dev: &Device) -> JobResult {
-        let elapsed_ns = self.rec.elapsed_ns();
-        let n = (elapsed_ns.div_ceil(self.job.interval_ns)).max(1) as usize;
-        self.rec.close_all(dev);
-        // A time-based job's series covers its runtime; commands in flight at the end still
-        // complete (and count in the summary) but do not open a last, partial interval.
-        if let Some(runtime) = self.job.runtime_ns.filter(|_| self.job.job.time_based) {
-            self.rec
-                .series
-                .truncate((runtime.div_ceil(self.job.interval_ns) as usize).min(n));
-        }
-        let s = Sample::of(dev);
-        let at_start = self.rec.at_start;
-        let elapsed_s = elapsed_ns as f64 / NS_PER_S as f64;
-        let host_units = s.host_units_written - at_start.host_units_written;
-        let pages = s.pages_committed - at_start.pages_committed;
-        JobResult {
-            summary: JobSummary {
-                name: self.job.job.name.clone(),
-                elapsed_s,
-                read: self.rec.read.summary(elapsed_s),
-                write: self.rec.write.summary(elapsed_s),
-                trim: self.rec.trim.summary(elapsed_s),
-                write_amplification: dev.write_amplification(pages, host_units),
-                gc_units_copied: s.gc_units - at_start.gc_units,
-                blocks_erased: s.erases - at_start.erases,
-                nand_page_programs: pages,
-                host_units_written: host_units,
-                faults: s.faults.since(&at_start.faults),
-                steady_state: self.steady.clone(),
-            },
-            series: self.rec.series,
-        }
+    fn submit(&mut self, dev: &mut Device, _at: SimTime) {
+        let k = self.refill.pop_front().expect("a stream to refill");
+        self.issue(dev, k);
+    }
+
+    fn outstanding(&self) -> u64 {
+        self.streams.iter().map(|s| s.outstanding).sum()
+    }
+
+    fn completed(&mut self, c: &Completion, _now: SimTime) -> bool {
+        let k = (c.io.tag >> STREAM_SHIFT) as usize;
+        self.streams[k].outstanding -= 1;
+        self.refill.push_back(k);
+        self.completed_ios += 1;
+        true
+    }
+
+    fn intervals_closed(&mut self, rec: &Recorder, now: SimTime) {
+        self.check_steady_state(rec, now);
+    }
+
+    /// Every stream has nothing outstanding: the job is over (the drive's own work, such as
+    /// programs still queued, goes on under the next job).
+    fn finished(&self) -> bool {
+        self.streams.iter().all(|s| s.outstanding == 0)
     }
 }
 

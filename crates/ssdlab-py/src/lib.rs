@@ -1,8 +1,6 @@
 //! PyO3 bindings for ssdlab-core: translation between Python and the core, nothing else.
 //! Structured results cross as JSON strings; Python turns them into dicts and DataFrames.
 
-mod trace;
-
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -28,7 +26,10 @@ fn validate_config(toml_text: &str) -> PyResult<String> {
 struct Simulation {
     dev: Device,
     run: Option<JobRun>,
-    replay: Option<(ReplayRun<trace::TraceRequests>, Arc<Mutex<trace::Outcome>>)>,
+    replay: Option<(
+        ReplayRun<ssdlab_trace::replay::TraceRequests>,
+        Arc<Mutex<ssdlab_trace::replay::Outcome>>,
+    )>,
     seed: u64,
 }
 
@@ -206,7 +207,7 @@ impl Simulation {
                 "interval_s must be a positive number of seconds",
             ));
         }
-        let options = trace::TraceOptions {
+        let options = ssdlab_trace::replay::TraceOptions {
             format,
             columns,
             device,
@@ -217,7 +218,7 @@ impl Simulation {
             sort,
         };
         let (requests, formats) =
-            trace::TraceRequests::open(&paths, options, self.dev.user_bytes())
+            ssdlab_trace::replay::TraceRequests::open(&paths, options, self.dev.user_bytes())
                 .map_err(PyValueError::new_err)?;
         let outcome = requests.outcome.clone();
         let interval_ns = (interval_s * NS_PER_S as f64) as u64;
@@ -601,7 +602,7 @@ fn trace_stats(
     time_unit_ns: Option<f64>,
     blkparse_queue_arrivals: bool,
 ) -> PyResult<String> {
-    let options = trace::TraceOptions {
+    let options = ssdlab_trace::replay::TraceOptions {
         format,
         columns,
         device,
@@ -611,7 +612,7 @@ fn trace_stats(
         blkparse_queue_arrivals,
         sort: false,
     };
-    py.allow_threads(|| trace::stats_json(&paths, options))
+    py.allow_threads(|| ssdlab_trace::replay::stats_json(&paths, options))
         .map_err(PyValueError::new_err)
 }
 

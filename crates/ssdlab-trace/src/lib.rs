@@ -21,6 +21,7 @@ pub mod blktrace;
 pub mod columns;
 mod formats;
 pub mod input;
+pub mod replay;
 pub mod stats;
 
 use std::fmt;

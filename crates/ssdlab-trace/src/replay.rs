@@ -1,13 +1,16 @@
 //! Trace files for replay: opened (plain or compressed, format detected or given, several
 //! merged in time order or sorted), read as records and mapped onto the drive by the core's
-//! `replay::Mapper`. File I/O lives here and in ssdlab-trace, outside the simulation core.
+//! `replay::Mapper`, as the requests a `ssdlab_core::replay::ReplayRun` replays. File I/O
+//! lives here, outside the simulation core, so any Rust driver (the Python bindings, a
+//! benchmark, the NBD server) replays a trace file the same way.
 
+use crate::input::Records;
+use crate::{BlkparseArrival, ColumnSpec, OpKind, ReaderOptions, TraceFormat, TraceRecord};
 use ssdlab_core::device::IoKind;
 use ssdlab_core::replay::{MapCounts, MapOptions, Mapper, ReplayRequest, TraceRequest};
-use ssdlab_trace::input::Records;
-use ssdlab_trace::{BlkparseArrival, ColumnSpec, OpKind, ReaderOptions, TraceFormat, TraceRecord};
 use std::sync::{Arc, Mutex};
 
+#[derive(Clone, Debug, Default)]
 pub struct TraceOptions {
     pub format: Option<String>,
     /// `--columns` mapping (implies the columns format).
@@ -81,7 +84,7 @@ impl Sources {
         for p in paths {
             let r = Records::open(p, reader.clone(), detect)?;
             let mut name = r.format.name().to_string();
-            if r.compression != ssdlab_trace::input::Compression::None {
+            if r.compression != crate::input::Compression::None {
                 name = format!("{name}+{}", r.compression.name());
             }
             formats.push(name);
@@ -266,7 +269,7 @@ impl Iterator for TraceRequests {
 /// `ssdlab trace stats`: what the trace files hold, as JSON.
 pub fn stats_json(paths: &[String], options: TraceOptions) -> Result<String, String> {
     let (mut sources, formats) = Sources::open(paths, &options)?;
-    let mut b = ssdlab_trace::stats::StatsBuilder::default();
+    let mut b = crate::stats::StatsBuilder::default();
     let mut other = 0u64;
     for r in sources.by_ref() {
         if options.device.is_some_and(|d| d != r.device) {
@@ -288,4 +291,49 @@ pub fn stats_json(paths: &[String], options: TraceOptions) -> Result<String, Str
         "stats": stats,
     })
     .to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ssdlab_core::config::DriveConfig;
+    use ssdlab_core::device::Device;
+    use ssdlab_core::replay::{ReplayMode, ReplayRun};
+    use ssdlab_core::time::{SimTime, NS_PER_S};
+
+    /// A trace file replays from Rust alone: read, mapped, replayed on a drive to its end.
+    #[test]
+    fn a_trace_file_replays_without_python() {
+        let dir = std::env::temp_dir().join(format!("ssdlab-replay-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("small.trace");
+        // DiskSim/MQSim: arrival (ns), device, sector, sectors, type (0 write, 1 read).
+        let mut text = String::new();
+        for i in 0..400u64 {
+            let op = if i % 3 == 0 { 1 } else { 0 };
+            text.push_str(&format!("{} 0 {} 8 {}\n", i * 50_000, (i * 7919 % 4096) * 8, op));
+        }
+        std::fs::write(&path, text).unwrap();
+        let cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
+        let mut dev = Device::new(&cfg, 1).unwrap();
+        let paths = vec![path.to_string_lossy().into_owned()];
+        let (requests, formats) =
+            TraceRequests::open(&paths, TraceOptions::default(), dev.user_bytes()).unwrap();
+        let outcome = requests.outcome.clone();
+        let mut run = ReplayRun::new(&dev, requests, ReplayMode::Afap, NS_PER_S);
+        let mut until = dev.now();
+        loop {
+            until = SimTime(until.ns() + NS_PER_S);
+            if run.advance(&mut dev, until) {
+                break;
+            }
+        }
+        let (summary, _) = run.finish(&dev);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(formats, vec!["disksim".to_string()]);
+        assert_eq!(summary.requests, 400);
+        assert_eq!((summary.read.ops.ios, summary.write.ops.ios), (134, 266));
+        let o = outcome.lock().unwrap();
+        assert_eq!((o.records, o.error.clone()), (400, None));
+    }
 }

@@ -1,0 +1,156 @@
+//! One run loop for every driver of a device.
+//!
+//! A [`Session`] owns the loop that every driver used to write for itself (next event or
+//! next submission, whichever comes first -> close the intervals the clock passed -> step ->
+//! drain completions -> record), and the [`Recorder`] it fills. A driver is a [`Source`]: it
+//! says only what to submit and when ([`Source::next_submission`], [`Source::submit`]), what
+//! a completion means to it ([`Source::completed`]) and when it is done. Jobs
+//! ([`crate::workload::JobRun`]) and trace replay ([`crate::replay::ReplayRun`]) are sources;
+//! a new per-interval column or a new kind of measurement goes in one place.
+//!
+//! Time: a submission due before the next event goes first (ties too: a closed loop refills
+//! at once); while nothing is outstanding and the next submission lies ahead, the drive is
+//! idle and background collection may use the gap ([`Device::idle_until`]). A session that
+//! measures from a later time (fio's `ramp_time`) records nothing before it and takes the
+//! device's counters again when it is reached.
+
+use crate::device::{Completion, Device};
+use crate::record::Recorder;
+use crate::time::SimTime;
+
+/// What a driver of a session supplies.
+pub trait Source {
+    /// When the next command should be submitted, given the device's time `now`; `None` while
+    /// the source waits for completions or has nothing more to send. A time before `now`
+    /// means now.
+    fn next_submission(&mut self, now: SimTime) -> Option<SimTime>;
+
+    /// Submit the command [`Source::next_submission`] announced, at `at` (the device's time).
+    fn submit(&mut self, dev: &mut Device, at: SimTime);
+
+    /// Commands submitted and not yet completed.
+    fn outstanding(&self) -> u64;
+
+    /// A command completed at `now`. Returns whether the session records it in the recorder
+    /// (a source's own bookkeeping commands, such as a final flush, are not recorded).
+    fn completed(&mut self, c: &Completion, now: SimTime) -> bool;
+
+    /// Intervals closed (measurement only); the device's clock is `now`.
+    fn intervals_closed(&mut self, _rec: &Recorder, _now: SimTime) {}
+
+    /// After a step's completions and the submissions due then: is the source done?
+    fn finished(&self) -> bool {
+        false
+    }
+
+    /// Nothing is pending on the device and nothing is to be submitted: the source may still
+    /// submit something (a final flush). Returns true when it is done.
+    fn at_rest(&mut self, _dev: &mut Device) -> bool {
+        true
+    }
+}
+
+/// The run loop and its recorder.
+pub struct Session {
+    pub rec: Recorder,
+    /// Before `rec.start` (a ramp): completions are not recorded.
+    ramping: bool,
+    /// How far the session has gone: the device's clock, or the end of an idle gap reached.
+    clock: SimTime,
+    done: bool,
+}
+
+impl Session {
+    /// A session on `dev` measuring from `start` (now, or later after a ramp), with intervals
+    /// of `interval_ns`.
+    pub fn new(dev: &Device, start: SimTime, interval_ns: u64) -> Session {
+        Session {
+            rec: Recorder::new(dev, start, interval_ns),
+            ramping: start > dev.now(),
+            clock: dev.now(),
+            done: false,
+        }
+    }
+
+    /// Simulated time the session has reached (idle gaps included).
+    pub fn now(&self, dev: &Device) -> SimTime {
+        self.clock.max(dev.now())
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Run `source` on `dev` until simulated time `until` or its end. True when done.
+    pub fn advance(&mut self, dev: &mut Device, source: &mut impl Source, until: SimTime) -> bool {
+        while !self.done {
+            let now = dev.now();
+            let submit_at = source.next_submission(now);
+            let event_at = dev.next_event_time();
+            match (submit_at, event_at) {
+                (Some(s), e) if e.is_none_or(|e| s <= e) => {
+                    if s > until {
+                        if source.outstanding() == 0 {
+                            // An idle gap reaching past this slice: background collection may
+                            // use it, and the session's clock moves through it.
+                            dev.idle_until(until);
+                        }
+                        self.clock = self.clock.max(until);
+                        return false;
+                    }
+                    if source.outstanding() == 0 && s > now {
+                        dev.idle_until(s); // background collection may use the gap
+                    }
+                    let at = s.max(dev.now());
+                    source.submit(dev, at);
+                }
+                (_, Some(e)) => {
+                    if e > until {
+                        self.clock = self.clock.max(until);
+                        return false;
+                    }
+                    self.step(dev, source, e);
+                }
+                (None, None) | (Some(_), None) => {
+                    assert!(
+                        source.outstanding() == 0,
+                        "commands outstanding with no event pending"
+                    );
+                    self.done = source.at_rest(dev);
+                }
+            }
+        }
+        true
+    }
+
+    /// Process the event at `e`, its completions, and the submissions due at once.
+    fn step(&mut self, dev: &mut Device, source: &mut impl Source, e: SimTime) {
+        if self.ramping && e >= self.rec.start {
+            // The ramp is over: what happened so far is not measured.
+            self.ramping = false;
+            self.rec.restart_counters(dev);
+        }
+        // Crossing into a new interval: sample device counters for the finished ones.
+        if !self.ramping && self.rec.before_event(dev, e) {
+            source.intervals_closed(&self.rec, dev.now());
+        }
+        dev.step();
+        let now = dev.now();
+        let measured = !self.ramping;
+        for c in dev.drain_completions() {
+            if source.completed(&c, now) && measured {
+                self.rec.record(&c, now);
+            }
+        }
+        // Submissions due now go before the next event (a closed loop refills at once).
+        while let Some(s) = source.next_submission(now) {
+            if s > now {
+                break;
+            }
+            source.submit(dev, now);
+        }
+        if source.finished() {
+            self.done = true;
+        }
+    }
+}
