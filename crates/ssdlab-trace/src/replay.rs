@@ -311,7 +311,12 @@ mod tests {
         let mut text = String::new();
         for i in 0..400u64 {
             let op = if i % 3 == 0 { 1 } else { 0 };
-            text.push_str(&format!("{} 0 {} 8 {}\n", i * 50_000, (i * 7919 % 4096) * 8, op));
+            text.push_str(&format!(
+                "{} 0 {} 8 {}\n",
+                i * 50_000,
+                (i * 7919 % 4096) * 8,
+                op
+            ));
         }
         std::fs::write(&path, text).unwrap();
         let cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();

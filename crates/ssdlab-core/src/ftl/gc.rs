@@ -26,7 +26,7 @@ impl Ftl {
             // Same average pace, victim-sized bites: once the credit covers the victim's
             // valid data, collect all of it at once; host programs on the die wait behind it.
             let victim = self.dies[dix].victim;
-            if self.dies[dix].gc_credit >= self.valid[victim as usize] as f64 {
+            if self.dies[dix].gc_credit >= self.map.valid(victim) as f64 {
                 while self.dies[dix].victim == victim {
                     let copied = self.collect_step(die, sink);
                     self.dies[dix].gc_credit -= copied as f64;
@@ -146,7 +146,7 @@ impl Ftl {
                     let mut best = list[self.rng.below(list.len() as u64) as usize];
                     for _ in 1..self.d_choices {
                         let b = list[self.rng.below(list.len() as u64) as usize];
-                        if self.valid[b as usize] < self.valid[best as usize] {
+                        if self.map.valid(b) < self.map.valid(best) {
                             best = b;
                         }
                     }
@@ -157,7 +157,7 @@ impl Ftl {
         };
         self.unseal(block);
         self.state[block as usize] = BlockState::Victim;
-        let v = self.valid[block as usize];
+        let v = self.map.valid(block);
         let capacity = self.geometry.data_units_per_block;
         let d = &mut self.dies[dix];
         d.victim = block;
@@ -181,7 +181,7 @@ impl Ftl {
         let mut best = NONE;
         let mut best_score = f64::NEG_INFINITY;
         for &b in &self.dies[die as usize].sealed_list {
-            let u = self.valid[b as usize] as f64 / capacity;
+            let u = self.map.valid(b) as f64 / capacity;
             let age = self.sequence.wrapping_sub(self.sealed_at[b as usize]) as f64 + 1.0;
             let score = if u == 0.0 {
                 f64::INFINITY
@@ -236,8 +236,8 @@ impl Ftl {
             let (mut n, mut c) = (0usize, cursor);
             while c < pu_end && (n as u32) < room {
                 let ppn = base + c;
-                let lba = self.p2l[ppn as usize];
-                crate::mem::prefetch_clamped(&self.l2p, lba as usize);
+                let lba = self.map.reverse(ppn);
+                self.map.prefetch_lookup_clamped(lba);
                 valid[n] = ppn;
                 n += (lba != UNMAPPED) as usize;
                 c += 1;
@@ -248,7 +248,7 @@ impl Ftl {
             // caches by far on large drives).
             let next_end = (pu_end + units_per_pu).min(units_per_block);
             for ppn in base + pu_end..base + next_end {
-                crate::mem::prefetch_clamped(&self.l2p, self.p2l[ppn as usize] as usize);
+                self.map.prefetch_lookup_clamped(self.map.reverse(ppn));
             }
             if n == 0 {
                 self.scratch = valid;
@@ -258,24 +258,23 @@ impl Ftl {
             sink.gc_read(die, self.planes_spanned(first, last), n as u32);
             // Moving a unit changes no other unit of the victim: the same ones are still valid.
             for &ppn in &valid[..n] {
-                let lba = self.p2l[ppn as usize];
+                let lba = self.map.reverse(ppn);
                 // Out-of-band LBA checked against the map: the pair must agree.
                 assert_eq!(
-                    self.l2p[lba as usize], ppn,
+                    self.map.lookup(lba),
+                    ppn,
                     "OOB LBA {lba} of ppn {ppn} disagrees with the map"
                 );
                 let ob = &self.dies[dix].gc;
-                if self.map_changes.is_none() && ob.block != NONE && ob.fill + 1 < units_per_pu {
+                if !self.map.records_changes() && ob.block != NONE && ob.fill + 1 < units_per_pu {
                     // Into the open GC PU, not its last unit: what `invalidate` does for a
                     // victim's unit (the victim is in no bucket), without its general checks.
-                    self.p2l[ppn as usize] = UNMAPPED;
-                    self.valid[victim as usize] -= 1;
-                    self.mapped_units -= 1;
+                    self.map.unmap_copy(ppn, victim);
                     self.place(die, Stream::Gc, lba);
                 } else {
                     self.invalidate(lba);
                     self.append(die, Stream::Gc, lba, sink);
-                    self.record(lba, ppn, TAG_RELOCATION);
+                    self.map.record(lba, ppn, TAG_RELOCATION);
                 }
                 self.map_updated(lba, sink);
             }
@@ -297,7 +296,8 @@ impl Ftl {
         let dix = die as usize;
         let block = self.dies[dix].victim;
         assert_eq!(
-            self.valid[block as usize], 0,
+            self.map.valid(block),
+            0,
             "victim {block} erased with valid data"
         );
         // A block marked for retirement is not erased; an erase may fail (see crate::faults).
@@ -312,14 +312,12 @@ impl Ftl {
             retire
         };
         // Either way the block's data is gone for a store that follows the journal.
-        if let Some(journal) = &mut self.map_changes {
-            journal.push(MapChange {
-                lba: UNMAPPED,
-                old_ppn: block * self.geometry.units_per_block,
-                new_ppn: if retire { BLOCK_RETIRED } else { UNMAPPED },
-                tag: TAG_ERASE,
-            });
-        }
+        self.map.push_change(MapChange {
+            lba: UNMAPPED,
+            old_ppn: block * self.geometry.units_per_block,
+            new_ppn: if retire { BLOCK_RETIRED } else { UNMAPPED },
+            tag: TAG_ERASE,
+        });
         let d = &mut self.dies[dix];
         d.victim = NONE;
         d.victim_cursor = 0;

@@ -1,27 +1,80 @@
 //! The map: the flat logical-to-physical table, its reverse (the LBA each physical unit holds
-//! in its out-of-band area), valid counts per block, and the journal of map changes that a
-//! data store follows.
+//! in its out-of-band area), the write sequence number of each program unit, valid counts per
+//! block, and the journal of map changes that a data store follows.
+//!
+//! [`Map`] owns these tables and keeps their invariants: `l2p[p2l[p]] == p` for every mapped
+//! physical unit, `valid[b]` equals the mapped units of block `b`, `mapped_units` the mapped
+//! logical units. Every change goes through [`Map::map`] and [`Map::unmap`] (or the GC copy's
+//! [`Map::unmap_copy`]), so the pairs move together; [`Map::verify`] checks them whole.
 
-use super::*;
+use super::{MapChange, HELD, TAG_ERASE, UNMAPPED};
+use crate::config::Geometry;
+use crate::divisor::Divisor;
 
-impl Ftl {
-    // ----- lookups -------------------------------------------------------------------------
+/// A mapped unit taken off the map by [`Map::unmap`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unmapped {
+    pub ppn: u32,
+    pub block: u32,
+    /// The block's valid units before (the greedy victim buckets key on it).
+    pub valid_before: u32,
+}
 
-    #[inline]
-    pub fn logical_units(&self) -> u64 {
-        self.geometry.logical_units
+pub struct Map {
+    /// Logical unit -> physical unit, or UNMAPPED. The flat L2P table.
+    l2p: Vec<u32>,
+    /// Physical unit -> logical unit it holds (the LBA in its out-of-band area), or UNMAPPED
+    /// when the unit is free, stale, padding or parity. Invariant: l2p[p2l[p]] == p.
+    p2l: Vec<u32>,
+    /// Write sequence number of each PU (out-of-band).
+    pu_sequence: Vec<u32>,
+    /// Valid units per block. Invariant: equals the count of mapped p2l entries in the block.
+    valid: Vec<u32>,
+    /// Invariant: the count of mapped l2p entries.
+    mapped_units: u64,
+    units_per_block: Divisor,
+    /// Map changes since the consumer last took them; `None` (the default) records nothing.
+    /// Only [`Map::record_changes`] turns it on; only the `take`/`drain` methods empty it.
+    changes: Option<Vec<MapChange>>,
+}
+
+impl Map {
+    /// The empty map of `g`; the big tables are allocated here, once.
+    pub fn new(g: &Geometry) -> Map {
+        let blocks = (g.dies * g.blocks_per_die) as usize;
+        Map {
+            l2p: crate::mem::table(g.logical_units as usize, UNMAPPED),
+            p2l: crate::mem::table(g.physical_units as usize, UNMAPPED),
+            pu_sequence: crate::mem::table(blocks * g.pus_per_block as usize, 0),
+            valid: vec![0; blocks],
+            mapped_units: 0,
+            units_per_block: Divisor::new(g.units_per_block),
+            changes: None,
+        }
     }
 
     /// Physical unit of logical unit `lba`, or UNMAPPED.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&self, lba: u32) -> u32 {
         self.l2p[lba as usize]
+    }
+
+    /// The logical unit a physical unit holds (its out-of-band LBA), or UNMAPPED.
+    #[inline(always)]
+    pub fn reverse(&self, ppn: u32) -> u32 {
+        self.p2l[ppn as usize]
     }
 
     /// Start loading the map entry of `lba` (a write or read of it is coming).
     #[inline]
     pub fn prefetch_lookup(&self, lba: u32) {
         crate::mem::prefetch(&self.l2p, lba as usize);
+    }
+
+    /// The same for any `lba`, UNMAPPED included (then nothing useful is loaded): no branch.
+    #[inline(always)]
+    pub fn prefetch_lookup_clamped(&self, lba: u32) {
+        crate::mem::prefetch_clamped(&self.l2p, lba as usize);
     }
 
     /// Start loading what overwriting `lba` will touch: its current reverse-map entry. Call
@@ -34,104 +87,51 @@ impl Ftl {
         }
     }
 
-    /// The logical unit a physical unit holds (its out-of-band LBA), or UNMAPPED.
-    #[inline]
-    pub fn reverse(&self, ppn: u32) -> u32 {
-        self.p2l[ppn as usize]
+    /// Valid units of `block`.
+    #[inline(always)]
+    pub fn valid(&self, block: u32) -> u32 {
+        self.valid[block as usize]
     }
 
-    #[inline]
-    pub fn die_of(&self, ppn: u32) -> u32 {
-        self.div
-            .blocks_per_die
-            .quotient(self.div.units_per_block.quotient(ppn))
-    }
-
-    #[inline]
-    pub(super) fn block_of(&self, ppn: u32) -> u32 {
-        self.div.units_per_block.quotient(ppn)
-    }
-
-    /// PU index within the drive (block * pus_per_block + pu).
-    #[inline]
-    pub fn pu_of(&self, ppn: u32) -> u32 {
-        self.div.units_per_pu.quotient(ppn)
-    }
-
-    /// Planes a read of units `first_slot..=last_slot` of one PU touches.
-    #[inline]
-    pub fn planes_spanned(&self, first_ppn: u32, last_ppn: u32) -> u32 {
-        let (upu, upp) = (self.div.units_per_pu, self.div.units_per_page);
-        upp.quotient(upu.remainder(last_ppn)) - upp.quotient(upu.remainder(first_ppn)) + 1
-    }
-
-    /// Is the unit still in the controller's DRAM (its PU not yet sent to the NAND)?
-    #[inline]
-    pub fn is_buffered(&self, ppn: u32) -> bool {
-        let die = &self.dies[self.die_of(ppn) as usize];
-        let block = self.block_of(ppn);
-        let pu = self
-            .div
-            .units_per_pu
-            .quotient(self.div.units_per_block.remainder(ppn));
-        (block == die.host.block && pu == die.host.next_pu)
-            || (block == die.gc.block && pu == die.gc.next_pu)
-    }
-
-    /// Write sequence number stored with the PU holding `ppn`.
-    pub fn sequence_of(&self, ppn: u32) -> u32 {
-        self.pu_sequence[self.pu_of(ppn) as usize]
-    }
-
-    /// Physical units of host data placed in partially filled PUs: in the controller's DRAM,
-    /// on no NAND yet (a FLUSH programs them).
-    pub fn buffered_host_ppns(&self) -> Vec<u32> {
-        let g = &self.geometry;
-        let mut out = Vec::new();
-        for d in &self.dies {
-            let ob = &d.host;
-            if ob.block != NONE && ob.fill > 0 {
-                let first = ob.pu_first_ppn(g);
-                out.extend(first..first + ob.fill);
-            }
-        }
-        out
-    }
-
-    /// Host units waiting in partially filled PUs (they hold write-buffer space).
-    pub fn buffered_host_units(&self) -> u64 {
-        self.dies.iter().map(|d| d.host.host_fill as u64).sum()
+    /// Valid units of every block, in block order.
+    pub fn valid_counts(&self) -> &[u32] {
+        &self.valid
     }
 
     pub fn mapped_units(&self) -> u64 {
         self.mapped_units
     }
 
-    pub fn erase_counts(&self) -> &[u32] {
-        &self.erase_count
+    /// Write sequence number of PU `pu` (block * pus_per_block + pu in block).
+    pub fn pu_sequence(&self, pu: u32) -> u32 {
+        self.pu_sequence[pu as usize]
     }
 
-    pub fn free_blocks(&self, die: u32) -> u32 {
-        self.dies[die as usize].free.len()
+    pub fn set_pu_sequence(&mut self, pu: u32, sequence: u32) {
+        self.pu_sequence[pu as usize] = sequence;
     }
 
-    /// Blocks retired as grown bad blocks (after program or erase failures).
-    pub fn retired_blocks(&self) -> u64 {
-        self.state
-            .iter()
-            .filter(|&&s| s == BlockState::Retired)
-            .count() as u64
+    /// Map `lba` (unmapped) to `ppn` (free) of `block`.
+    #[inline(always)]
+    pub fn map(&mut self, lba: u32, ppn: u32, block: u32) {
+        debug_assert_eq!(
+            self.p2l[ppn as usize], UNMAPPED,
+            "ppn {ppn} already holds data"
+        );
+        debug_assert_eq!(self.l2p[lba as usize], UNMAPPED, "lba {lba} already mapped");
+        debug_assert_eq!(self.units_per_block.quotient(ppn), block);
+        self.l2p[lba as usize] = ppn;
+        self.p2l[ppn as usize] = lba;
+        self.valid[block as usize] += 1;
+        self.mapped_units += 1;
     }
 
-    pub fn free_blocks_total(&self) -> u64 {
-        self.dies.iter().map(|d| d.free.len() as u64).sum()
-    }
-
+    /// Take `lba` off the map: its copy goes stale. None if it was not mapped.
     #[inline]
-    pub(super) fn invalidate(&mut self, lba: u32) {
+    pub fn unmap(&mut self, lba: u32) -> Option<Unmapped> {
         let ppn = self.l2p[lba as usize];
         if ppn == UNMAPPED {
-            return;
+            return None;
         }
         debug_assert_eq!(
             self.p2l[ppn as usize], lba,
@@ -140,13 +140,81 @@ impl Ftl {
         self.p2l[ppn as usize] = UNMAPPED;
         self.l2p[lba as usize] = UNMAPPED;
         self.mapped_units -= 1;
-        let block = self.block_of(ppn);
+        let block = self.units_per_block.quotient(ppn);
         let v = self.valid[block as usize];
         debug_assert!(v > 0);
         self.valid[block as usize] = v - 1;
-        if self.sealed_pos[block as usize] != NONE && self.policy == GcPolicy::Greedy {
-            let die = self.div.blocks_per_die.quotient(block);
-            self.buckets.move_down(die, block, v);
+        Some(Unmapped {
+            ppn,
+            block,
+            valid_before: v,
+        })
+    }
+
+    /// Garbage collection's copy of the unit at `ppn` (in `block`, holding the current copy of
+    /// its logical unit) is about to be placed: the old copy goes stale and the logical unit
+    /// is unmapped until [`Map::map`] places it again (no other change in between).
+    #[inline(always)]
+    pub fn unmap_copy(&mut self, ppn: u32, block: u32) {
+        debug_assert_eq!(self.l2p[self.p2l[ppn as usize] as usize], ppn);
+        self.l2p[self.p2l[ppn as usize] as usize] = UNMAPPED;
+        self.p2l[ppn as usize] = UNMAPPED;
+        self.valid[block as usize] -= 1;
+        self.mapped_units -= 1;
+    }
+
+    /// Forget everything: no unit mapped, no sequence numbers (a secure erase keeps the
+    /// sequence numbers: `keep_sequences`).
+    pub fn clear(&mut self, keep_sequences: bool) {
+        self.l2p.fill(UNMAPPED);
+        self.p2l.fill(UNMAPPED);
+        if !keep_sequences {
+            self.pu_sequence.fill(0);
+        }
+        self.valid.fill(0);
+        self.mapped_units = 0;
+    }
+
+    // ----- the journal of map changes (for a data store) -------------------------------------
+
+    /// Record every change of the map from now on; what was recorded before is dropped.
+    pub fn record_changes(&mut self) {
+        self.changes = Some(Vec::new());
+    }
+
+    /// Record no more changes.
+    pub fn stop_changes(&mut self) {
+        self.changes = None;
+    }
+
+    #[inline(always)]
+    pub fn records_changes(&self) -> bool {
+        self.changes.is_some()
+    }
+
+    /// Changes recorded and not yet taken.
+    pub fn changes(&self) -> &[MapChange] {
+        self.changes.as_deref().unwrap_or_default()
+    }
+
+    pub fn take_changes(&mut self) -> Vec<MapChange> {
+        self.changes
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    pub fn drain_changes(&mut self) -> impl Iterator<Item = MapChange> + '_ {
+        self.changes
+            .iter_mut()
+            .flat_map(|changes| changes.drain(..))
+    }
+
+    /// Journal a change (recording or not: then nothing).
+    #[inline]
+    pub fn push_change(&mut self, change: MapChange) {
+        if let Some(journal) = &mut self.changes {
+            journal.push(change);
         }
     }
 
@@ -155,13 +223,14 @@ impl Ftl {
     /// may have erased the old copy's block: then the write goes in as two changes, around
     /// everything the placement journalled (see [`HELD`]).
     #[inline(never)]
-    pub(super) fn record_host(&mut self, lba: u32, old_ppn: u32, tag: u64, mark: usize) {
-        let Some(journal) = &mut self.map_changes else {
+    pub fn record_host(&mut self, lba: u32, old_ppn: u32, tag: u64, mark: usize) {
+        let new_ppn = self.l2p[lba as usize];
+        let upb = self.units_per_block;
+        let Some(journal) = &mut self.changes else {
             return;
         };
-        let new_ppn = self.l2p[lba as usize];
-        let upb = self.geometry.units_per_block;
-        let erased = |c: &MapChange| c.tag == TAG_ERASE && c.old_ppn / upb == old_ppn / upb;
+        let same_block = |a: u32, b: u32| upb.quotient(a) == upb.quotient(b);
+        let erased = |c: &MapChange| c.tag == TAG_ERASE && same_block(c.old_ppn, old_ppn);
         if old_ppn != UNMAPPED && journal[mark..].iter().any(erased) {
             let take = MapChange {
                 lba,
@@ -188,14 +257,78 @@ impl Ftl {
 
     /// Journal the move of `lba` from `old_ppn` to where it maps now.
     #[inline]
-    pub(super) fn record(&mut self, lba: u32, old_ppn: u32, tag: u64) {
-        if let Some(journal) = &mut self.map_changes {
-            journal.push(MapChange {
-                lba,
-                old_ppn,
-                new_ppn: self.l2p[lba as usize],
-                tag,
-            });
+    pub fn record(&mut self, lba: u32, old_ppn: u32, tag: u64) {
+        let new_ppn = self.l2p[lba as usize];
+        self.push_change(MapChange {
+            lba,
+            old_ppn,
+            new_ppn,
+            tag,
+        });
+    }
+
+    /// Length of the journal now (a mark for [`Map::record_host`]).
+    #[inline]
+    pub fn changes_len(&self) -> usize {
+        self.changes.as_ref().map_or(0, |j| j.len())
+    }
+
+    // ----- whole-structure checks ------------------------------------------------------------
+
+    /// Feed the tables to a digest, in a fixed order.
+    pub fn digest_into(&self, eat: &mut impl FnMut(u32)) {
+        self.l2p.iter().for_each(|&x| eat(x));
+        self.p2l.iter().for_each(|&x| eat(x));
+        self.valid.iter().for_each(|&x| eat(x));
+    }
+
+    /// Check the map's invariants whole: forward and reverse agree, the counts match, no data
+    /// in a RAIN parity PU. An error says which failed.
+    pub fn verify(&self, g: &Geometry) -> Result<(), String> {
+        let mut mapped = 0u64;
+        for (lba, &ppn) in self.l2p.iter().enumerate() {
+            if ppn != UNMAPPED {
+                mapped += 1;
+                if self.p2l[ppn as usize] != lba as u32 {
+                    return Err(format!(
+                        "l2p[{lba}] = {ppn} but p2l[{ppn}] = {}",
+                        self.p2l[ppn as usize]
+                    ));
+                }
+            }
         }
+        if mapped != self.mapped_units {
+            return Err(format!(
+                "{mapped} mapped units counted, {} recorded",
+                self.mapped_units
+            ));
+        }
+        let upb = g.units_per_block as usize;
+        for (block, chunk) in self.p2l.chunks(upb).enumerate() {
+            let mut valid = 0;
+            for (i, &lba) in chunk.iter().enumerate() {
+                if lba != UNMAPPED {
+                    valid += 1;
+                    let ppn = (block * upb + i) as u32;
+                    if self.l2p[lba as usize] != ppn {
+                        return Err(format!(
+                            "p2l[{ppn}] = {lba} but l2p[{lba}] = {}",
+                            self.l2p[lba as usize]
+                        ));
+                    }
+                    let pu = (i as u32) / g.units_per_pu;
+                    if g.is_parity_pu(pu) {
+                        return Err(format!("ppn {ppn} holds data in a parity PU"));
+                    }
+                }
+            }
+            if valid != self.valid[block] {
+                return Err(format!(
+                    "block {block}: {valid} valid units, count says {}",
+                    self.valid[block]
+                ));
+            }
+        }
+        Ok(())
     }
 }

@@ -20,6 +20,7 @@ mod gc;
 mod map;
 mod mount;
 pub(crate) mod persist;
+mod query;
 mod verify;
 mod victim;
 
@@ -27,6 +28,7 @@ use crate::config::{FtlConfig, GcForegroundMode, GcPolicy, Geometry};
 use crate::divisor::Divisor;
 use crate::rng::Rng;
 use crate::time::SimTime;
+pub use map::{Map, Unmapped};
 pub use mount::{MountReport, Recovered};
 pub use persist::Persistence;
 use std::collections::VecDeque;
@@ -294,15 +296,9 @@ pub struct Ftl {
     /// Blocks 0..this of each die are held back (defect reserve, then the metadata blocks)
     /// and never hold user data.
     reserved_blocks_per_die: u32,
-    /// Logical unit -> physical unit, or UNMAPPED. The flat L2P table.
-    l2p: Vec<u32>,
-    /// Physical unit -> logical unit it holds (the LBA in its out-of-band area), or UNMAPPED
-    /// when the unit is free, stale, padding or parity. Invariant: l2p[p2l[p]] == p.
-    p2l: Vec<u32>,
-    /// Write sequence number of each PU (out-of-band), from `sequence`.
-    pu_sequence: Vec<u32>,
-    /// Valid units per block. Invariant: equals the count of mapped p2l entries in the block.
-    valid: Vec<u32>,
+    /// The map: L2P and P2L, valid counts per block, PU sequence numbers, the journal of map
+    /// changes.
+    map: Map,
     erase_count: Vec<u32>,
     state: Vec<BlockState>,
     /// Sequence number when the block was sealed (age for cost-benefit).
@@ -317,11 +313,7 @@ pub struct Ftl {
     rng: Rng,
     /// Room for one PU's physical unit numbers (garbage collection's valid units).
     scratch: Vec<u32>,
-    mapped_units: u64,
     pub counters: FtlCounters,
-    /// Map changes since the consumer last took them; `None` (the default) records nothing.
-    /// Only [`Ftl::record_map_changes`] turns it on; only the `take`/`drain` methods empty it.
-    map_changes: Option<Vec<MapChange>>,
     /// The firmware's metadata writes (map journal, checkpoints, block summaries).
     pub persist: Persistence,
     /// Program and erase failures (see [`crate::faults`]): rates, their own seeded stream, and
@@ -343,32 +335,27 @@ impl Ftl {
     /// Record every change of the map from now on, for a consumer that keeps data with the
     /// physical units (the NBD store); what was recorded before is dropped.
     pub fn record_map_changes(&mut self) {
-        self.map_changes = Some(Vec::new());
+        self.map.record_changes();
     }
 
     /// Record no more map changes (the drive powers off).
     pub fn stop_map_changes(&mut self) {
-        self.map_changes = None;
+        self.map.stop_changes();
     }
 
     /// The map changes recorded since the last take, in order (empty when not recording).
     pub fn take_map_changes(&mut self) -> Vec<MapChange> {
-        self.map_changes
-            .as_mut()
-            .map(std::mem::take)
-            .unwrap_or_default()
+        self.map.take_changes()
     }
 
     /// The same as [`Ftl::take_map_changes`], keeping the buffer for the next changes.
     pub fn drain_map_changes(&mut self) -> impl Iterator<Item = MapChange> + '_ {
-        self.map_changes
-            .iter_mut()
-            .flat_map(|changes| changes.drain(..))
+        self.map.drain_changes()
     }
 
     /// The map changes recorded and not yet taken.
     pub fn map_changes(&self) -> &[MapChange] {
-        self.map_changes.as_deref().unwrap_or_default()
+        self.map.changes()
     }
 
     /// Build the FTL of a validated configuration; every table is allocated here, once.
@@ -384,10 +371,7 @@ impl Ftl {
             deferred_free_target: cfg.gc_deferred_free_blocks_target,
             static_spread_max: cfg.wear_leveling_static_spread_max,
             reserved_blocks_per_die: cfg.reserved_blocks_per_die + cfg.map_blocks_per_die,
-            l2p: crate::mem::table(g.logical_units as usize, UNMAPPED),
-            p2l: crate::mem::table(g.physical_units as usize, UNMAPPED),
-            pu_sequence: crate::mem::table(blocks * g.pus_per_block as usize, 0),
-            valid: vec![0; blocks],
+            map: Map::new(&g),
             erase_count: vec![0; blocks],
             state: vec![BlockState::Free; blocks],
             sealed_at: vec![0; blocks],
@@ -406,9 +390,7 @@ impl Ftl {
             sequence: 0,
             rng: Rng::derive(seed, "ftl.gc"),
             scratch: vec![0; g.units_per_pu as usize],
-            mapped_units: 0,
             counters: FtlCounters::default(),
-            map_changes: None,
             persist: Persistence::new(cfg, &g),
             program_fail: 0.0,
             erase_fail: 0.0,
@@ -472,16 +454,16 @@ impl Ftl {
     pub fn write_unit<S: NandSink>(&mut self, w: HostWrite, sink: &mut S) {
         let lba = w.lba;
         debug_assert!((lba as u64) < self.geometry.logical_units);
-        let old = self.l2p[lba as usize];
+        let old = self.map.lookup(lba);
         self.invalidate(lba);
-        let mark = self.map_changes.as_ref().map_or(0, |j| j.len());
+        let mark = self.map.changes_len();
         let die = self.host_die;
         let ob = &mut self.dies[die as usize].host;
         ob.data_ready = ob.data_ready.max(w.data_ready);
         self.append(die, Stream::Host, lba, sink);
         self.counters.host_units_written += 1;
-        if self.map_changes.is_some() {
-            self.record_host(lba, old, w.tag, mark);
+        if self.map.records_changes() {
+            self.map.record_host(lba, old, w.tag, mark);
         }
         self.map_updated(lba, sink);
     }
@@ -512,7 +494,7 @@ impl Ftl {
                 sink,
             );
             lba += 1;
-            if self.map_changes.is_some() || lba == end {
+            if self.map.records_changes() || lba == end {
                 continue;
             }
             let ob = self.dies[self.host_die as usize].host;
@@ -532,11 +514,11 @@ impl Ftl {
 
     /// TRIM one logical unit: it maps to nothing and reads as zeros. `tag` is the command's.
     pub fn trim_unit<S: NandSink>(&mut self, lba: u32, tag: u64, sink: &mut S) {
-        let old = self.l2p[lba as usize];
+        let old = self.map.lookup(lba);
         if old != UNMAPPED {
             self.invalidate(lba);
             self.counters.host_units_trimmed += 1;
-            self.record(lba, old, tag);
+            self.map.record(lba, old, tag);
             self.map_updated(lba, sink);
         }
     }
@@ -571,12 +553,9 @@ impl Ftl {
             .first()
             .map(|d| d.free.is_least_worn())
             .unwrap_or(true);
-        self.l2p.fill(UNMAPPED);
-        self.p2l.fill(UNMAPPED);
-        self.valid.fill(0);
+        self.map.clear(true);
         self.sealed_pos.fill(NONE);
         self.buckets.clear();
-        self.mapped_units = 0;
         self.host_die = 0;
         let reserved = self.reserved_blocks_per_die;
         self.persist.reset();
@@ -604,6 +583,19 @@ impl Ftl {
 
     // ----- placement -----------------------------------------------------------------------
 
+    /// The current copy of `lba` (if any) goes stale; a sealed block's place among the
+    /// greedy victim candidates follows its valid count down.
+    #[inline]
+    pub(super) fn invalidate(&mut self, lba: u32) {
+        let Some(u) = self.map.unmap(lba) else {
+            return;
+        };
+        if self.sealed_pos[u.block as usize] != NONE && self.policy == GcPolicy::Greedy {
+            let die = self.div.blocks_per_die.quotient(u.block);
+            self.buckets.move_down(die, u.block, u.valid_before);
+        }
+    }
+
     /// Place `lba` in the open PU of `die`'s stream; program the PU when it is full.
     /// The hot path of every write and every GC copy: a few stores, no calls.
     #[inline]
@@ -627,11 +619,7 @@ impl Ftl {
         ob.fill += 1;
         ob.host_fill += (stream == Stream::Host) as u32;
         let full = ob.fill == units_per_pu;
-        debug_assert_eq!(self.p2l[ppn as usize], UNMAPPED);
-        self.l2p[lba as usize] = ppn;
-        self.p2l[ppn as usize] = lba;
-        self.valid[block as usize] += 1;
-        self.mapped_units += 1;
+        self.map.map(lba, ppn, block);
         full
     }
 
@@ -657,7 +645,7 @@ impl Ftl {
         );
         let pus_per_block = self.geometry.pus_per_block;
         let base = ob.block * pus_per_block;
-        self.pu_sequence[(base + ob.next_pu) as usize] = self.sequence;
+        self.map.set_pu_sequence(base + ob.next_pu, self.sequence);
         self.sequence = self.sequence.wrapping_add(1);
         match kind {
             ProgramKind::Host => self.counters.pu_programs_host += 1,
@@ -675,7 +663,7 @@ impl Ftl {
                     first_ppn: ob.block * units_per_block + next_pu * units_per_pu,
                 },
             );
-            self.pu_sequence[(base + next_pu) as usize] = self.sequence;
+            self.map.set_pu_sequence(base + next_pu, self.sequence);
             self.sequence = self.sequence.wrapping_add(1);
             self.counters.pu_programs_parity += 1;
             next_pu += 1;
@@ -775,13 +763,13 @@ impl Ftl {
             self.seal(block);
         }
         for ppn in first_ppn..first_ppn + self.geometry.units_per_pu {
-            let lba = self.p2l[ppn as usize];
+            let lba = self.map.reverse(ppn);
             if lba == UNMAPPED {
                 continue;
             }
             self.invalidate(lba);
             self.append(die, Stream::Gc, lba, sink);
-            self.record(lba, ppn, TAG_RELOCATION);
+            self.map.record(lba, ppn, TAG_RELOCATION);
             self.map_updated(lba, sink);
             self.counters.program_fail_rewrites += 1;
         }
@@ -803,7 +791,7 @@ impl Ftl {
             .pop()
             .unwrap_or_else(|| panic!("die {die}: free pool empty"));
         debug_assert_eq!(self.state[block as usize], BlockState::Free);
-        debug_assert_eq!(self.valid[block as usize], 0);
+        debug_assert_eq!(self.map.valid(block), 0);
         self.state[block as usize] = BlockState::Open;
         let ob = self.dies[die as usize].open(stream);
         *ob = OpenBlock {
@@ -821,7 +809,7 @@ impl Ftl {
         self.sealed_pos[block as usize] = d.sealed_list.len() as u32;
         d.sealed_list.push(block);
         match self.policy {
-            GcPolicy::Greedy => self.buckets.insert(die, block, self.valid[block as usize]),
+            GcPolicy::Greedy => self.buckets.insert(die, block, self.map.valid(block)),
             GcPolicy::Fifo => d.sealed_fifo.push_back(block),
             _ => {}
         }
@@ -839,7 +827,7 @@ impl Ftl {
         }
         self.sealed_pos[block as usize] = NONE;
         match self.policy {
-            GcPolicy::Greedy => self.buckets.remove(die, block, self.valid[block as usize]),
+            GcPolicy::Greedy => self.buckets.remove(die, block, self.map.valid(block)),
             GcPolicy::Fifo => {
                 if d.sealed_fifo.front() == Some(&block) {
                     d.sealed_fifo.pop_front();

@@ -75,16 +75,12 @@ impl Ftl {
                 self.erase_count[i] = c & !RETIRED_BIT;
             }
         }
-        self.l2p.fill(UNMAPPED);
-        self.p2l.fill(UNMAPPED);
-        self.pu_sequence.fill(0);
-        self.valid.fill(0);
+        self.map.clear(false);
         self.sealed_pos.fill(NONE);
         self.sealed_at.fill(0);
         self.retiring.fill(false);
         self.retired_per_die.fill(0);
         self.buckets.clear();
-        self.mapped_units = 0;
         self.host_die = 0;
         self.sequence = 0;
         self.counters = FtlCounters::default();
@@ -124,20 +120,17 @@ impl Ftl {
                     r.ppn, r.lba, g.logical_units
                 ));
             }
-            if self.p2l[r.ppn as usize] != UNMAPPED {
+            if self.map.reverse(r.ppn) != UNMAPPED {
                 return Err(format!("unit {}: recorded twice", r.ppn));
             }
-            let held = self.l2p[r.lba as usize];
+            let held = self.map.lookup(r.lba);
             if held != UNMAPPED {
                 return Err(format!(
                     "logical unit {}: current in both unit {held} and unit {}",
                     r.lba, r.ppn
                 ));
             }
-            self.l2p[r.lba as usize] = r.ppn;
-            self.p2l[r.ppn as usize] = r.lba;
-            self.valid[block] += 1;
-            self.mapped_units += 1;
+            self.map.map(r.lba, r.ppn, block as u32);
         }
         for die in 0..g.dies {
             let first = die * g.blocks_per_die;
@@ -217,7 +210,7 @@ impl Ftl {
     pub fn mount_report(&self, nand: &NandConfig) -> MountReport {
         let g = &self.geometry;
         let mut r = MountReport {
-            mapped_units: self.mapped_units,
+            mapped_units: self.map.mapped_units(),
             ..MountReport::default()
         };
         let mut oob_per_die = vec![0u64; g.dies as usize];
