@@ -13,6 +13,8 @@ lint:
 
 rust-test:
 	cargo test -p ssdlab-core -p ssdlab-trace -p ssdlab-nbd
+	# The same unit tests with every step checked: each part's invariants, the FTL whole.
+	cargo test -p ssdlab-core --features verify --lib
 
 py-test:
 	$(PYTHON) -m pip install -q "pytest>=7" "hypothesis>=6" "duckdb>=1.2" six  # six: fio_jsonplus_clat2csv imports it

@@ -19,6 +19,20 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+/// Bytes of one map entry in DRAM and in a map page (a 32-bit physical unit number).
+pub const MAP_ENTRY_BYTES: u32 = 4;
+
+/// DRAM the map and its persistence need: the table (4 bytes per mapping unit) and, with
+/// persistence on, one dirty bit per map page and the journal page being filled.
+pub fn map_dram_bytes(logical_units: u64, page_bytes: u32, persistence: bool) -> u64 {
+    let table = logical_units * MAP_ENTRY_BYTES as u64;
+    if !persistence {
+        return table;
+    }
+    let map_pages = logical_units.div_ceil((page_bytes / MAP_ENTRY_BYTES) as u64);
+    table + map_pages.div_ceil(64) * 8 + page_bytes as u64
+}
+
 fn err(field: &str, message: impl Into<String>) -> ConfigError {
     ConfigError {
         field: field.to_string(),
@@ -457,8 +471,22 @@ impl DriveConfig {
         toml::to_string(self).expect("a DriveConfig always serialises")
     }
 
-    /// Check every field and the relationships between them; derive the geometry.
+    /// Check every field and the relationships between them; derive the geometry. The checks
+    /// go by area, each in its own function: seeded faults, the NAND, the FTL's layout (which
+    /// gives the geometry), what the layout must hold (map DRAM, user capacity with the
+    /// collector's reserve, the write buffer), garbage collection, the controller, the host.
     pub fn validate(&self) -> Result<Geometry, ConfigError> {
+        self.check_faults()?;
+        self.check_nand()?;
+        let g = self.geometry()?;
+        self.check_capacity(&g)?;
+        self.check_gc()?;
+        self.check_controller()?;
+        self.check_host()?;
+        Ok(g)
+    }
+
+    fn check_faults(&self) -> Result<(), ConfigError> {
         self.faults
             .check()
             .map_err(|(field, message)| ConfigError { field, message })?;
@@ -474,9 +502,12 @@ impl DriveConfig {
                 });
             }
         }
-        let n = &self.nand;
-        let f = &self.ftl;
-        let h = &self.host;
+        Ok(())
+    }
+
+    /// Every count at least 1, times positive, at most 4 planes.
+    fn check_nand(&self) -> Result<(), ConfigError> {
+        let (n, f, h) = (&self.nand, &self.ftl, &self.host);
         let positive = [
             ("nand.channels", n.channels as u64),
             ("nand.dies", n.dies as u64),
@@ -511,6 +542,13 @@ impl DriveConfig {
         if !(0.0..=100.0).contains(&n.multi_plane_overhead_pct) {
             return Err(err("nand.multi_plane_overhead_pct", "accepted: 0 to 100"));
         }
+        Ok(())
+    }
+
+    /// The FTL's layout on the NAND: mapping units, program units, RAIN, held blocks, the
+    /// map's persistence, and the sizes that follow.
+    fn geometry(&self) -> Result<Geometry, ConfigError> {
+        let (n, f) = (&self.nand, &self.ftl);
         let unit = f.mapping_unit_bytes;
         if unit < 512 || !unit.is_power_of_two() {
             return Err(err(
@@ -581,18 +619,6 @@ impl DriveConfig {
                 ));
             }
         }
-        if !f.gc_separate_stream {
-            return Err(err(
-                "ftl.gc_separate_stream",
-                "false is not supported: copied data shares the host's open block, and collection could take a die's last free block; accepted: true",
-            ));
-        }
-        if f.gc_deferred_free_blocks_target < 3 {
-            return Err(err(
-                "ftl.gc_deferred_free_blocks_target",
-                "accepted: 3 or more",
-            ));
-        }
         let units_per_block = units_per_pu * pus_per_block;
         let data_units_per_block = units_per_pu * data_pus_per_block;
         let physical_units = dies as u64 * blocks_per_die as u64 * units_per_block as u64;
@@ -611,11 +637,49 @@ impl DriveConfig {
                 format!("smaller than one mapping unit ({unit} bytes)"),
             ));
         }
-        let map_dram_bytes = crate::ftl::persist::map_dram_bytes(
+        let map_dram_bytes = map_dram_bytes(
             logical_units,
             n.page_size_bytes,
             f.map_journal_entry_bytes > 0,
         );
+        let raw_bytes = dies as u64
+            * blocks_per_die as u64
+            * pus_per_block as u64
+            * n.planes_per_die as u64
+            * n.page_size_bytes as u64;
+        Ok(Geometry {
+            dies,
+            channels: n.channels,
+            planes_per_die: n.planes_per_die,
+            blocks_per_die,
+            pus_per_block,
+            units_per_page,
+            units_per_pu,
+            rain_period,
+            data_pus_per_block,
+            units_per_block,
+            data_units_per_block,
+            physical_units,
+            logical_units,
+            mapping_unit_bytes: unit,
+            raw_bytes,
+            usable_bytes: usable_units * unit as u64,
+            held_bytes: dies as u64
+                * held_blocks_per_die
+                * data_units_per_block as u64
+                * unit as u64,
+            map_dram_bytes,
+        })
+    }
+
+    /// What the layout must hold: the map in DRAM, the user capacity with the open blocks and
+    /// the collector's reserve, two program units in the write buffer.
+    fn check_capacity(&self, g: &Geometry) -> Result<(), ConfigError> {
+        let f = &self.ftl;
+        let (dies, unit, logical_units) = (g.dies, g.mapping_unit_bytes, g.logical_units);
+        let (units_per_pu, data_units_per_block) = (g.units_per_pu, g.data_units_per_block);
+        let usable_units = g.usable_bytes / unit as u64;
+        let map_dram_bytes = g.map_dram_bytes;
         let dram = self.controller.dram_bytes;
         if dram > 0 && map_dram_bytes > dram {
             return Err(err(
@@ -662,6 +726,23 @@ impl DriveConfig {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    fn check_gc(&self) -> Result<(), ConfigError> {
+        let f = &self.ftl;
+        if !f.gc_separate_stream {
+            return Err(err(
+                "ftl.gc_separate_stream",
+                "false is not supported: copied data shares the host's open block, and collection could take a die's last free block; accepted: true",
+            ));
+        }
+        if f.gc_deferred_free_blocks_target < 3 {
+            return Err(err(
+                "ftl.gc_deferred_free_blocks_target",
+                "accepted: 3 or more",
+            ));
+        }
         if f.gc_foreground_free_blocks_min < 2 {
             return Err(err(
                 "ftl.gc_foreground_free_blocks_min",
@@ -677,6 +758,10 @@ impl DriveConfig {
         if f.gc_d_choices == 0 {
             return Err(err("ftl.gc_d_choices", "accepted: 1 or more"));
         }
+        Ok(())
+    }
+
+    fn check_controller(&self) -> Result<(), ConfigError> {
         for (field, v) in [
             ("controller.read_mb_per_s", self.controller.read_mb_per_s),
             ("controller.write_mb_per_s", self.controller.write_mb_per_s),
@@ -688,6 +773,11 @@ impl DriveConfig {
         if self.controller.command_ns == 0 {
             return Err(err("controller.command_ns", "must be at least 1"));
         }
+        Ok(())
+    }
+
+    fn check_host(&self) -> Result<(), ConfigError> {
+        let h = &self.host;
         match h.interface {
             HostInterfaceKind::Sata => {
                 if !(h.sata_line_gbit_per_s > 0.0 && h.sata_line_gbit_per_s <= 24.0) {
@@ -718,34 +808,7 @@ impl DriveConfig {
         if !(h.link_protocol_efficiency > 0.0 && h.link_protocol_efficiency <= 1.0) {
             return Err(err("host.link_protocol_efficiency", "accepted: (0, 1]"));
         }
-        let raw_bytes = dies as u64
-            * blocks_per_die as u64
-            * pus_per_block as u64
-            * n.planes_per_die as u64
-            * n.page_size_bytes as u64;
-        Ok(Geometry {
-            dies,
-            channels: n.channels,
-            planes_per_die: n.planes_per_die,
-            blocks_per_die,
-            pus_per_block,
-            units_per_page,
-            units_per_pu,
-            rain_period,
-            data_pus_per_block,
-            units_per_block,
-            data_units_per_block,
-            physical_units,
-            logical_units,
-            mapping_unit_bytes: unit,
-            raw_bytes,
-            usable_bytes: usable_units * unit as u64,
-            held_bytes: dies as u64
-                * held_blocks_per_die
-                * data_units_per_block as u64
-                * unit as u64,
-            map_dram_bytes,
-        })
+        Ok(())
     }
 }
 

@@ -432,7 +432,7 @@ impl Controller {
     /// A host program on `die` ended (event): its `units` of buffer space are free, and the
     /// FLUSH/FUA commands and writes waiting for it may go on.
     pub fn program_done(&mut self, die: u32, units: u32, b: &mut Backend) {
-        b.sched.host_program_done(die);
+        b.sched.host_program_done(die, units);
         self.buffer.release(units as u64);
         self.release_flushes(b);
         self.admit_writes(b);
@@ -506,6 +506,37 @@ impl Controller {
             };
             b.kernel.schedule(end, Event::Complete(slot));
         }
+    }
+
+    /// The controller's own invariants (cheap: checked after every step with the `verify`
+    /// feature). An error says which failed.
+    pub fn check(&self) -> Result<(), String> {
+        let queued = self.host_queue.len() as u32;
+        if self.in_device as usize + queued as usize + self.free_slots.len() != self.slots.len() {
+            return Err(format!(
+                "slots: {} in the device + {queued} in the host queue + {} free != {}",
+                self.in_device,
+                self.free_slots.len(),
+                self.slots.len()
+            ));
+        }
+        if self.in_device > self.host.queue_depth_max {
+            return Err(format!(
+                "{} commands in the device, queue depth {}",
+                self.in_device, self.host.queue_depth_max
+            ));
+        }
+        if queued > 0 && self.in_device < self.host.queue_depth_max {
+            return Err("commands wait in the host queue with room in the device".into());
+        }
+        if self.buffer.free_units() > self.buffer.units {
+            return Err(format!(
+                "write buffer: {} free of {}",
+                self.buffer.free_units(),
+                self.buffer.units
+            ));
+        }
+        Ok(())
     }
 
     /// The command completes (event): the host sees it; a command waiting in the host queue

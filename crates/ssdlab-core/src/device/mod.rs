@@ -67,6 +67,9 @@ pub struct Device {
     gc_idle: SimDuration,
     /// Jobs with random streams started on this drive so far (each gets its own stream).
     jobs_started: u64,
+    /// Steps checked so far (the `verify` feature).
+    #[cfg(feature = "verify")]
+    steps_verified: u64,
 }
 
 impl Device {
@@ -83,6 +86,8 @@ impl Device {
             sched: Device::scheduler(config, &geometry),
             gc_idle: SimDuration::from_us(config.ftl.gc_background_idle_us),
             jobs_started: 0,
+            #[cfg(feature = "verify")]
+            steps_verified: 0,
             geometry,
             config: config.clone(),
         })
@@ -122,7 +127,38 @@ impl Device {
             Event::ProgramDone(die, units) => c.program_done(die, units, &mut b),
             Event::ReadReady(slot) => c.read_ready(slot, &mut b),
         }
+        #[cfg(feature = "verify")]
+        self.verify_step();
         true
+    }
+
+    /// Check the invariants the parts state, across them: the controller's own, the write
+    /// buffer's space against the host data it holds (in the FTL's open program units and in
+    /// programs not yet done), and the FTL's map and blocks whole. An error says which failed.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.controller.check()?;
+        let held = self.controller.buffer.units - self.controller.buffer.free_units();
+        let holding = self.ftl.buffered_host_units() + self.sched.host_units_unreleased();
+        if held != holding {
+            return Err(format!(
+                "write buffer holds {held} units; open program units and unfinished programs hold {holding}"
+            ));
+        }
+        Ok(())
+    }
+
+    /// With the `verify` feature: the cheap checks after every step, the whole FTL after every
+    /// 1024th.
+    #[cfg(feature = "verify")]
+    fn verify_step(&mut self) {
+        self.steps_verified += 1;
+        let full = self.steps_verified.is_multiple_of(1024);
+        let checked =
+            self.check_invariants()
+                .and_then(|()| if full { self.ftl.verify() } else { Ok(()) });
+        if let Err(e) = checked {
+            panic!("invariant broken at {:?}: {e}", self.now());
+        }
     }
 
     /// The controller, and what stands behind it.

@@ -66,6 +66,9 @@ pub(super) struct Scheduler {
     dies: Vec<DieQueue>,
     /// Per batch id: host data reads outstanding on the NAND.
     read_batches: Vec<ReadBatch>,
+    /// Host units in programs queued or running whose `ProgramDone` has not come yet (they
+    /// hold write-buffer space).
+    host_units_unreleased: u64,
 }
 
 impl Scheduler {
@@ -76,6 +79,7 @@ impl Scheduler {
             copyback,
             dies: vec![DieQueue::default(); dies as usize],
             read_batches: Vec::new(),
+            host_units_unreleased: 0,
         }
     }
 
@@ -88,6 +92,9 @@ impl Scheduler {
                 ..
             }) => {
                 d.host_programs_queued += 1;
+                if let NandOp::Program(p) = op {
+                    self.host_units_unreleased += p.host_units as u64;
+                }
                 d.ops.push_back(op)
             }
             _ => d.ops.push_back(op),
@@ -200,9 +207,15 @@ impl Scheduler {
         out
     }
 
-    /// A host program on `die` finished.
-    pub fn host_program_done(&mut self, die: u32) {
+    /// A host program of `units` host units on `die` finished.
+    pub fn host_program_done(&mut self, die: u32, units: u32) {
         self.dies[die as usize].host_programs_done += 1;
+        self.host_units_unreleased -= units as u64;
+    }
+
+    /// Host units in programs not yet done (queued, or running until their `ProgramDone`).
+    pub fn host_units_unreleased(&self) -> u64 {
+        self.host_units_unreleased
     }
 
     /// Per die, the count of host programs queued so far (a FLUSH waits until each is done).

@@ -20,25 +20,11 @@
 //! filled a block, one metadata block of that die is erased (ASSUMED: by then the older map
 //! pages and journal in it are superseded, so reclaiming it copies nothing). The DRAM this
 //! needs: the map itself, one journal page and one dirty bit per map page
-//! ([`map_dram_bytes`], reported as `Geometry::map_dram_bytes`).
+//! ([`crate::config::map_dram_bytes`], reported as `Geometry::map_dram_bytes`).
 
 use super::{FtlCounters, NandSink, Program, ProgramKind};
-use crate::config::{FtlConfig, Geometry};
+use crate::config::{FtlConfig, Geometry, MAP_ENTRY_BYTES};
 use crate::time::SimTime;
-
-/// Bytes of one map entry in DRAM and in a map page (a 32-bit physical unit number).
-pub const MAP_ENTRY_BYTES: u32 = 4;
-
-/// DRAM the map and its persistence need: the table (4 bytes per mapping unit) and, with
-/// persistence on, one dirty bit per map page and the journal page being filled.
-pub fn map_dram_bytes(logical_units: u64, page_bytes: u32, persistence: bool) -> u64 {
-    let table = logical_units * MAP_ENTRY_BYTES as u64;
-    if !persistence {
-        return table;
-    }
-    let map_pages = logical_units.div_ceil((page_bytes / MAP_ENTRY_BYTES) as u64);
-    table + map_pages.div_ceil(64) * 8 + page_bytes as u64
-}
 
 #[derive(Clone, Debug)]
 pub struct Persistence {
