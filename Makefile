@@ -10,6 +10,7 @@ lint:
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(PYTHON) -m pip install -q "ruff>=0.6"
 	$(PYTHON) -m ruff check python benches tools
+	$(PYTHON) tools/check_imports.py
 
 rust-test:
 	cargo test -p ssdlab-core -p ssdlab-trace -p ssdlab-nbd

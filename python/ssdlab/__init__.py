@@ -14,8 +14,9 @@ to run review tests in seconds.
 from .drive import Drive, ReplayResult, Result, preset_names
 from .errors import SsdlabError
 from .job import Job, parse_fio
+from .traces import trace_stats
 
-__all__ = ["Drive", "Job", "ReplayResult", "Result", "SsdlabError", "parse_fio", "preset_names", "sweep"]
+__all__ = ["Drive", "Job", "ReplayResult", "Result", "SsdlabError", "parse_fio", "preset_names", "sweep", "trace_stats"]
 __version__ = "0.1.0"
 
 

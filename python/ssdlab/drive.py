@@ -92,7 +92,7 @@ class Result:
         column (default: write_iops or read_iops, whichever the job did more of)."""
         import plotly.graph_objects as go
 
-        from .review.report import _log_iops_axis
+        from .charts import log_iops_axis
         s = self.summary
         if column is None:
             column = "write_iops" if s["write"]["ios"] >= s["read"]["ios"] else "read_iops"
@@ -102,7 +102,7 @@ class Result:
         fig = go.Figure(go.Scattergl(x=self.series.time_s, y=y, mode="markers", marker={"size": 3},
                                      name=column))
         positive = y[y > 0]
-        yaxis = (_log_iops_axis(float(positive.min()), float(positive.max())) if log and len(positive)
+        yaxis = (log_iops_axis(float(positive.min()), float(positive.max())) if log and len(positive)
                  else {"title": {"text": column}})
         if log and "iops" not in column:
             yaxis["title"] = {"text": f"{column} (log scale)"}

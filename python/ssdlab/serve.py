@@ -8,13 +8,10 @@ final statistics and exits.
 from __future__ import annotations
 
 import json
-import signal
-import sys
-import threading
 from pathlib import Path
 
 from . import _ssdlab
-from .drive import FAULTS_HELP, config_text, describe_text, format_faults
+from .drive import config_text, describe_text
 from .errors import SsdlabError
 
 PACES = ("model", "none")
@@ -96,134 +93,3 @@ class Server:
             self.shutdown()
         except RuntimeError:
             pass  # already stopped
-
-
-def format_stats(s: dict) -> str:
-    ops = s["reads"] + s["writes"] + s["write_zeroes"] + s["trims"] + s["flushes"]
-    lines = [
-        f"{ops:,} commands in {s['wall_s']:.1f} s wall ({s['simulated_s']:.1f} s simulated) from "
-        f"{s['connections']} connection(s): {s['iops']:,.0f} IOPS",
-        f"  reads {s['reads']:,} ({s['bytes_read'] / 1e6:,.1f} MB), writes {s['writes']:,} "
-        f"({s['bytes_written'] / 1e6:,.1f} MB), write-zeroes {s['write_zeroes']:,}, trims {s['trims']:,}, "
-        f"flushes {s['flushes']:,}, refused {s['errors']:,}",
-        f"  write amplification {s['write_amplification']:.2f} (GC copied {s['gc_units_copied']:,} units, "
-        f"{s['blocks_erased']:,} blocks erased); "
-        f"data held {s['stored_bytes'] / 1e6:,.1f} MB",
-    ]
-    if s.get("power_cuts"):
-        lines.append(f"  power cuts {s['power_cuts']}: {s['power_cut_lost_units']:,} host copies lost "
-                     f"({s['power_cut_fell_back_units']:,} fell back to an older copy), "
-                     f"{s['power_cut_corrupted_units']:,} units corrupted")
-    if s.get("uncorrectable_reads"):
-        lines.append(f"  reads answered EIO (uncorrectable units): {s['uncorrectable_reads']:,}")
-    faults = format_faults(s.get("faults", {}))
-    if faults:
-        lines.append(faults)
-    if s.get("store_error"):
-        lines.append(f"  {s['store_error']}")
-    if s["pace"] == "model":
-        lines.append(f"  replies late behind the model: p50 {s['late_p50_us']:,.0f} us, "
-                     f"p99 {s['late_p99_us']:,.0f} us, max {s['late_max_us']:,.0f} us")
-    return "\n".join(lines)
-
-
-def format_mount(m: dict) -> str:
-    """One line on how `--store` was opened and what the modelled firmware read to get there."""
-    r = m["report"]
-    if m["created"]:
-        return f"store {m['dir']}: new"
-    how = "a clean stop" if m["clean"] else "an unclean stop (killed or crashed)"
-    twins = (f"; {m['resolved_twins']:,} unit(s) caught mid-update, the newer copy kept"
-             if m["resolved_twins"] else "")
-    if not m["clean"]:
-        twins += (f"; {m['lost_at_kill']:,} host copies not yet programmed were lost as the drive's "
-                  f"power-loss protection allows ({m['fell_back_at_kill']:,} fell back to an older copy)")
-    return (f"store {m['dir']}: rebuilt after {how}: {r['mapped_units']:,} units mapped in "
-            f"{r['written_blocks']:,} blocks ({r['open_blocks']:,} open){twins}; modelled mount time "
-            f"{r['mount_ns'] / 1e6:,.1f} ms (reads {r['map_pages']:,} map pages, {r['journal_pages']:,} "
-            f"journal pages, {r['oob_pages']:,} out-of-band areas)")
-
-
-def run_cli(args) -> int:
-    server = Server(args.drive, socket=args.socket, port=args.port, bind=args.bind, pace=args.pace,
-                    precondition=args.precondition, seed=args.seed or 0, log=not args.quiet,
-                    store=args.store, read_only=args.read_only, max_connections=args.max_connections,
-                    io_timeout_s=args.io_timeout, power_cut_after=args.power_cut_after, faults=args.faults,
-                    transport_us=args.transport_us)
-    if server.mount is not None:
-        print("ssdlab serve: " + format_mount(server.mount), flush=True)
-    print(f"ssdlab serve: {server.name} ({server.user_bytes:,} bytes) at {server.uri} (pace {args.pace}"
-          + (", read-only" if args.read_only else "") + "); "
-          "SIGINT or SIGTERM stops, SIGUSR1 prints statistics"
-          + (f"; listening on every interface ({args.bind}): other hosts use this machine's address"
-             if server.all_interfaces else ""), flush=True)
-    stop = threading.Event()
-    report = threading.Event()
-
-    def on_stop(signum, frame):
-        stop.set()
-
-    def on_report(signum, frame):
-        report.set()
-
-    signal.signal(signal.SIGINT, on_stop)
-    signal.signal(signal.SIGTERM, on_stop)
-    signal.signal(signal.SIGUSR1, on_report)
-    failed = False
-    while not stop.is_set():
-        stop.wait(0.2)
-        if server.failed():
-            failed = True
-            break
-        if report.is_set():
-            report.clear()
-            print(format_stats(server.stats()), flush=True)
-    stats = server.shutdown()
-    print("ssdlab serve: stopped\n" + format_stats(stats), flush=True)
-    if args.stats_json:
-        Path(args.stats_json).write_text(json.dumps(stats, indent=2) + "\n")
-    if failed:
-        print("ssdlab serve: error: the simulation thread failed (an internal error, logged above); "
-              "what was acknowledged before is kept", file=sys.stderr, flush=True)
-        return 1
-    return 0
-
-
-def add_parser(sub) -> None:
-    s = sub.add_parser("serve", help="serve a drive over NBD so real tools (qemu-io, nbdcopy, fio) use it as a disk",
-                       description="Serve a modelled drive over the NBD protocol. Data written is kept where the FTL "
-                                   "puts it and read back through its map; replies are paced to the model's completion times.")
-    s.add_argument("--drive", required=True, help="preset name or drive .toml")
-    s.add_argument("--socket", help="Unix socket path to listen on")
-    s.add_argument("--port", type=int, help="TCP port to listen on (0: any free port)")
-    s.add_argument("--bind", default="127.0.0.1", help="TCP address to bind (default 127.0.0.1)")
-    s.add_argument("--pace", default="model", choices=PACES,
-                   help="model: reply when the model completes the command, in wall-clock time (default); none: as fast as possible")
-    s.add_argument("--precondition", default="none", choices=PRECONDITIONS,
-                   help="drive state at start: none (fresh) or fast-fill (every LBA mapped, reads as zeros)")
-    s.add_argument("--store", metavar="DIR",
-                   help="keep the data and the drive's state in DIR (created if new; an existing store is "
-                        "rebuilt as the firmware does at power-on); without it data lives in memory only")
-    s.add_argument("--read-only", action="store_true", help="export read-only: WRITE, TRIM and WRITE_ZEROES are refused")
-    s.add_argument("--max-connections", type=int, default=32, metavar="N",
-                   help="clients served at once (default 32); more are closed at once. Each may hold 32 MiB of "
-                        "requests in flight, so data held for clients stays under N x 32 MiB")
-    s.add_argument("--io-timeout", type=float, default=30.0, metavar="SECONDS",
-                   help="a client that takes no reply data, or stalls mid-request, this long is disconnected (default 30)")
-    s.add_argument("--power-cut-after", type=int, metavar="N",
-                   help="cut the power once after N commands (needs --store): what the drive's "
-                        "power_loss_protection does not keep is lost, connections drop, the drive is rebuilt and served again")
-    s.add_argument("--transport-us", type=float, default=0.0, metavar="US",
-                   help="pace model: reply this many microseconds before the model's completion, for what the "
-                        "client and the NBD transport add to each round trip (a drive on the host's bus has no NBD "
-                        "hop); benches/bench_nbd.py --paced-only measures it on this machine (default 0)")
-    s.add_argument("--faults", metavar="SPEC", help=FAULTS_HELP + "; a read the drive cannot correct is answered EIO")
-    s.add_argument("--seed", type=int)
-    s.add_argument("--stats-json", help="write the final statistics here as JSON")
-    s.add_argument("--quiet", action="store_true", help="no log lines for refused requests or failed connections")
-    s.set_defaults(func=run_cli)
-
-
-if __name__ == "__main__":
-    from .cli import main
-    sys.exit(main(["serve", *sys.argv[1:]]))

@@ -435,7 +435,7 @@ def consistency_chart(series: dict, out: Path, drives=CHART_DRIVES) -> list[Path
     try:
         from playwright.sync_api import sync_playwright
 
-        from .review.report import chromium_path
+        from .charts import chromium_path
         exe = chromium_path()
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"]) if exe else p.chromium.launch()
@@ -536,60 +536,3 @@ def validate(groups=("theory", "physics", "datasheet"), presets: list[str] | Non
         (out / "validation.md").write_text(markdown(rows) + "\n")
         (out / "validation.json").write_text(json.dumps([asdict(r) | {"error_pct": r.error_pct} for r in rows], indent=2) + "\n")
     return rows
-
-
-def run_cli(args) -> int:
-    groups = args.groups.split(",") if args.groups else ["theory", "physics", "datasheet"]
-    presets = args.drives or None
-    if presets:
-        known = set(preset_names())
-        for p in presets:
-            if p not in known and not p.endswith(".toml"):
-                raise SsdlabError(f"unknown drive '{p}'; accepted: preset names (see `ssdlab drives`) or .toml files")
-    if args.sensitivity:
-        rows = sensitivity(args.drives or SENSITIVITY_PRESETS, seconds=2.0 if args.quick else 3.0,
-                           progress=None if args.quiet else _bar("sensitivity"))
-        text = sensitivity_markdown(rows)
-        print(text)
-        if args.out:
-            out = Path(args.out)
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "sensitivity.md").write_text(text)
-            (out / "sensitivity.json").write_text(json.dumps(rows, indent=2) + "\n")
-            print(f"wrote {out / 'sensitivity.md'} and sensitivity.json")
-        return 0
-    if args.ablate and args.ablate not in ABLATIONS:
-        raise SsdlabError(f"--ablate: unknown mechanism '{args.ablate}'; accepted: {', '.join(ABLATIONS)}")
-    if args.ablate and "consistency" not in groups:
-        raise SsdlabError("--ablate applies to the consistency group: add --groups consistency")
-    rows = validate(groups, presets, args.out, args.quick, not args.quiet, ablate=args.ablate, jobs=args.jobs)
-    print(markdown(rows))
-    for g in dict.fromkeys(r.group for r in rows):
-        rs = [r for r in rows if r.group == g]
-        checked = [r for r in rs if r.tolerance != "prediction"]
-        predictions = f", {len(rs) - len(checked)} predictions" if len(checked) < len(rs) else ""
-        print(f"{g}: {sum(r.passed for r in checked)} of {len(checked)} pass{predictions}")
-    if args.out:
-        print(f"wrote {Path(args.out) / 'validation.md'} and validation.json")
-    return 0
-
-
-def add_parser(sub) -> None:
-    v = sub.add_parser("validate", help="check the model against theory, physics and every datasheet (table of residuals)",
-                       description=__doc__.split("\n\n")[0])
-    v.add_argument("drives", nargs="*", help="presets to check (default: all)")
-    v.add_argument("--groups", help="comma-separated: theory, physics, datasheet, consistency (default: theory, physics, "
-                                    "datasheet; consistency runs the 2000 s / 7200 s test on every preset twice: hours on two "
-                                    "cores, about 1.5 h with --quick)")
-    v.add_argument("--ablate", metavar="MECHANISM",
-                   help="with the consistency group: switch one firmware mechanism off in every preset; one of: "
-                        + ", ".join(f"{k} ({v[1]})" for k, v in ABLATIONS.items()))
-    v.add_argument("--jobs", type=int, help="parallel runs (default: all cores)")
-    v.add_argument("--out", help="directory for validation.md and validation.json")
-    v.add_argument("--quick", action="store_true", help="fewer theory cases, shorter measurements; enterprise consistency "
-                                                         "from untimed steady state with a 300 s window")
-    v.add_argument("--sensitivity", action="store_true",
-                   help="instead: how each datasheet figure moves when each calibrated or assumed parameter moves by 10%% "
-                        "(one preset per controller unless drives are named)")
-    v.add_argument("--quiet", action="store_true")
-    v.set_defaults(func=run_cli)

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ssdlab import Drive, SsdlabError
-from ssdlab.replay_cli import trace_stats
+from ssdlab import trace_stats
 
 
 def run_cli(*args, timeout=120):

@@ -105,7 +105,7 @@ def test_local_sweep_catalog_resume_and_report(tmp_path):
 
 
 def _check_report(page: Path, drives: int) -> None:
-    from ssdlab.review.report import chromium_path
+    from ssdlab.charts import chromium_path
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:

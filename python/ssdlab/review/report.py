@@ -11,49 +11,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..charts import bar, chromium_path, dots, figure, line, log_iops_axis, slug
 from .procedures import Outcome
 
 LINEAR_ZOOM_MAX = 40_000  # methodology.md: zoom "linear y up to 40K IOPS"
-
-
-# Log IOPS axes label decades as the reviews do (1K, 10K, 100K), never minor ticks ("2, 3, 4").
-DECADES = [10.0 ** k for k in range(0, 8)]
-DECADE_LABELS = ["1", "10", "100", "1K", "10K", "100K", "1M", "10M"]
-
-
-def _log_iops_axis(lo: float = 1e3, hi: float = 1e5) -> dict:
-    """A log IOPS axis over whole decades around lo..hi, so at least two decades are labelled."""
-    import math
-    a = math.floor(math.log10(max(lo, 1.0)))
-    b = max(math.ceil(math.log10(max(hi, 1.0))), a + 2)
-    return {"title": {"text": "IOPS (log scale)"}, "type": "log", "tickvals": DECADES, "ticktext": DECADE_LABELS,
-            "range": [a, b]}
-
-
-def _slug(text: str) -> str:
-    import re
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-
-
-def _dots(x, y, name, drive, variant=""):
-    """Per-second samples as dots, as the reviews draw them (lines of two drives tangle)."""
-    return _line(x, y, name, drive, variant, mode="markers", marker={"size": 3})
-
-
-def _fig(title, xaxis, yaxis, **layout):
-    return {"data": [], "layout": {"title": {"text": title}, "xaxis": xaxis, "yaxis": yaxis,
-                                   "margin": {"l": 70, "r": 20, "t": 50, "b": 50}, "height": 420,
-                                   "legend": {"orientation": "h", "y": -0.2}, **layout}}
-
-
-def _line(x, y, name, drive, variant="", **kw):
-    return {"type": "scattergl" if len(x) > 2000 else "scatter", "mode": kw.pop("mode", "lines"),
-            "x": list(map(float, x)), "y": [None if (v != v) else float(v) for v in y],
-            "name": name, "meta": {"drive": drive, "variant": variant}, **kw}
-
-
-def _bar(x, y, name, **kw):
-    return {"type": "bar", "x": list(x), "y": [float(v) for v in y], "name": name, "meta": {"compare": True}, **kw}
 
 
 def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], dict[str, pd.DataFrame]]:
@@ -71,20 +32,20 @@ def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], 
         lo = max(0.0, end - steady_window(600, end))  # methodology.md: the 1400-2000 s zoom
         iops = pd.concat([o.tables["iops"].iops for o in outs])
         span = (float(iops[iops > 0].min()) if (iops > 0).any() else 1.0, float(iops.max()) if len(iops) else 1.0)
-        full = _fig("4 KiB random write IOPS, QD32, each second of the whole run (log scale)",
-                    {"title": {"text": "time (s)"}}, _log_iops_axis(*span))
-        zl = _fig(f"Zoom t = {lo:.0f}..{end:.0f} s (log scale)", {"title": {"text": "time (s)"}, "range": [lo, end]},
-                  _log_iops_axis(*span))
-        zn = _fig(f"Zoom t = {lo:.0f}..{end:.0f} s (linear, to 40K IOPS)", {"title": {"text": "time (s)"}, "range": [lo, end]},
+        full = figure("4 KiB random write IOPS, QD32, each second of the whole run (log scale)",
+                    {"title": {"text": "time (s)"}}, log_iops_axis(*span))
+        zl = figure(f"Zoom t = {lo:.0f}..{end:.0f} s (log scale)", {"title": {"text": "time (s)"}, "range": [lo, end]},
+                  log_iops_axis(*span))
+        zn = figure(f"Zoom t = {lo:.0f}..{end:.0f} s (linear, to 40K IOPS)", {"title": {"text": "time (s)"}, "range": [lo, end]},
                   {"title": {"text": "IOPS"}, "range": [0, LINEAR_ZOOM_MAX]})
         frames = []
         for o in outs:
             s = o.tables["iops"]
             name = f"{o.drive} ({o.variant})"
-            full["data"].append(_dots(s.time_s, s.iops.clip(lower=1), name, o.drive, o.variant))
+            full["data"].append(dots(s.time_s, s.iops.clip(lower=1), name, o.drive, o.variant))
             z = s[s.time_s >= lo]
-            zl["data"].append(_dots(z.time_s, z.iops.clip(lower=1), name, o.drive, o.variant))
-            zn["data"].append(_dots(z.time_s, z.iops, name, o.drive, o.variant))
+            zl["data"].append(dots(z.time_s, z.iops.clip(lower=1), name, o.drive, o.variant))
+            zn["data"].append(dots(z.time_s, z.iops, name, o.drive, o.variant))
             frames.append(s.assign(drive=o.drive, variant=o.variant, source=o.source))
         charts += [("consistency-full", "Performance consistency", full),
                    ("consistency-zoom-log", "Performance consistency", zl),
@@ -96,36 +57,36 @@ def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], 
     for proc, title, unit in (("four-corners", "Desktop Iometer: the four corners", "MB/s"),
                               ("sequential-qd", "Incompressible sequential at high queue depth", "MB/s")):
         if proc in by:
-            fig = _fig(title, {"title": {"text": ""}}, {"title": {"text": unit}}, barmode="group")
+            fig = figure(title, {"title": {"text": ""}}, {"title": {"text": unit}}, barmode="group")
             frames = []
             for o in by[proc]:
                 t = o.tables["results"]
-                fig["data"].append(_bar(t.test, t.mb_per_s, o.drive))
+                fig["data"].append(bar(t.test, t.mb_per_s, o.drive))
                 frames.append(t.assign(drive=o.drive, source=o.source))
             charts.append((proc, title, fig))
             data[proc] = pd.concat(frames, ignore_index=True)
 
     if "transfer-size" in by:
         sizes = sorted({int(b) for o in by["transfer-size"] for b in o.tables["curves"].bs_bytes})
-        fig = _fig("Sequential throughput vs transfer size, QD4", {"title": {"text": "transfer size (bytes, log scale)"}, "type": "log",
+        fig = figure("Sequential throughput vs transfer size, QD4", {"title": {"text": "transfer size (bytes, log scale)"}, "type": "log",
                    "tickvals": sizes, "ticktext": [_size_label(b) for b in sizes]}, {"title": {"text": "MB/s"}})
         frames = []
         for o in by["transfer-size"]:
             t = o.tables["curves"]
-            fig["data"].append(_line(t.bs_bytes, t.read_mb_per_s, f"{o.drive} read", o.drive, mode="lines+markers"))
-            fig["data"].append(_line(t.bs_bytes, t.write_mb_per_s, f"{o.drive} write", o.drive, mode="lines+markers"))
+            fig["data"].append(line(t.bs_bytes, t.read_mb_per_s, f"{o.drive} read", o.drive, mode="lines+markers"))
+            fig["data"].append(line(t.bs_bytes, t.write_mb_per_s, f"{o.drive} write", o.drive, mode="lines+markers"))
             frames.append(t.assign(drive=o.drive, source=o.source))
         charts.append(("transfer-size", "Performance vs transfer size", fig))
         data["transfer-size"] = pd.concat(frames, ignore_index=True)
 
     if "trim" in by:
-        fig = _fig("Sequential write passes along the LBA span", {"title": {"text": "position in the LBA span (%)"}},
+        fig = figure("Sequential write passes along the LBA span", {"title": {"text": "position in the LBA span (%)"}},
                    {"title": {"text": "MB/s"}, "rangemode": "tozero"})
         frames = []
         for o in by["trim"]:
             t = o.tables["passes"]
             for name, g in t.groupby("pass", sort=False):
-                fig["data"].append(_line(g.position_pct, g.mb_per_s, f"{o.drive}: {name}", o.drive, mode="lines+markers"))
+                fig["data"].append(line(g.position_pct, g.mb_per_s, f"{o.drive}: {name}", o.drive, mode="lines+markers"))
             frames.append(t.assign(drive=o.drive, source=o.source))
         charts.append(("trim", "TRIM validation", fig))
         data["trim"] = pd.concat(frames, ignore_index=True)
@@ -135,30 +96,30 @@ def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], 
         for w, g in allc.groupby("workload", sort=False):
             metric, unit = ("mb_per_s", "MB/s") if "128K" in w else ("iops", "IOPS")
             qds = sorted(int(q) for q in g.qd.unique())
-            fig = _fig(f"{w}: steady state vs queue depth", {"title": {"text": "queue depth"}, "type": "log",
+            fig = figure(f"{w}: steady state vs queue depth", {"title": {"text": "queue depth"}, "type": "log",
                        "tickvals": qds, "ticktext": [str(q) for q in qds]},
                        {"title": {"text": unit}, "rangemode": "tozero"})
             for drive, gd in g.groupby("drive", sort=False):
-                fig["data"].append(_line(gd.qd, gd[metric], drive, drive, mode="lines+markers"))
-            cid = f"qd-scaling-{_slug(w)}"
+                fig["data"].append(line(gd.qd, gd[metric], drive, drive, mode="lines+markers"))
+            cid = f"qd-scaling-{slug(w)}"
             charts.append((cid, "Queue-depth scaling at steady state", fig))
             data[cid] = g
     if "endurance" in by:
-        fig = _fig("Endurance: projected and rated TBW", {"title": {"text": ""}}, {"title": {"text": "TB written"}}, barmode="group")
+        fig = figure("Endurance: projected and rated TBW", {"title": {"text": ""}}, {"title": {"text": "TB written"}}, barmode="group")
         t = pd.DataFrame([{"drive": o.drive, "projected_tbw": o.summary["projected_tbw"], "rated_tbw": o.summary["rated_tbw"],
                            "write_amplification": o.summary["write_amplification"], "wear_leveling_factor": o.summary["wear_leveling_factor"]}
                           for o in by["endurance"]])
-        fig["data"].append(_bar(t.drive, t.projected_tbw, "projected (measured WAF x WLF)"))
-        fig["data"].append(_bar(t.drive, t.rated_tbw.fillna(0), "rated (datasheet)"))
+        fig["data"].append(bar(t.drive, t.projected_tbw, "projected (measured WAF x WLF)"))
+        fig["data"].append(bar(t.drive, t.rated_tbw.fillna(0), "rated (datasheet)"))
         charts.append(("endurance", "Endurance", fig))
         data["endurance"] = t
     if "storage-bench" in by:
         allt = pd.concat([o.tables["results"].assign(drive=o.drive, source=o.source) for o in by["storage-bench"]], ignore_index=True)
         for trace, g in allt.groupby("trace", sort=False):
-            fig = _fig(f"Storage bench, {trace}: average data rate", {"title": {"text": ""}}, {"title": {"text": "MB/s"}}, barmode="group")
+            fig = figure(f"Storage bench, {trace}: average data rate", {"title": {"text": ""}}, {"title": {"text": "MB/s"}}, barmode="group")
             for drive, gd in g.groupby("drive", sort=False):
-                fig["data"].append(_bar(gd["class"], gd.data_rate_mb_per_s, drive))
-            cid = f"storage-bench-{_slug(trace)}"
+                fig["data"].append(bar(gd["class"], gd.data_rate_mb_per_s, drive))
+            cid = f"storage-bench-{slug(trace)}"
             charts.append((cid, "Storage bench (trace replay)", fig))
             data[cid] = g
     return charts, data
@@ -321,15 +282,6 @@ def _jsonable(v):
     raise TypeError(type(v))
 
 
-def chromium_path() -> str | None:
-    import shutil
-    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
-        p = shutil.which(name)
-        if p:
-            return p
-    return None
-
-
 def write_pngs(info: dict, out: Path) -> list[Path]:
     """Render every chart to PNG in a headless Chromium (Playwright driving the system's
     chromium): per drive, and per spare-area variant where the chart has them."""
@@ -358,15 +310,9 @@ def write_pngs(info: dict, out: Path) -> list[Path]:
                             {title: {text: suffix ? title + " (" + suffix + ")" : title}})};
                         return Plotly.toImage(copy, {format: 'png', width: 1000, height: 450});
                     }""", [cid, suffix])
-                    name = "-".join(x for x in (cid, _slug(d), _slug(s)) if x) + ".png"
+                    name = "-".join(x for x in (cid, slug(d), slug(s)) if x) + ".png"
                     import base64
                     (png / name).write_bytes(base64.b64decode(url.split(",", 1)[1]))
                     paths.append(png / name)
         browser.close()
     return paths
-
-
-def _slug(s: str | None) -> str:
-    if not s:
-        return ""
-    return "".join(c if c.isalnum() or c in "-." else "-" for c in s).strip("-").replace("--", "-")

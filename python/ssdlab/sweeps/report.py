@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import SsdlabError
-from ..review.report import _fig, _line, _log_iops_axis, _slug
+from ..charts import chromium_path, figure, line, log_iops_axis, slug
 from .catalog import META, Catalog
 
 PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title>
@@ -66,27 +66,27 @@ def build(out: Path) -> tuple[list[tuple[str, str, dict]], str]:
         for x in swept:
             others = [a for a in swept if a != x]
             for m in metrics:
-                fig = _fig(f"{proc}: {m} vs {x}", {"title": {"text": x}}, {"title": {"text": m}})
+                fig = figure(f"{proc}: {m} vs {x}", {"title": {"text": x}}, {"title": {"text": m}})
                 groups = s.groupby(["drive"] + others, sort=True, dropna=False)
                 for _, g in groups:
                     name = _label(g.iloc[0], others)
                     g = g.groupby(x, as_index=False)[m].mean().sort_values(x)  # replicates averaged
-                    fig["data"].append(_line(g[x], g[m], name, name, mode="lines+markers"))
-                charts.append((_slug(f"{proc}-{m}-vs-{x}"), proc, fig))
+                    fig["data"].append(line(g[x], g[m], name, name, mode="lines+markers"))
+                charts.append((slug(f"{proc}-{m}-vs-{x}"), proc, fig))
         # Per-second series overlaid (consistency's IOPS, a job's IOPS).
         for table, ycol in (("iops", "iops"), ("series", "write_iops")):
             t = cat.series(proc, table)
             if t.empty or ycol not in t.columns:
                 continue
             positive = t[ycol][t[ycol] > 0]
-            yaxis = _log_iops_axis(float(positive.min()), float(positive.max())) if len(positive) else {}
-            fig = _fig(f"{proc}: {ycol} per second, every point", {"title": {"text": "time (s)"}}, yaxis)
+            yaxis = log_iops_axis(float(positive.min()), float(positive.max())) if len(positive) else {}
+            fig = figure(f"{proc}: {ycol} per second, every point", {"title": {"text": "time (s)"}}, yaxis)
             label_axes = [a for a in swept if a in t.columns]
             for _, g in t.groupby(["drive"] + label_axes + ["point_key"], sort=True):
                 row = g.iloc[0]
                 name = _label(row, label_axes)
-                fig["data"].append(_line(g["time_s"], g[ycol], name, name, mode="markers", marker={"size": 3}))
-            charts.append((_slug(f"{proc}-{table}-series"), proc, fig))
+                fig["data"].append(line(g["time_s"], g[ycol], name, name, mode="markers", marker={"size": 3}))
+            charts.append((slug(f"{proc}-{table}-series"), proc, fig))
     failed = sum(1 for p in manifest["points"] if p.get("state") == "failed")
     note = (f"{len(summary['point_key'].unique())} finished points of {len(manifest['points'])}"
             f"{f', {failed} failed' if failed else ''}; ssdlab {manifest['spec'].get('ssdlab_version', '')}")
@@ -122,7 +122,6 @@ def write_pngs(page: Path, ids: list[str]) -> list[Path]:
 
     from playwright.sync_api import sync_playwright
 
-    from ..review.report import chromium_path
 
     exe = chromium_path()
     folder = page.parent / "png"

@@ -19,7 +19,7 @@ def _workers(text: str) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .run import sweep
+    from ..sweeps.run import sweep
 
     if args.spec == "report":
         raise SsdlabError("ssdlab sweep report DIR: give the sweep's output directory")
@@ -42,7 +42,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report import write_sweep_report
+    from ..sweeps.report import write_sweep_report
 
     paths = write_sweep_report(args.dir, png=args.png)
     print(f"wrote {', '.join(str(p) for p in paths)}")

@@ -6,9 +6,10 @@ import argparse
 import json
 import sys
 
-from . import _ssdlab
-from .drive import FAULTS_HELP, PRECONDITIONS, Drive, device_label, device_number, format_faults, time_unit_ns
-from .errors import SsdlabError
+from ..drive import FAULTS_HELP, PRECONDITIONS, Drive, device_label, format_faults
+from ..errors import SsdlabError
+from ..traces import trace_stats
+from .common import out_dir
 
 FORMATS = ("msr, spc, blkparse, blktrace (binary, per-CPU files read together), fio-iolog, disksim, "
            "alibaba, tencent, fiu, msprod")
@@ -49,9 +50,7 @@ def _print_notes(notes: list[str]) -> None:
 
 def _replay(args: argparse.Namespace) -> int:
     drive = Drive.open(args.drive, seed=args.seed or 0, faults=args.faults)
-    from .cli import _out_dir
-
-    _out_dir(args.out)
+    out_dir(args.out)
     unit = args.time_unit if args.time_unit is not None else args.time_unit_ns
     if args.precondition != "none":
         drive.precondition(args.precondition, progress=not args.quiet)
@@ -66,7 +65,7 @@ def _replay(args: argparse.Namespace) -> int:
     _print_notes(s["notes"])
     name = " + ".join(args.trace)
     if as_json:
-        from .fio_json import fio_output, fio_replay_job
+        from ..fio_json import fio_output, fio_replay_job
         if args.out:
             r.write(args.out)
         print(json.dumps(fio_output([fio_replay_job(r, name, drive.name, args.output_format == "json+")]), indent=2))
@@ -99,22 +98,6 @@ def _size(b: float) -> str:
         if b >= k:
             return f"{b / k:,.2f} {unit}"
     return f"{b:,.0f} B"
-
-
-def trace_stats(paths: list[str], *, format: str | None = None, columns: str | None = None,
-                device: "int | str | None" = None, skip_bad_lines: bool = False,
-                time_unit: "str | float | None" = None, blkparse_arrivals: str = "D") -> dict:
-    """What trace files hold: counts, bytes, size mix, sequentiality, inter-arrival times,
-    recorded queue depth, time span, LBA span and footprint (ssdlab_trace::stats)."""
-    if blkparse_arrivals not in ("D", "Q"):
-        raise SsdlabError(f"blkparse arrivals '{blkparse_arrivals}'; accepted: D, Q")
-    try:
-        return json.loads(_ssdlab.trace_stats(
-            [str(p) for p in paths], format=format, columns=columns, device=device_number(device),
-            skip_bad_lines=skip_bad_lines, time_unit_ns=time_unit_ns(time_unit),
-            blkparse_queue_arrivals=blkparse_arrivals == "Q"))
-    except ValueError as e:
-        raise SsdlabError(str(e)) from None
 
 
 def _stats(args: argparse.Namespace) -> int:
@@ -168,7 +151,7 @@ def _stats(args: argparse.Namespace) -> int:
 
 def _compare(s: dict, name: str) -> None:
     """The trace beside a review trace's published statistics (methodology.md, section 7)."""
-    from .synth import TRACES
+    from ..synth import TRACES
 
     p = TRACES[name]
     data = s["read"]["requests"] + s["write"]["requests"]
@@ -239,7 +222,7 @@ def add_parsers(sub) -> None:
     st.add_argument("trace", nargs="+", help="trace files (merged in time order; compressed files are read as they are)")
     _common(st)
     st.add_argument("--json", action="store_true", help="print the figures as JSON")
-    from .synth import TRACES
+    from ..synth import TRACES
 
     st.add_argument("--compare", choices=sorted(TRACES),
                     help="print the trace beside a review trace's published statistics (to check a look-alike)")

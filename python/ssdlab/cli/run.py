@@ -1,22 +1,21 @@
-"""The ssdlab command: list drives, run jobs."""
+"""`ssdlab drives`, `ssdlab run`, `ssdlab synth-trace`: list drives, run jobs, write look-alike traces."""
 
 from __future__ import annotations
 
 import argparse
-import os
 import math
 import sys
-from pathlib import Path
 
-from .drive import FAULTS_HELP, PRECONDITIONS, Drive, Result, describe_preset, format_faults, preset_names
-from .errors import SsdlabError
-from .job import Job, _int, _seconds, job_error
+from ..drive import FAULTS_HELP, PRECONDITIONS, Drive, Result, describe_preset, format_faults, preset_names
+from ..errors import SsdlabError
+from ..job import Job, _seconds, job_error
+from .common import out_dir, whole
 
 
 def _drives(args: argparse.Namespace) -> int:
     if args.name:
         # One preset's TOML, to copy and edit (presets live inside the installed package).
-        from .drive import preset_path
+        from ..drive import preset_path
         text = preset_path(args.name).read_text()
         if args.toml:
             sys.stdout.write(text)
@@ -128,7 +127,7 @@ def _run(args: argparse.Namespace) -> int:
             drive._sim.check_job(job.to_json())
         except ValueError as e:
             raise job_error(job, str(e)) from None
-    _out_dir(args.out)  # before any simulated time is spent
+    out_dir(args.out)  # before any simulated time is spent
     as_json = args.output_format in ("json", "json+")
     progress = not (args.quiet or as_json)
     if args.precondition != "none":
@@ -136,13 +135,13 @@ def _run(args: argparse.Namespace) -> int:
         if pre is not None and progress:
             print(f"precondition {args.precondition}: {pre.summary['elapsed_s']:.1f} simulated s, "
                   f"{pre.summary['write']['mb_per_s']:.1f} MB/s")
-    out = _out_dir(args.out)
+    out = out_dir(args.out)
     fio_jobs = []
     for i, job in enumerate(jobs):
         _warn_unwritten_reads(drive, job)
         result = drive.run(job, progress=progress)
         if as_json:
-            from .fio_json import fio_job
+            from ..fio_json import fio_job
             fio_jobs.append(fio_job(result, job, drive.name, plus=args.output_format == "json+"))
             if out:
                 result.write(out, f"{i:02d}-{job.name}-" if len(jobs) > 1 else "")
@@ -162,7 +161,7 @@ def _run(args: argparse.Namespace) -> int:
     if as_json:
         import json
 
-        from .fio_json import fio_output
+        from ..fio_json import fio_output
         print(json.dumps(fio_output(fio_jobs), indent=2))
     return 0
 
@@ -180,46 +179,19 @@ def _warn_unwritten_reads(drive: Drive, job: Job) -> None:
               "precondition first (--precondition fill or fast-fill) to measure NAND reads", file=sys.stderr)
 
 
-def _whole(flag: str):
-    """An argparse type: a whole number (with fio's k/m/g), with a clear error."""
-    def parse(text: str) -> int:
-        try:
-            return _int(text)
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(f"{flag}: {e}") from None
-    return parse
-
-
-def _out_dir(path: str | None) -> Path | None:
-    """The output directory, made (or found writable) now: a typo must not cost a long run."""
-    if path is None:
-        return None
-    out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise SsdlabError(f"--out {path}: is a file; accepted: a directory (made if missing)")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise SsdlabError(f"--out {path}: cannot make it: {e.strerror}") from None
-    if not os.access(out, os.W_OK):
-        raise SsdlabError(f"--out {path}: not writable")
-    return out
-
-
 def _synth(args: argparse.Namespace) -> int:
-    from .job import _parse_size_arg
-    from .synth import write_fio_iolog
+    from ..job import _parse_size_arg
+    from ..synth import write_fio_iolog
 
     n = write_fio_iolog(args.out, args.name, fraction=args.fraction, span_bytes=_parse_size_arg(args.span, "--span"), seed=args.seed)
     print(f"wrote {n:,} requests of a {args.name} look-alike to {args.out} (fio iolog v3)")
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
-    p = argparse.ArgumentParser(prog="ssdlab", description="A software SSD: model NAND-flash drives and run workloads on them.")
-    p.add_argument("--version", action="version", version=f"ssdlab {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
+
+
+def add_parsers(sub) -> None:
+    """`ssdlab drives`, `ssdlab run` and `ssdlab synth-trace`."""
     d = sub.add_parser("drives", help="list the preset drives with dies, capacities and over-provisioning")
     d.add_argument("name", nargs="?", help="one preset only")
     d.add_argument("--toml", action="store_true", help="print the preset's TOML (to copy and edit: --drive FILE.toml)")
@@ -231,15 +203,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--rw", help="read, write, randread, randwrite, randrw, rw, trim, randtrim (default randread)")
     r.add_argument("--bs", help="block size, e.g. 4k, 128k")
     r.add_argument("--bssplit", help="block size mix, e.g. 4k/50:64k/50")
-    r.add_argument("--iodepth", type=_whole("--iodepth"), help="commands in flight")
+    r.add_argument("--iodepth", type=whole("--iodepth"), help="commands in flight")
     r.add_argument("--runtime", help="simulated time (implies time_based): seconds, or with a unit us, ms, s, m, h (e.g. 1m)")
-    r.add_argument("--numjobs", type=_whole("--numjobs"), help="copies of the job at once, each its own stream and queue (reported together)")
+    r.add_argument("--numjobs", type=whole("--numjobs"), help="copies of the job at once, each its own stream and queue (reported together)")
     r.add_argument("--ramp-time", "--ramp_time", help="simulated time run before measuring (fio's ramp_time), e.g. 30s")
-    r.add_argument("--number-ios", "--number_ios", type=_whole("--number-ios"), help="stop after this many IOs")
+    r.add_argument("--number-ios", "--number_ios", type=whole("--number-ios"), help="stop after this many IOs")
     r.add_argument("--offset", help="start of the LBA span (bytes, 1g, or 25%%)")
     r.add_argument("--size", help="length of the LBA span (bytes, 8g, or 75%%)")
     r.add_argument("--io-size", "--io_size", help="bytes to transfer")
-    r.add_argument("--rwmixread", type=_whole("--rwmixread"), help="percent reads for randrw/rw")
+    r.add_argument("--rwmixread", type=whole("--rwmixread"), help="percent reads for randrw/rw")
     r.add_argument("--random-distribution", "--random_distribution", help="random, zipf:THETA, pareto:H")
     r.add_argument("--precondition", default="none", choices=PRECONDITIONS, help="drive state before the job (default none)")
     r.add_argument("--seed", type=int, help="root seed (same seed, same results)")
@@ -252,9 +224,6 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", help="directory for summary.json, timeseries.parquet/.csv and erase_counts.parquet")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=_run)
-    from .replay_cli import add_parsers as add_replay_parsers
-
-    add_replay_parsers(sub)
     y = sub.add_parser("synth-trace", help="write a look-alike of a review trace (heavy-2011, light-2011, destroyer-2013) as a fio iolog",
                        description="Synthesise a trace from the published statistics of a review's client trace (see ssdlab/synth.py for how each is met).")
     y.add_argument("name", help="heavy-2011, light-2011 or destroyer-2013")
@@ -263,46 +232,3 @@ def build_parser() -> argparse.ArgumentParser:
     y.add_argument("--span", default="128g", help="LBA span the trace touches (default 128g)")
     y.add_argument("--seed", type=int, default=0)
     y.set_defaults(func=_synth)
-    from .serve import add_parser as add_serve_parser
-
-    add_serve_parser(sub)
-    from .review.cli import add_parsers as add_review_parsers
-
-    add_review_parsers(sub)
-    from .validate import add_parser as add_validate_parser
-
-    add_validate_parser(sub)
-    from .crashtest import add_parser as add_crashtest_parser
-
-    add_crashtest_parser(sub)
-    from .sweeps.cli import add_parser as add_sweep_parser
-
-    add_sweep_parser(sub)
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except SsdlabError as e:
-        print(f"ssdlab: error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:  # an output file or directory that cannot be written
-        print(f"ssdlab: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("ssdlab: interrupted", file=sys.stderr)
-        return 130
-    except BaseException as e:  # a Rust panic arrives as pyo3's PanicException
-        if type(e).__name__ != "PanicException":
-            raise
-        seed = getattr(args, "seed", None)
-        print(f"ssdlab: internal error: {e}. This is a bug in ssdlab, not in your input; please report it "
-              f"with the command line (seed {seed or 0}) and the drive file.", file=sys.stderr)
-        return 3
-
-
-if __name__ == "__main__":
-    sys.exit(main())

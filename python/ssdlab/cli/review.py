@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from ..errors import SsdlabError
-from .procedures import PROCEDURES, resolve_params
+from ..review.procedures import PROCEDURES, resolve_params
 
 
 def parse_value(text: str, default):
@@ -59,7 +59,7 @@ def _spare(text: str) -> list[int]:
 def _targets(args) -> list[dict]:
     if not args.target:
         return []
-    from .fio_target import check_target
+    from ..review.fio_target import check_target
     ts = []
     for t in args.target:
         info = check_target(t, args.yes_destroy_data, args.target_size)
@@ -69,7 +69,7 @@ def _targets(args) -> list[dict]:
 
 
 def _review(args) -> int:
-    from .runner import review
+    from ..review.runner import review
 
     procedures = args.procedures.split(",") if args.procedures else None
     overrides = parse_sets(args.set)
@@ -99,9 +99,9 @@ def _review(args) -> int:
 
 
 def _procedure(args) -> int:
-    from .fio_target import run_fio_procedure
-    from .procedures import run_procedure
-    from .runner import Board, Task, _Direct
+    from ..review.fio_target import run_fio_procedure
+    from ..review.procedures import run_procedure
+    from ..review.runner import Board, Task, _Direct
 
     name = args.name
     overrides = parse_sets(args.set, [name]).get(name, {})

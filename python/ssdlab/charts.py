@@ -1,0 +1,56 @@
+"""Chart helpers shared by the API (`Result.plot`), the review report and the sweep report:
+plotly figure dicts in the reviews' style (per-second samples as dots, log IOPS axes labelled by
+decade), names for ids and files, and the Chromium that renders PNGs."""
+
+from __future__ import annotations
+
+
+# Log IOPS axes label decades as the reviews do (1K, 10K, 100K), never minor ticks ("2, 3, 4").
+DECADES = [10.0 ** k for k in range(0, 8)]
+DECADE_LABELS = ["1", "10", "100", "1K", "10K", "100K", "1M", "10M"]
+
+
+def log_iops_axis(lo: float = 1e3, hi: float = 1e5) -> dict:
+    """A log IOPS axis over whole decades around lo..hi, so at least two decades are labelled."""
+    import math
+    a = math.floor(math.log10(max(lo, 1.0)))
+    b = max(math.ceil(math.log10(max(hi, 1.0))), a + 2)
+    return {"title": {"text": "IOPS (log scale)"}, "type": "log", "tickvals": DECADES, "ticktext": DECADE_LABELS,
+            "range": [a, b]}
+
+
+def dots(x, y, name, drive, variant=""):
+    """Per-second samples as dots, as the reviews draw them (lines of two drives tangle)."""
+    return line(x, y, name, drive, variant, mode="markers", marker={"size": 3})
+
+
+def figure(title, xaxis, yaxis, **layout):
+    return {"data": [], "layout": {"title": {"text": title}, "xaxis": xaxis, "yaxis": yaxis,
+                                   "margin": {"l": 70, "r": 20, "t": 50, "b": 50}, "height": 420,
+                                   "legend": {"orientation": "h", "y": -0.2}, **layout}}
+
+
+def line(x, y, name, drive, variant="", **kw):
+    return {"type": "scattergl" if len(x) > 2000 else "scatter", "mode": kw.pop("mode", "lines"),
+            "x": list(map(float, x)), "y": [None if (v != v) else float(v) for v in y],
+            "name": name, "meta": {"drive": drive, "variant": variant}, **kw}
+
+
+def bar(x, y, name, **kw):
+    return {"type": "bar", "x": list(x), "y": [float(v) for v in y], "name": name, "meta": {"compare": True}, **kw}
+
+
+def slug(s: str | None) -> str:
+    """A name for an id or a file: letters, digits, '-' and '.' kept, runs of anything else one '-'."""
+    if not s:
+        return ""
+    return "".join(c if c.isalnum() or c in "-." else "-" for c in s).strip("-").replace("--", "-")
+
+
+def chromium_path() -> str | None:
+    import shutil
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        p = shutil.which(name)
+        if p:
+            return p
+    return None

@@ -1,0 +1,50 @@
+"""The ssdlab command: one module per command (`run`: drives, run, synth-trace; `replay`: replay,
+trace stats; `serve`; `review`: review, procedure; `validate`; `crashtest`; `sweep`), what they
+share in `common`, and here the parser they make together and `main`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import SsdlabError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+    p = argparse.ArgumentParser(prog="ssdlab", description="A software SSD: model NAND-flash drives and run workloads on them.")
+    p.add_argument("--version", action="version", version=f"ssdlab {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    from . import crashtest, replay, review, run, serve, sweep, validate
+
+    run.add_parsers(sub)
+    replay.add_parsers(sub)
+    serve.add_parser(sub)
+    review.add_parsers(sub)
+    validate.add_parser(sub)
+    crashtest.add_parser(sub)
+    sweep.add_parser(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except SsdlabError as e:
+        print(f"ssdlab: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # an output file or directory that cannot be written
+        print(f"ssdlab: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("ssdlab: interrupted", file=sys.stderr)
+        return 130
+    except BaseException as e:  # a Rust panic arrives as pyo3's PanicException
+        if type(e).__name__ != "PanicException":
+            raise
+        seed = getattr(args, "seed", None)
+        print(f"ssdlab: internal error: {e}. This is a bug in ssdlab, not in your input; please report it "
+              f"with the command line (seed {seed or 0}) and the drive file.", file=sys.stderr)
+        return 3
