@@ -196,6 +196,8 @@ class Drive:
         self.seed = seed
         self.name = self.config.get("name", source)
         self.geometry = json.loads(self._sim.geometry_json())
+        # What the model derives from the configuration (ssdlab_core::describe), read once.
+        self.description = json.loads(_ssdlab.describe_config(toml_text))
 
     @classmethod
     def preset(cls, name: str, seed: int = 0) -> "Drive":
@@ -279,7 +281,7 @@ class Drive:
         """Fill what a sequential read from LBA 0 can reach in `seconds`: it can move no more
         than the host link's line rate carries, and reads nothing beyond (filling the rest of
         a large drive would only cost time)."""
-        self.fill(int(link_line_bytes_per_s(self.config) * seconds * 1.05) + (1 << 20))
+        self.fill(int(self.description["link_line_bytes_per_s"] * seconds * 1.05) + (1 << 20))
 
     def run(self, job: Job | dict, progress: bool = False) -> Result:
         """Run one job to its end and return what it measured. `progress`: True for a progress
@@ -453,7 +455,7 @@ class Drive:
 
     def describe(self) -> dict:
         """Name, controller, dies, raw/usable/user capacity and over-provisioning."""
-        return describe_config(self.config, self.geometry)
+        return describe_config(self.config, self.description)
 
 
 TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
@@ -587,13 +589,14 @@ def format_faults(f: dict) -> str | None:
                if f.get("failed_dies") else ""))
 
 
-def link_line_bytes_per_s(cfg: dict) -> float:
-    """The host link after line encoding, before protocol overhead (the physical cap)."""
-    h = cfg["host"]
-    if h.get("interface", "sata") == "sata":
-        return h.get("sata_line_gbit_per_s", 6.0) * 1e9 / 10
-    lane = {1: 2.5e9 / 10, 2: 5e9 / 10, 3: 8e9 * 128 / 130 / 8, 4: 16e9 * 128 / 130 / 8}[h.get("pcie_generation", 3)]
-    return lane * h.get("pcie_lanes", 4)
+def description(cfg: dict) -> dict:
+    """What the model derives from a configuration (as tomllib reads it): geometry,
+    over-provisioning, the host link, NAND, bus and link ceilings, map DRAM
+    (ssdlab_core::describe)."""
+    try:
+        return json.loads(_ssdlab.describe_config(dump_toml(cfg)))
+    except ValueError as e:
+        raise SsdlabError(str(e)) from None
 
 
 def dump_toml(cfg: dict) -> str:
@@ -616,19 +619,21 @@ def describe_text(text: str, source: str) -> dict:
     """describe() of a drive configuration without building the drive (no tables allocated)."""
     try:
         config = tomllib.loads(text)
-        g = json.loads(_ssdlab.validate_config(text))
+        d = json.loads(_ssdlab.describe_config(text))
     except (tomllib.TOMLDecodeError, ValueError) as e:
         raise SsdlabError(f"{source}: {e}") from None
-    return describe_config(config, g) | {"user_bytes": g["logical_units"] * g["mapping_unit_bytes"]}
+    return describe_config(config, d) | {"user_bytes": d["user_bytes"]}
 
 
 def describe_preset(name: str) -> dict:
     """describe() of a preset without building the drive (no mapping tables allocated)."""
     text = preset_path(name).read_text()
-    return describe_config(tomllib.loads(text), json.loads(_ssdlab.validate_config(text)))
+    return describe_config(tomllib.loads(text), json.loads(_ssdlab.describe_config(text)))
 
 
-def describe_config(config: dict, g: dict) -> dict:
+def describe_config(config: dict, d: dict) -> dict:
+    """The drive table's row: the configuration's names and the model's description `d`."""
+    g = d["geometry"]
     return {
         "name": config.get("name", ""),
         "controller": config.get("controller", {}).get("name", ""),
@@ -637,21 +642,12 @@ def describe_config(config: dict, g: dict) -> dict:
         "channels": g["channels"],
         "raw_gib": g["raw_bytes"] / 2**30,
         "usable_gib": g["usable_bytes"] / 2**30,
-        "user_gb": g["logical_units"] * g["mapping_unit_bytes"] / 1e9,
-        "op_of_user_pct": 100 * _op(g, of="user"),
-        "op_of_raw_pct": 100 * _op(g, of="raw"),
-        "gc_spare_of_user_pct": 100 * _op(g, of="user", held=False),
-        "map_dram_mib": g["map_dram_bytes"] / 2**20,
+        "user_gb": d["user_bytes"] / 1e9,
+        "op_of_user_pct": 100 * d["over_provisioning_of_user"],
+        "op_of_raw_pct": 100 * d["over_provisioning_of_raw"],
+        "gc_spare_of_user_pct": 100 * d["gc_spare_of_user"],
+        "map_dram_mib": d["map_dram_bytes"] / 2**20,
         "dram_mib": config.get("controller", {}).get("dram_bytes", 0) / 2**20,
         "power_loss_protection": config.get("controller", {}).get("power_loss_protection", "none"),
         "rain": f"{config['ftl'].get('rain_data_pages_per_parity', 0)}:1" if config["ftl"].get("rain_data_pages_per_parity") else "none",
     }
-
-
-def _op(g: dict, of: str, held: bool = True) -> float:
-    """Over-provisioning as vendors quote it (raw less RAIN parity less user capacity; the
-    blocks the firmware holds back count as spare), or with held=False the spare that garbage
-    collection can use."""
-    user = g["logical_units"] * g["mapping_unit_bytes"]
-    spare = g["usable_bytes"] + (g["held_bytes"] if held else 0) - user
-    return spare / (user if of == "user" else g["raw_bytes"])

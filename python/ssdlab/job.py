@@ -269,11 +269,13 @@ def _apply(job: Job, key: str, value: str | None, where: str) -> None:
         raise SsdlabError(f"{where}: {key}={value}: {e}") from None
 
 
-def _parse_size_arg(text: str, what: str) -> int:
-    """A fio-style size (4k, 128g) for a command-line option."""
-    import re
+def parse_size(text: str, what: str) -> int:
+    """A fio size (4k, 128KiB, 8g, 1.5g; powers of 1024) in bytes, read by the model's own
+    parser (ssdlab_core::workload::parse_size), so a size means the same in a job and on the
+    command line. SsdlabError naming `what` otherwise."""
+    from . import _ssdlab
 
-    m = re.fullmatch(r"\s*([0-9]+)\s*([kmgtp]?)(i?b)?\s*", text.lower())
-    if not m:
-        raise SsdlabError(f"{what} '{text}' is not a size; accepted: a number with an optional k/m/g/t suffix")
-    return int(m.group(1)) * 1024 ** " kmgtp".index(m.group(2) or " ")
+    try:
+        return _ssdlab.parse_size(str(text))
+    except ValueError as e:
+        raise SsdlabError(f"{what}: {e}") from None

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _ssdlab
-from .drive import Drive, config_text, dump_toml, link_line_bytes_per_s, preset_names
+from .drive import Drive, config_text, description, dump_toml, preset_names
 from .errors import SsdlabError
 from .job import Job
 
@@ -93,21 +93,16 @@ def _cfg(name: str) -> dict:
 
 
 def ceilings(cfg: dict) -> dict:
-    """Physical ceilings from the geometry (bytes/s, IOPS)."""
-    n = cfg["nand"]
-    page = n["page_size_bytes"]
-    planes = n.get("planes_per_die", 1)
-    dies = n["dies"]
-    bus = n["channels"] * n["bus_mb_per_s"] * 1e6
-    link = link_line_bytes_per_s(cfg)
-    write_nand = dies * planes * page / (n["program_page_us"] * 1e-6)
-    read_nand = dies * planes * page / (n["read_page_us"] * 1e-6)
+    """Physical ceilings from the geometry (bytes/s, IOPS), as the model derives them
+    (ssdlab_core::describe)."""
+    d = description(cfg)
     return {
-        "seq_write": min(write_nand, bus, link),
-        "seq_read": min(read_nand, bus, link),
+        "seq_write": d["seq_write_ceiling_bytes_per_s"],
+        "seq_read": d["seq_read_ceiling_bytes_per_s"],
         # A 4 KiB read occupies a die for tR (one plane), then the bus and the link.
-        "rand_read_iops": min(dies / (n["read_page_us"] * 1e-6), bus / 4096, link / 4096),
-        "parts": {"nand_write": write_nand, "nand_read": read_nand, "bus": bus, "link": link},
+        "rand_read_iops": d["rand_read_ceiling_iops"],
+        "parts": {"nand_write": d["nand_program_bytes_per_s"], "nand_read": d["nand_read_bytes_per_s"],
+                  "bus": d["bus_bytes_per_s"], "link": d["link_line_bytes_per_s"]},
     }
 
 

@@ -17,6 +17,7 @@
 //! ```
 
 pub mod config;
+pub mod describe;
 pub mod device;
 pub mod divisor;
 pub mod faults;

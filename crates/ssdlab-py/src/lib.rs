@@ -21,6 +21,30 @@ fn validate_config(toml_text: &str) -> PyResult<String> {
     Ok(serde_json::to_string(&g).expect("geometry serialises"))
 }
 
+/// Validate a drive configuration (TOML text) and describe it: geometry, capacities,
+/// over-provisioning, link, NAND and bus ceilings, map DRAM (`ssdlab_core::describe`), as JSON.
+#[pyfunction]
+fn describe_config(toml_text: &str) -> PyResult<String> {
+    let cfg = DriveConfig::from_toml_str(toml_text).map_err(PyValueError::new_err)?;
+    let d = cfg
+        .describe()
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(serde_json::to_string(&d).expect("a description serialises"))
+}
+
+/// Every job field with its default (`ssdlab_core::workload::Job::default()`), as JSON: the
+/// Python `Job` is checked against it.
+#[pyfunction]
+fn job_defaults() -> String {
+    serde_json::to_string(&Job::default()).expect("a job serialises")
+}
+
+/// A fio size ("4k", "128KiB", "8g"; powers of 1024) in bytes: the one size parser.
+#[pyfunction]
+fn parse_size(text: &str) -> PyResult<u64> {
+    ssdlab_core::workload::parse_size(text).map_err(PyValueError::new_err)
+}
+
 /// A simulated drive and, while a job runs, that job.
 #[pyclass(module = "ssdlab._ssdlab")]
 struct Simulation {
@@ -629,6 +653,9 @@ fn _ssdlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(theory_waf, m)?)?;
     m.add_function(wrap_pyfunction!(simulate_theory_waf, m)?)?;
     m.add_function(wrap_pyfunction!(validate_config, m)?)?;
+    m.add_function(wrap_pyfunction!(describe_config, m)?)?;
+    m.add_function(wrap_pyfunction!(job_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(crashtest, m)?)?;
     m.add_function(wrap_pyfunction!(parse_faults, m)?)?;
     m.add_function(wrap_pyfunction!(trace_stats, m)?)?;

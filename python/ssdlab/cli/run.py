@@ -180,10 +180,10 @@ def _warn_unwritten_reads(drive: Drive, job: Job) -> None:
 
 
 def _synth(args: argparse.Namespace) -> int:
-    from ..job import _parse_size_arg
+    from ..job import parse_size
     from ..synth import write_fio_iolog
 
-    n = write_fio_iolog(args.out, args.name, fraction=args.fraction, span_bytes=_parse_size_arg(args.span, "--span"), seed=args.seed)
+    n = write_fio_iolog(args.out, args.name, fraction=args.fraction, span_bytes=parse_size(args.span, "--span"), seed=args.seed)
     print(f"wrote {n:,} requests of a {args.name} look-alike to {args.out} (fio iolog v3)")
     return 0
 

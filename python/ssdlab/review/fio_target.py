@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import SsdlabError
-from ..job import _parse_size_arg
+from ..job import parse_size
 from .procedures import Outcome, Tracker, consistency_summary
 
 FIO_PROCEDURES = ("consistency", "four-corners", "sequential-qd", "transfer-size", "qd-scaling")
@@ -52,7 +52,7 @@ def check_target(path: str, yes_destroy: bool, size: str | None) -> dict:
             raise SsdlabError(f"{path} exists and holds {p.stat().st_size:,} bytes: the procedures overwrite it; add --yes-destroy-data, or name a new file")
         if not p.parent.is_dir():
             raise SsdlabError(f"{path}: directory {p.parent} does not exist")
-        size_bytes = _parse_size_arg(size or "1g", "--target-size")
+        size_bytes = parse_size(size or "1g", "--target-size")
     return {"path": str(p), "block": block, "size_bytes": size_bytes // (1 << 20) * (1 << 20),
             "created": not p.exists()}
 
@@ -148,7 +148,7 @@ def run_fio_procedure(procedure: str, target: dict, params: dict, report=None) -
                 rows.append({"test": name, "mb_per_s": _mbps(job, op), "iops": job[op]["iops"],
                              "latency_us_mean": job[op]["clat_ns"]["mean"] / 1e3 if "clat_ns" in job[op] else float("nan")})
             if procedure == "four-corners":
-                span = min(_parse_size_arg(p["span"], "span"), size)
+                span = min(parse_size(p["span"], "span"), size)
                 tracker.step("4K random read")
                 f.fresh()
                 f.fill(span)
@@ -171,8 +171,8 @@ def run_fio_procedure(procedure: str, target: dict, params: dict, report=None) -
             table = pd.DataFrame(rows)
             outs.append(Outcome(procedure, label, "", {r["test"]: r["mb_per_s"] for r in rows}, {"results": table}, time.perf_counter() - t0, "fio"))
         elif procedure == "transfer-size":
-            span = min(_parse_size_arg(p["span"], "span"), size)
-            lo, hi = _parse_size_arg(p["min_bs"], "min_bs"), _parse_size_arg(p["max_bs"], "max_bs")
+            span = min(parse_size(p["span"], "span"), size)
+            lo, hi = parse_size(p["min_bs"], "min_bs"), parse_size(p["max_bs"], "max_bs")
             rows = []
             f.fresh()
             tracker.step("sizes")

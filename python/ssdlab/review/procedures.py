@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..drive import Drive, config_text, describe_text, dump_toml
 from ..errors import SsdlabError
-from ..job import Job, _parse_size_arg
+from ..job import Job, parse_size
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -121,7 +121,7 @@ def _spare_list(v):
 
 def _size(name):
     def check(v):
-        b = _parse_size_arg(v, name) if isinstance(v, str) else int(v)
+        b = parse_size(v, name) if isinstance(v, str) else int(v)
         if b <= 0:
             raise SsdlabError(f"{name} {v}: must be > 0")
         return v
@@ -196,7 +196,7 @@ def four_corners(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[
     label = drive_label(source)
     t0 = time.perf_counter()
     rows = []
-    span = _parse_size_arg(p["span"], "span")
+    span = parse_size(p["span"], "span")
 
     def run(name, d, job):
         r = d.run(job, progress=tracker)
@@ -231,7 +231,7 @@ def sequential_qd(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list
     label = drive_label(source)
     t0 = time.perf_counter()
     d = _new(source, seed)
-    bs = _parse_size_arg(p["bs"], "bs")
+    bs = parse_size(p["bs"], "bs")
     whole = _round_down(d.user_bytes, bs)
     rows = []
     tracker.step("sequential write")
@@ -255,8 +255,8 @@ def transfer_size(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list
     t0 = time.perf_counter()
     d = _new(source, seed)
     d.secure_erase()
-    span = _parse_size_arg(p["span"], "span")
-    lo, hi = _parse_size_arg(p["min_bs"], "min_bs"), _parse_size_arg(p["max_bs"], "max_bs")
+    span = parse_size(p["span"], "span")
+    lo, hi = parse_size(p["min_bs"], "min_bs"), parse_size(p["max_bs"], "max_bs")
     sizes = []
     b = lo
     while b <= hi:
@@ -295,7 +295,7 @@ def trim(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]
     pass after TRIM. MB/s along the LBA span for each pass."""
     label = drive_label(source)
     t0 = time.perf_counter()
-    bs = _parse_size_arg(p["bs"], "bs")
+    bs = parse_size(p["bs"], "bs")
     d = _new(source, seed)
     passes = []
     tracker.step("fresh pass")

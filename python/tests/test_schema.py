@@ -1,0 +1,43 @@
+"""One source of truth: what Python knows of jobs, sizes and drive figures comes from the model."""
+
+import dataclasses
+import json
+
+import pytest
+
+import ssdlab
+from ssdlab import Job, _ssdlab
+from ssdlab.drive import describe_preset, description
+from ssdlab.errors import SsdlabError
+from ssdlab.job import parse_size
+from ssdlab.validate import _cfg, ceilings
+
+
+def test_the_python_job_has_the_models_fields_and_defaults():
+    model = json.loads(_ssdlab.job_defaults())
+    python = {f.name: f.default for f in dataclasses.fields(Job)}
+    assert python == model
+
+
+def test_sizes_are_read_by_the_models_parser():
+    assert parse_size("4k", "bs") == 4096
+    assert parse_size("128KiB", "bs") == 128 * 1024
+    assert parse_size("1.5g", "span") == 3 * 2**29
+    with pytest.raises(SsdlabError, match="span: '4q': unknown size suffix 'q'"):
+        parse_size("4q", "span")
+    with pytest.raises(SsdlabError, match="is not a size"):
+        parse_size("abc", "--target-size")
+
+
+def test_drive_figures_come_from_the_models_description():
+    d = ssdlab.Drive.preset("crucial-m500-120")
+    model = json.loads(_ssdlab.describe_config(ssdlab.drive.config_text("crucial-m500-120")[0]))
+    row = d.describe()
+    assert row == describe_preset("crucial-m500-120")
+    assert row["op_of_raw_pct"] == 100 * model["over_provisioning_of_raw"]
+    assert row["gc_spare_of_user_pct"] == 100 * model["gc_spare_of_user"] < row["op_of_user_pct"]
+    assert d.geometry == model["geometry"]
+    # SATA 6 Gb/s with 8b/10b: 600 MB/s on the wire; the NAND, bus and link ceilings.
+    c = ceilings(_cfg("crucial-m500-120"))
+    assert c["parts"]["link"] == 600e6 == description(_cfg("crucial-m500-120"))["link_line_bytes_per_s"]
+    assert c["seq_read"] == min(c["parts"]["nand_read"], c["parts"]["bus"], c["parts"]["link"])
