@@ -18,9 +18,11 @@ mod command;
 mod controller;
 mod processor;
 mod scheduler;
+mod untimed;
+mod verify;
 
 use crate::config::{DriveConfig, Geometry};
-use crate::ftl::{Ftl, HostWrite};
+use crate::ftl::Ftl;
 use crate::host::HostInterface;
 use crate::nand::Nand;
 use crate::sim::Kernel;
@@ -132,35 +134,6 @@ impl Device {
         true
     }
 
-    /// Check the invariants the parts state, across them: the controller's own, the write
-    /// buffer's space against the host data it holds (in the FTL's open program units and in
-    /// programs not yet done), and the FTL's map and blocks whole. An error says which failed.
-    pub fn check_invariants(&self) -> Result<(), String> {
-        self.controller.check()?;
-        let held = self.controller.buffer.units - self.controller.buffer.free_units();
-        let holding = self.ftl.buffered_host_units() + self.sched.host_units_unreleased();
-        if held != holding {
-            return Err(format!(
-                "write buffer holds {held} units; open program units and unfinished programs hold {holding}"
-            ));
-        }
-        Ok(())
-    }
-
-    /// With the `verify` feature: the cheap checks after every step, the whole FTL after every
-    /// 1024th.
-    #[cfg(feature = "verify")]
-    fn verify_step(&mut self) {
-        self.steps_verified += 1;
-        let full = self.steps_verified.is_multiple_of(1024);
-        let checked =
-            self.check_invariants()
-                .and_then(|()| if full { self.ftl.verify() } else { Ok(()) });
-        if let Err(e) = checked {
-            panic!("invariant broken at {:?}: {e}", self.now());
-        }
-    }
-
     /// The controller, and what stands behind it.
     #[inline]
     fn parts(&mut self) -> (&mut Controller, Backend<'_>) {
@@ -232,52 +205,6 @@ impl Device {
                 _ => break,
             }
         }
-    }
-
-    /// Write every logical unit in `first..first + count` without timing: the FTL reaches the
-    /// state a timed sequential fill reaches, in no simulated time.
-    pub fn fill_untimed(&mut self, first_unit: u32, count: u32) {
-        assert_eq!(self.outstanding(), 0, "fill with commands outstanding");
-        let before = self.ftl.buffered_host_units();
-        self.ftl.fill_untimed(first_unit, count);
-        self.controller.rewritten(first_unit, first_unit + count);
-        // Units of the last, partial PU sit in the write buffer, as after a timed fill.
-        let after = self.ftl.buffered_host_units();
-        self.controller.buffer.held_changed(before, after);
-    }
-
-    /// Write `writes` logical units drawn uniformly from `first..first + span` without timing:
-    /// the FTL state (maps, valid counts, wear) that as many 4 KiB random writes reach, in no
-    /// simulated time. Garbage collection decides exactly as in a timed run (its decisions
-    /// depend on the writes, not on time); used to reach steady state quickly.
-    pub fn random_writes_untimed(&mut self, first: u32, span: u32, writes: u64, seed: u64) {
-        assert_eq!(
-            self.outstanding(),
-            0,
-            "untimed writes with commands outstanding"
-        );
-        assert!(span > 0 && first as u64 + span as u64 <= self.geometry.logical_units);
-        let before = self.ftl.buffered_host_units();
-        let mut rng = crate::rng::Rng::derive(seed, "untimed-random-writes");
-        for _ in 0..writes {
-            let lba = first + rng.below(span as u64) as u32;
-            self.ftl
-                .write_unit(HostWrite::untimed(lba), &mut crate::ftl::NullSink);
-        }
-        let after = self.ftl.buffered_host_units();
-        self.controller.buffer.held_changed(before, after);
-    }
-
-    /// Secure erase: every block erased, the map empty (untimed).
-    pub fn secure_erase(&mut self) {
-        assert_eq!(
-            self.outstanding(),
-            0,
-            "secure erase with commands outstanding"
-        );
-        self.run_until(SimTime(u64::MAX));
-        self.ftl.secure_erase();
-        self.controller.secure_erased();
     }
 
     /// NAND pages the FTL has decided to program so far (host, GC, parity, padding): timing

@@ -1,0 +1,55 @@
+//! What the drive does outside simulated time: an untimed fill, untimed random writes (to
+//! reach steady state quickly), and a secure erase. The FTL decides exactly as in a timed run;
+//! only the flash operations are not timed (`NullSink`).
+
+use super::Device;
+use crate::ftl::HostWrite;
+use crate::time::SimTime;
+
+impl Device {
+    /// Write every logical unit in `first..first + count` without timing: the FTL reaches the
+    /// state a timed sequential fill reaches, in no simulated time.
+    pub fn fill_untimed(&mut self, first_unit: u32, count: u32) {
+        assert_eq!(self.outstanding(), 0, "fill with commands outstanding");
+        let before = self.ftl.buffered_host_units();
+        self.ftl.fill_untimed(first_unit, count);
+        self.controller.rewritten(first_unit, first_unit + count);
+        // Units of the last, partial PU sit in the write buffer, as after a timed fill.
+        let after = self.ftl.buffered_host_units();
+        self.controller.buffer.held_changed(before, after);
+    }
+
+    /// Write `writes` logical units drawn uniformly from `first..first + span` without timing:
+    /// the FTL state (maps, valid counts, wear) that as many 4 KiB random writes reach, in no
+    /// simulated time. Garbage collection decides exactly as in a timed run (its decisions
+    /// depend on the writes, not on time); used to reach steady state quickly.
+    pub fn random_writes_untimed(&mut self, first: u32, span: u32, writes: u64, seed: u64) {
+        assert_eq!(
+            self.outstanding(),
+            0,
+            "untimed writes with commands outstanding"
+        );
+        assert!(span > 0 && first as u64 + span as u64 <= self.geometry.logical_units);
+        let before = self.ftl.buffered_host_units();
+        let mut rng = crate::rng::Rng::derive(seed, "untimed-random-writes");
+        for _ in 0..writes {
+            let lba = first + rng.below(span as u64) as u32;
+            self.ftl
+                .write_unit(HostWrite::untimed(lba), &mut crate::ftl::NullSink);
+        }
+        let after = self.ftl.buffered_host_units();
+        self.controller.buffer.held_changed(before, after);
+    }
+
+    /// Secure erase: every block erased, the map empty (untimed).
+    pub fn secure_erase(&mut self) {
+        assert_eq!(
+            self.outstanding(),
+            0,
+            "secure erase with commands outstanding"
+        );
+        self.run_until(SimTime(u64::MAX));
+        self.ftl.secure_erase();
+        self.controller.secure_erased();
+    }
+}

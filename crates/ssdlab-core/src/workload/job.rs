@@ -1,0 +1,430 @@
+//! Jobs as users write them (fio's option names and units), checked against a drive and
+//! turned into numbers ([`CompiledJob`]); fio's size syntax ([`parse_size`]).
+
+use crate::time::NS_PER_S;
+use serde::{Deserialize, Serialize};
+
+/// A job as a user writes it, in fio's option names and units (sizes as fio strings: "4k",
+/// "128KiB", "8g", offsets also as "25%").
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Job {
+    pub name: String,
+    /// read, write, randread, randwrite, randrw, rw (readwrite), trim, randtrim.
+    pub rw: String,
+    pub bs: String,
+    /// "4k/50:64k/40:128k/10": sizes and percentages; overrides bs.
+    pub bssplit: Option<String>,
+    pub iodepth: u32,
+    /// Start of the LBA span.
+    pub offset: String,
+    /// Length of the LBA span (default: to the end of the drive).
+    pub size: Option<String>,
+    /// Total bytes to transfer (default: `size`, unless time_based or number_ios).
+    pub io_size: Option<String>,
+    /// Simulated seconds to run.
+    pub runtime_s: Option<f64>,
+    /// Keep going until runtime even after `io_size` bytes.
+    pub time_based: bool,
+    pub number_ios: Option<u64>,
+    pub rwmixread: u32,
+    /// random (uniform), zipf:theta, pareto:h.
+    pub random_distribution: String,
+    pub randseed: u64,
+    /// Interval of the time series, simulated seconds.
+    pub log_interval_s: f64,
+    /// fio's ramp_time: run this many simulated seconds before measuring anything (the
+    /// runtime follows it; every result, series and counter covers the measured part only).
+    pub ramp_time_s: f64,
+    /// fio's numjobs: this many copies of the job at once on the drive, each its own random
+    /// stream and its own `iodepth` queue; results are reported together (group_reporting).
+    pub numjobs: u32,
+    /// fio's steady-state detection: "iops:0.3%", "iops_slope:0.1%", "bw:..." or "bw_slope:...";
+    /// the job stops once the last `ss_dur_s` of per-interval figures meet it (after
+    /// `ss_ramp_s`), or runs to its end.
+    pub ss: Option<String>,
+    pub ss_dur_s: f64,
+    pub ss_ramp_s: f64,
+}
+
+/// A steady-state criterion (fio's `ss`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct SteadyCriterion {
+    pub(super) bytes: bool,
+    pub(super) slope: bool,
+    pub(super) limit_pct: f64,
+    pub(super) dur_intervals: usize,
+    pub(super) ramp_ns: u64,
+}
+
+/// What steady-state detection found (fio's "steadystate" section).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SteadyState {
+    pub criterion: String,
+    pub attained: bool,
+    /// Seconds into the measured run when it was attained (the job stopped issuing then).
+    pub attained_at_s: Option<f64>,
+    /// The last window's figure: max deviation from its mean, or the slope of its least
+    /// squares line, in percent of the mean.
+    pub value_pct: f64,
+}
+
+impl Default for Job {
+    fn default() -> Self {
+        Job {
+            name: "job".into(),
+            rw: "read".into(),
+            bs: "4k".into(),
+            bssplit: None,
+            iodepth: 1,
+            offset: "0".into(),
+            size: None,
+            io_size: None,
+            runtime_s: None,
+            time_based: false,
+            number_ios: None,
+            rwmixread: 50,
+            random_distribution: "random".into(),
+            randseed: 0,
+            log_interval_s: 1.0,
+            ramp_time_s: 0.0,
+            numjobs: 1,
+            ss: None,
+            ss_dur_s: 0.0,
+            ss_ramp_s: 0.0,
+        }
+    }
+}
+
+/// Parse a fio size: a number with an optional suffix (k, m, g, t, p; KiB, MiB...; powers of
+/// 1024 as fio's default kb_base; kB/MB with a capital B... are also 1024-based in fio unless
+/// kb_base=1000, which is not supported).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, suffix) = t.split_at(split);
+    if num.is_empty() {
+        return Err(format!("'{text}' is not a size; accepted: a number with an optional k/m/g/t suffix, e.g. 4k, 128KiB, 8g"));
+    }
+    let value: f64 = num.parse().map_err(|_| format!("'{text}' is not a size"))?;
+    let shift = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        "p" | "pb" | "pib" => 50,
+        other => return Err(format!("'{text}': unknown size suffix '{other}'; accepted: k, m, g, t, p (optionally with B or iB)")),
+    };
+    let bytes = value * (1u64 << shift) as f64;
+    if bytes.fract() != 0.0 {
+        return Err(format!("'{text}' is not a whole number of bytes"));
+    }
+    Ok(bytes as u64)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Pattern {
+    Sequential,
+    Random,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Distribution {
+    Uniform,
+    /// Zipf with exponent theta, sampled by inverting the continuous approximation of its CDF.
+    Zipf(f64),
+    /// fio's pareto:h: rank = (n - 1) * u^(ln h / ln(1 - h)).
+    Pareto(f64),
+}
+
+/// A job checked against a drive and turned into numbers.
+#[derive(Clone, Debug)]
+pub struct CompiledJob {
+    pub job: Job,
+    pub(super) pattern: Pattern,
+    /// Percent of IOs that are reads (0 for pure writes, 100 for pure reads).
+    pub(super) read_pct: u32,
+    pub(super) trim: bool,
+    /// (bytes, cumulative weight out of 100).
+    pub(super) sizes: Vec<(u64, u32)>,
+    /// bs=READ,WRITE,TRIM: the write and trim sizes where they differ from the read size.
+    pub(super) write_size: Option<u64>,
+    pub(super) trim_size: Option<u64>,
+    pub(super) align_bytes: u64,
+    pub(super) span_start: u64,
+    pub(super) span_bytes: u64,
+    pub(super) io_bytes_max: Option<u64>,
+    pub(super) runtime_ns: Option<u64>,
+    pub(super) ramp_ns: u64,
+    pub(super) steady: Option<SteadyCriterion>,
+    pub(super) number_ios: Option<u64>,
+    pub(super) distribution: Distribution,
+    pub(super) interval_ns: u64,
+}
+
+impl CompiledJob {
+    /// Does the job draw random numbers (offsets, sizes or read/write mix)? Only such jobs
+    /// take a job ordinal, so a sequential fill, timed or not, leaves the streams of later
+    /// jobs as they would be after the untimed fill.
+    pub fn uses_random_stream(&self) -> bool {
+        self.pattern == Pattern::Random
+            || self.sizes.len() > 1
+            || (self.read_pct > 0 && self.read_pct < 100)
+    }
+}
+
+impl Job {
+    /// Check the job against a drive of `user_bytes`; errors name the option.
+    pub fn compile(&self, user_bytes: u64) -> Result<CompiledJob, String> {
+        let (pattern, read_pct, trim) = match self.rw.as_str() {
+            "read" => (Pattern::Sequential, 100, false),
+            "write" => (Pattern::Sequential, 0, false),
+            "randread" => (Pattern::Random, 100, false),
+            "randwrite" => (Pattern::Random, 0, false),
+            "randrw" => (Pattern::Random, self.rwmixread, false),
+            "rw" | "readwrite" => (Pattern::Sequential, self.rwmixread, false),
+            "trim" => (Pattern::Sequential, 0, true),
+            "randtrim" => (Pattern::Random, 0, true),
+            other => {
+                return Err(format!(
+                    "rw: '{other}' is not supported; accepted: read, write, randread, randwrite, randrw, rw, readwrite, trim, randtrim"
+                ))
+            }
+        };
+        if self.rwmixread > 100 {
+            return Err(format!(
+                "rwmixread: {} is not a percentage (0..100)",
+                self.rwmixread
+            ));
+        }
+        let mut sizes = Vec::new();
+        match &self.bssplit {
+            Some(split) => {
+                let mut total = 0;
+                for part in split.split(':').filter(|p| !p.is_empty()) {
+                    let (size, pct) = part
+                        .split_once('/')
+                        .ok_or_else(|| format!("bssplit: '{part}' is not size/percent"))?;
+                    let bytes = parse_size(size).map_err(|e| format!("bssplit: {e}"))?;
+                    let pct: u32 = pct
+                        .trim()
+                        .parse()
+                        .map_err(|_| format!("bssplit: '{pct}' is not a whole percentage"))?;
+                    total += pct;
+                    sizes.push((bytes, total));
+                }
+                if total != 100 {
+                    return Err(format!("bssplit: percentages add up to {total}, not 100"));
+                }
+            }
+            None if !self.bs.contains(',') => {
+                sizes.push((parse_size(&self.bs).map_err(|e| format!("bs: {e}"))?, 100))
+            }
+            None => {}
+        }
+        // fio's bs=READ,WRITE[,TRIM]: an empty place takes fio's default (4k); a missing
+        // one takes the place before it.
+        let (mut write_size, mut trim_size) = (None, None);
+        if self.bssplit.is_none() && self.bs.contains(',') {
+            let parts: Vec<&str> = self.bs.split(',').map(str::trim).collect();
+            if parts.len() > 3 {
+                return Err(format!(
+                    "bs: '{}' has {} sizes; accepted: READ[,WRITE[,TRIM]]",
+                    self.bs,
+                    parts.len()
+                ));
+            }
+            let size = |p: &str| -> Result<u64, String> {
+                parse_size(if p.is_empty() { "4k" } else { p }).map_err(|e| format!("bs: {e}"))
+            };
+            let read = size(parts[0])?;
+            let write = parts.get(1).map(|p| size(p)).transpose()?.unwrap_or(read);
+            let trim = parts.get(2).map(|p| size(p)).transpose()?.unwrap_or(write);
+            sizes.push((read, 100));
+            write_size = (write != read).then_some(write);
+            trim_size = (trim != read).then_some(trim);
+        }
+        let all_sizes = || {
+            sizes
+                .iter()
+                .map(|&(b, _)| b)
+                .chain(write_size)
+                .chain(trim_size)
+        };
+        if all_sizes().any(|b| b == 0 || b % 512 != 0) {
+            return Err("bs: every block size must be a positive multiple of 512 bytes".into());
+        }
+        let bs_max = all_sizes().max().unwrap();
+        let align_bytes = all_sizes().min().unwrap();
+        if self.iodepth == 0 || self.iodepth > 65_536 {
+            return Err(format!(
+                "iodepth: {} is out of range; accepted: 1 to 65536",
+                self.iodepth
+            ));
+        }
+        let span_start = if let Some(pct) = self.offset.trim().strip_suffix('%') {
+            let p: f64 = pct
+                .trim()
+                .parse()
+                .map_err(|_| format!("offset: '{}' is not a percentage", self.offset))?;
+            if !(0.0..100.0).contains(&p) {
+                return Err(format!("offset: {p}% is outside 0..100%"));
+            }
+            ((user_bytes as f64 * p / 100.0) as u64) / align_bytes * align_bytes
+        } else {
+            parse_size(&self.offset).map_err(|e| format!("offset: {e}"))?
+        };
+        if span_start >= user_bytes {
+            return Err(format!(
+                "offset: {span_start} bytes is beyond the drive's {user_bytes} bytes"
+            ));
+        }
+        let span_bytes = match &self.size {
+            Some(s) => {
+                let v = if let Some(pct) = s.trim().strip_suffix('%') {
+                    let p: f64 = pct
+                        .trim()
+                        .parse()
+                        .map_err(|_| format!("size: '{s}' is not a percentage"))?;
+                    (user_bytes as f64 * p / 100.0) as u64
+                } else {
+                    parse_size(s).map_err(|e| format!("size: {e}"))?
+                };
+                if span_start + v > user_bytes {
+                    return Err(format!("size: offset {span_start} + size {v} bytes exceeds the drive's {user_bytes} bytes"));
+                }
+                v
+            }
+            None => user_bytes - span_start,
+        };
+        let span_bytes = span_bytes / align_bytes * align_bytes;
+        if span_bytes < bs_max {
+            return Err(format!(
+                "size: the span ({span_bytes} bytes) is smaller than the block size ({bs_max})"
+            ));
+        }
+        let distribution = match self.random_distribution.split_once(':') {
+            None if self.random_distribution == "random" => Distribution::Uniform,
+            Some(("zipf", v)) => {
+                let theta: f64 = v.parse().map_err(|_| format!("random_distribution: '{v}' is not a number"))?;
+                if theta.is_nan() || theta <= 0.0 || theta == 1.0 {
+                    return Err("random_distribution: zipf theta must be > 0 and not 1".into());
+                }
+                Distribution::Zipf(theta)
+            }
+            Some(("pareto", v)) => {
+                let h: f64 = v.parse().map_err(|_| format!("random_distribution: '{v}' is not a number"))?;
+                if !(h > 0.0 && h < 1.0) {
+                    return Err("random_distribution: pareto h must be in (0, 1)".into());
+                }
+                Distribution::Pareto(h)
+            }
+            _ => {
+                return Err(format!(
+                    "random_distribution: '{}' is not supported; accepted: random, zipf:THETA, pareto:H",
+                    self.random_distribution
+                ))
+            }
+        };
+        let runtime_ns = match self.runtime_s {
+            Some(r) if !(r > 0.0 && r.is_finite()) => {
+                return Err(format!("runtime: {r} must be a positive number of seconds"))
+            }
+            Some(r) => Some((r * NS_PER_S as f64) as u64),
+            None => None,
+        };
+        if self.time_based && runtime_ns.is_none() {
+            return Err("time_based: needs runtime".into());
+        }
+        let io_bytes_max = match &self.io_size {
+            Some(s) => Some(parse_size(s).map_err(|e| format!("io_size: {e}"))?),
+            None if self.time_based || self.number_ios.is_some() => None,
+            None => Some(span_bytes),
+        };
+        let steady = match &self.ss {
+            None => None,
+            Some(spec) => {
+                let (metric, limit) = spec.split_once(':').ok_or_else(|| {
+                    format!("ss: '{spec}'; accepted: iops:P%, iops_slope:P%, bw:P%, bw_slope:P%")
+                })?;
+                let (bytes, slope) = match metric.trim() {
+                    "iops" => (false, false),
+                    "iops_slope" => (false, true),
+                    "bw" => (true, false),
+                    "bw_slope" => (true, true),
+                    m => {
+                        return Err(format!(
+                            "ss: '{m}'; accepted: iops, iops_slope, bw, bw_slope (each :P%)"
+                        ))
+                    }
+                };
+                let limit_pct: f64 = limit
+                    .trim()
+                    .trim_end_matches('%')
+                    .parse()
+                    .ok()
+                    .filter(|p: &f64| *p > 0.0 && p.is_finite())
+                    .ok_or_else(|| {
+                        format!("ss: '{limit}' is not a positive percentage, e.g. 0.3%")
+                    })?;
+                if !(self.ss_dur_s > 0.0 && self.ss_dur_s.is_finite()) {
+                    return Err("ss_dur: needed with ss, a positive time (e.g. 300s)".into());
+                }
+                if !(self.ss_ramp_s >= 0.0 && self.ss_ramp_s.is_finite()) {
+                    return Err("ss_ramp: must be 0 or more seconds".into());
+                }
+                let dur = (self.ss_dur_s / self.log_interval_s).round().max(2.0) as usize;
+                Some(SteadyCriterion {
+                    bytes,
+                    slope,
+                    limit_pct,
+                    dur_intervals: dur,
+                    ramp_ns: (self.ss_ramp_s * NS_PER_S as f64) as u64,
+                })
+            }
+        };
+        if self.numjobs == 0 || self.numjobs > 1024 {
+            return Err(format!(
+                "numjobs: {} is out of range; accepted: 1 to 1024",
+                self.numjobs
+            ));
+        }
+        if self.numjobs as u64 * self.iodepth as u64 > 65_536 {
+            return Err(format!(
+                "numjobs: {} jobs x iodepth {} exceed 65536 commands in flight",
+                self.numjobs, self.iodepth
+            ));
+        }
+        if !(self.ramp_time_s >= 0.0 && self.ramp_time_s.is_finite()) {
+            return Err(format!(
+                "ramp_time: {} must be 0 or more seconds",
+                self.ramp_time_s
+            ));
+        }
+        if self.log_interval_s.is_nan() || self.log_interval_s <= 0.0 {
+            return Err("log_interval: must be a positive number of seconds".into());
+        }
+        Ok(CompiledJob {
+            job: self.clone(),
+            pattern,
+            read_pct,
+            trim,
+            sizes,
+            write_size,
+            trim_size,
+            align_bytes,
+            span_start,
+            span_bytes,
+            io_bytes_max,
+            runtime_ns,
+            ramp_ns: (self.ramp_time_s * NS_PER_S as f64) as u64,
+            steady,
+            number_ios: self.number_ios,
+            distribution,
+            interval_ns: (self.log_interval_s * NS_PER_S as f64) as u64,
+        })
+    }
+}
