@@ -1,0 +1,264 @@
+//! Placement: where each unit goes. The open program unit of each die's host and GC streams,
+//! programs when a unit fills one (RAIN parity pages after it), new blocks from the die's free
+//! pool (collection first when the pool runs low), sealing full blocks as victim candidates,
+//! and program failures (the data written again elsewhere, the block retired).
+
+use super::*;
+
+impl Ftl {
+    /// The current copy of `lba` (if any) goes stale; a sealed block's place among the
+    /// greedy victim candidates follows its valid count down.
+    #[inline]
+    pub(super) fn invalidate(&mut self, lba: u32) {
+        let Some(u) = self.map.unmap(lba) else {
+            return;
+        };
+        if self.sealed_pos[u.block as usize] != NONE && self.policy == GcPolicy::Greedy {
+            let die = self.div.blocks_per_die.quotient(u.block);
+            self.buckets.move_down(die, u.block, u.valid_before);
+        }
+    }
+
+    /// Place `lba` in the open PU of `die`'s stream; program the PU when it is full.
+    /// The hot path of every write and every GC copy: a few stores, no calls.
+    #[inline]
+    pub(super) fn append<S: NandSink>(&mut self, die: u32, stream: Stream, lba: u32, sink: &mut S) {
+        if self.dies[die as usize].open(stream).block == NONE {
+            self.allocate_block(die, stream, sink);
+        }
+        if self.place(die, stream, lba) {
+            self.program_pu(die, stream, sink);
+        }
+    }
+
+    /// Map `lba` to the next unit of the open PU of `die`'s stream (there is one). True when
+    /// that filled the PU: it is to be programmed.
+    #[inline(always)]
+    pub(super) fn place(&mut self, die: u32, stream: Stream, lba: u32) -> bool {
+        let units_per_pu = self.geometry.units_per_pu;
+        let ob = self.dies[die as usize].open(stream);
+        let ppn = ob.pu_first_ppn(&self.geometry) + ob.fill;
+        let block = ob.block;
+        ob.fill += 1;
+        ob.host_fill += (stream == Stream::Host) as u32;
+        let full = ob.fill == units_per_pu;
+        self.map.map(lba, ppn, block);
+        full
+    }
+
+    #[inline(never)]
+    pub(super) fn program_pu<S: NandSink>(&mut self, die: u32, stream: Stream, sink: &mut S) {
+        let ob = *self.dies[die as usize].open(stream);
+        let kind = match stream {
+            Stream::Host => ProgramKind::Host,
+            Stream::Gc => ProgramKind::Gc,
+        };
+        let planes = self.geometry.planes_per_die;
+        let (units_per_block, units_per_pu) =
+            (self.geometry.units_per_block, self.geometry.units_per_pu);
+        sink.program(
+            die,
+            Program {
+                kind,
+                host_units: ob.host_fill,
+                planes,
+                data_ready: ob.data_ready,
+                first_ppn: ob.pu_first_ppn(&self.geometry),
+            },
+        );
+        let pus_per_block = self.geometry.pus_per_block;
+        let base = ob.block * pus_per_block;
+        self.map.set_pu_sequence(base + ob.next_pu, self.sequence);
+        self.sequence = self.sequence.wrapping_add(1);
+        match kind {
+            ProgramKind::Host => self.counters.pu_programs_host += 1,
+            _ => self.counters.pu_programs_gc += 1,
+        }
+        let mut next_pu = ob.next_pu + 1;
+        while next_pu < pus_per_block && self.geometry.is_parity_pu(next_pu) {
+            sink.program(
+                die,
+                Program {
+                    kind: ProgramKind::Parity,
+                    host_units: 0,
+                    planes,
+                    data_ready: SimTime::ZERO,
+                    first_ppn: ob.block * units_per_block + next_pu * units_per_pu,
+                },
+            );
+            self.map.set_pu_sequence(base + next_pu, self.sequence);
+            self.sequence = self.sequence.wrapping_add(1);
+            self.counters.pu_programs_parity += 1;
+            next_pu += 1;
+        }
+        let sealed = next_pu == pus_per_block;
+        {
+            let ob = self.dies[die as usize].open(stream);
+            ob.fill = 0;
+            ob.host_fill = 0;
+            ob.data_ready = SimTime::ZERO;
+            ob.next_pu = next_pu;
+            if sealed {
+                *ob = NO_OPEN_BLOCK;
+            }
+        }
+        if sealed {
+            self.seal(ob.block);
+            if self.persist.enabled() {
+                self.persist.block_sealed(&mut self.counters, sink);
+            }
+        }
+        if self.program_fail > 0.0 && self.fault_rng.unit_f64() < self.program_fail {
+            self.program_failed(die, stream, ob.block, ob.pu_first_ppn(&self.geometry), sink);
+        }
+        if stream == Stream::Host {
+            self.host_die = self.next_host_die(die);
+            self.collect_after_host_program(die, sink);
+        }
+    }
+
+    /// The die after `die` that takes host data (a failed die is skipped).
+    #[inline]
+    pub(super) fn next_host_die(&self, die: u32) -> u32 {
+        let next = (die + 1) % self.geometry.dies;
+        if next == self.failed_die {
+            (next + 1) % self.geometry.dies
+        } else {
+            next
+        }
+    }
+
+    /// `die` failed: host data goes to the other dies from now on, and the die does no
+    /// background collection. Its data stays mapped (a read of it is rebuilt or fails).
+    pub fn fail_die(&mut self, die: u32) {
+        self.failed_die = die;
+        if self.host_die == die {
+            self.host_die = self.next_host_die(die);
+        }
+    }
+
+    pub fn failed_die(&self) -> Option<u32> {
+        (self.failed_die != NONE).then_some(self.failed_die)
+    }
+
+    /// May `die` retire one more block? Counts it if so.
+    pub(super) fn may_retire(&mut self, die: u32) -> bool {
+        let n = &mut self.retired_per_die[die as usize];
+        if *n >= self.retire_limit {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    /// Fail program and erase operations at these rates, drawn from a stream of `seed`.
+    pub fn set_faults(&mut self, program_fail: f64, erase_fail: f64, seed: u64) {
+        self.program_fail = program_fail;
+        self.erase_fail = erase_fail;
+        self.fault_rng = Rng::derive(seed, "ftl-faults");
+    }
+
+    /// The program of the PU at `first_ppn` in `block` failed its status check: the block is
+    /// closed and marked for retirement (collected first, never erased or written again), and
+    /// the PU's data, still in the controller, is written again elsewhere on the die (through
+    /// the collector's stream: the host's buffer space is released by the failed program).
+    #[inline(never)]
+    pub(super) fn program_failed<S: NandSink>(
+        &mut self,
+        die: u32,
+        stream: Stream,
+        block: u32,
+        first_ppn: u32,
+        sink: &mut S,
+    ) {
+        self.counters.program_failures += 1;
+        if !self.retiring[block as usize] {
+            if !self.may_retire(die) {
+                self.counters.failed_blocks_kept += 1;
+                return; // the program is retried in place (no spare left to retire into)
+            }
+            self.retiring[block as usize] = true;
+            self.dies[die as usize].retiring.push(block);
+        }
+        let ob = self.dies[die as usize].open(stream);
+        if ob.block == block {
+            *ob = NO_OPEN_BLOCK;
+            self.seal(block);
+        }
+        for ppn in first_ppn..first_ppn + self.geometry.units_per_pu {
+            let lba = self.map.reverse(ppn);
+            if lba == UNMAPPED {
+                continue;
+            }
+            self.invalidate(lba);
+            self.append(die, Stream::Gc, lba, sink);
+            self.map.record(lba, ppn, TAG_RELOCATION);
+            self.map_updated(lba, sink);
+            self.counters.program_fail_rewrites += 1;
+        }
+    }
+
+    #[inline(never)]
+    pub(super) fn allocate_block<S: NandSink>(&mut self, die: u32, stream: Stream, sink: &mut S) {
+        if stream == Stream::Host {
+            self.collect_before_host_block(die, sink);
+            // Keep one block for the collector: the host may not take the last one.
+            while self.dies[die as usize].free.len() < 2 {
+                if !self.collect_one_step(die, sink) {
+                    panic!("die {die}: no free block and nothing to collect (over-provisioning too small)");
+                }
+            }
+        }
+        let block = self.dies[die as usize]
+            .free
+            .pop()
+            .unwrap_or_else(|| panic!("die {die}: free pool empty"));
+        debug_assert_eq!(self.state[block as usize], BlockState::Free);
+        debug_assert_eq!(self.map.valid(block), 0);
+        self.state[block as usize] = BlockState::Open;
+        let ob = self.dies[die as usize].open(stream);
+        *ob = OpenBlock {
+            block,
+            data_ready: ob.data_ready,
+            ..NO_OPEN_BLOCK
+        };
+    }
+
+    pub(super) fn seal(&mut self, block: u32) {
+        let die = self.div.blocks_per_die.quotient(block);
+        self.state[block as usize] = BlockState::Sealed;
+        self.sealed_at[block as usize] = self.sequence;
+        let d = &mut self.dies[die as usize];
+        self.sealed_pos[block as usize] = d.sealed_list.len() as u32;
+        d.sealed_list.push(block);
+        match self.policy {
+            GcPolicy::Greedy => self.buckets.insert(die, block, self.map.valid(block)),
+            GcPolicy::Fifo => d.sealed_fifo.push_back(block),
+            _ => {}
+        }
+    }
+
+    pub(super) fn unseal(&mut self, block: u32) {
+        let die = self.div.blocks_per_die.quotient(block);
+        let d = &mut self.dies[die as usize];
+        let pos = self.sealed_pos[block as usize];
+        debug_assert_ne!(pos, NONE);
+        let last = d.sealed_list.pop().expect("sealed list holds the block");
+        if last != block {
+            d.sealed_list[pos as usize] = last;
+            self.sealed_pos[last as usize] = pos;
+        }
+        self.sealed_pos[block as usize] = NONE;
+        match self.policy {
+            GcPolicy::Greedy => self.buckets.remove(die, block, self.map.valid(block)),
+            GcPolicy::Fifo => {
+                if d.sealed_fifo.front() == Some(&block) {
+                    d.sealed_fifo.pop_front();
+                } else if let Some(i) = d.sealed_fifo.iter().position(|&b| b == block) {
+                    d.sealed_fifo.remove(i);
+                }
+            }
+            _ => {}
+        }
+    }
+}
