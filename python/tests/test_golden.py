@@ -1,0 +1,27 @@
+"""Golden figures through the Python API: results a refactor must leave bit for bit as they are
+(issue 22, "Guards"). A change that moves them changes the model's results: it fails here and
+the new figures go in with the commit that explains why. The Rust side pins the steady-state
+digests and the 960 GB consistency run (crates/ssdlab-core/tests/golden.rs).
+
+The files under golden/ were written at f4e983d, the last commit before the renovation:
+golden/validate_quick.json is `ssdlab validate` (theory, physics, datasheet, --quick) of two
+presets, one client and one enterprise drive."""
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from ssdlab.validate import validate
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def test_validate_rows_are_unchanged():
+    rows = validate(["theory", "physics", "datasheet"], ["crucial-m500-120", "micron-p320h-175"], quick=True,
+                    progress=False)
+    got = json.dumps([asdict(r) | {"error_pct": r.error_pct} for r in rows], indent=2)
+    want = (GOLDEN / "validate_quick.json").read_text()
+    if got != want:
+        changed = [f"{a['group']} {a['item']}: {a['simulated']} (was {b['simulated']})"
+                   for a, b in zip(json.loads(got), json.loads(want)) if a != b]
+        raise AssertionError(f"validate rows moved ({len(changed)} of {len(rows)}): " + "; ".join(changed[:10]))
