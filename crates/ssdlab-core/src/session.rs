@@ -35,6 +35,16 @@ pub trait Source {
     /// (a source's own bookkeeping commands, such as a final flush, are not recorded).
     fn completed(&mut self, c: &Completion, now: SimTime) -> bool;
 
+    /// The session is about to process the next event: false ends it there (a harness that
+    /// stops a set number of steps after its last command).
+    fn may_step(&mut self) -> bool {
+        true
+    }
+
+    /// The device has processed an event; its completions follow (a data store applies the
+    /// FTL's map changes here, before it answers them).
+    fn stepped(&mut self, _dev: &mut Device) {}
+
     /// Intervals closed (measurement only); the device's clock is `now`.
     fn intervals_closed(&mut self, _rec: &Recorder, _now: SimTime) {}
 
@@ -109,6 +119,10 @@ impl Session {
                         self.clock = self.clock.max(until);
                         return false;
                     }
+                    if !source.may_step() {
+                        self.done = true;
+                        break;
+                    }
                     self.step(dev, source, e);
                 }
                 (None, None) | (Some(_), None) => {
@@ -135,6 +149,7 @@ impl Session {
             source.intervals_closed(&self.rec, dev.now());
         }
         dev.step();
+        source.stepped(dev);
         let now = dev.now();
         let measured = !self.ramping;
         for c in dev.drain_completions() {

@@ -32,8 +32,10 @@
 use crate::disk::{mount, DiskUnits};
 use crate::store::{DataStore, WriteData};
 use ssdlab_core::config::{DriveConfig, PowerLossProtection};
-use ssdlab_core::device::{Device, HostIo, IoKind};
+use ssdlab_core::device::{Completion, Device, HostIo, IoKind};
 use ssdlab_core::rng::Rng;
+use ssdlab_core::session::{Session, Source};
+use ssdlab_core::time::{SimTime, NS_PER_S};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -210,55 +212,31 @@ pub fn crashtest(
         dev.ftl.record_map_changes();
         let cut_at = 1 + rng.below(opts.commands_per_cycle as u64) as u32;
         let extra_steps = rng.below(64);
-        let mut flights: BTreeMap<u64, Flight> = BTreeMap::new();
-        let mut submitted = 0u32;
-        let mut steps_after = 0u64;
-        let mut tag = 0u64;
-        loop {
-            while submitted < cut_at && flights.len() < opts.queue_depth as usize {
-                let Some(f) = choose(
-                    &mut rng,
-                    span,
-                    &flights,
-                    &mut shadow,
-                    &mut next_version,
-                    unit,
-                ) else {
-                    break;
-                };
-                let (kind, fua) = (f.kind, f.fua);
-                let io = HostIo {
-                    kind,
-                    offset_bytes: f.first as u64 * unit as u64,
-                    length_bytes: f.units as u64 * unit as u64,
-                    fua,
-                    tag,
-                };
-                match kind {
-                    IoKind::Write if fua => report.fua_writes += 1,
-                    IoKind::Write => report.writes += 1,
-                    IoKind::Trim => report.trims += 1,
-                    _ => report.flushes += 1,
-                }
-                report.commands += 1;
-                flights.insert(tag, f);
-                tag += 1;
-                submitted += 1;
-                let now = dev.now();
-                dev.submit(io, now);
-            }
-            if submitted >= cut_at {
-                if steps_after >= extra_steps {
-                    break;
-                }
-                steps_after += 1;
-            }
-            let more = dev.step();
-            settle(&mut dev, &mut store, &mut flights, &mut shadow)?;
-            if !more && flights.is_empty() && submitted >= cut_at {
-                break;
-            }
+        let mut cycle_run = Cycle {
+            rng: &mut rng,
+            span,
+            unit,
+            queue_depth: opts.queue_depth as usize,
+            cut_at,
+            extra_steps,
+            shadow: &mut shadow,
+            next_version: &mut next_version,
+            report: &mut report,
+            store: &mut store,
+            flights: BTreeMap::new(),
+            pending: None,
+            submitted: 0,
+            steps_after: 0,
+            tag: 0,
+            error: None,
+        };
+        // The core's run loop (ssdlab_core::session) drives the cycle to its cut.
+        let mut session = Session::new(&dev, dev.now(), NS_PER_S);
+        session.advance(&mut dev, &mut cycle_run, SimTime(u64::MAX));
+        if let Some(e) = cycle_run.error.take() {
+            return Err(e);
         }
+        let mut flights = std::mem::take(&mut cycle_run.flights);
         settle(&mut dev, &mut store, &mut flights, &mut shadow)?;
         report.gc_units_copied += dev.ftl.counters.gc_units_copied;
         report.program_failures += dev.ftl.counters.program_failures;
@@ -452,6 +430,146 @@ fn choose(
     })
 }
 
+/// One cycle of the harness up to its cut, as a session's source: seeded commands, never two
+/// overlapping, up to the queue depth, until the cut's command; then `extra_steps` more steps.
+struct Cycle<'a> {
+    rng: &'a mut Rng,
+    span: u32,
+    unit: usize,
+    queue_depth: usize,
+    cut_at: u32,
+    extra_steps: u64,
+    shadow: &'a mut Shadow,
+    next_version: &'a mut u32,
+    report: &'a mut CrashReport,
+    store: &'a mut DataStore,
+    flights: BTreeMap<u64, Flight>,
+    /// The command chosen and not yet submitted.
+    pending: Option<Flight>,
+    submitted: u32,
+    steps_after: u64,
+    tag: u64,
+    /// The store failed: the cycle stops and the harness reports it.
+    error: Option<String>,
+}
+
+impl Source for Cycle<'_> {
+    fn next_submission(&mut self, now: SimTime) -> Option<SimTime> {
+        if self.submitted >= self.cut_at || self.flights.len() >= self.queue_depth {
+            return None;
+        }
+        if self.pending.is_none() {
+            self.pending = choose(
+                self.rng,
+                self.span,
+                &self.flights,
+                self.shadow,
+                self.next_version,
+                self.unit,
+            );
+        }
+        self.pending.as_ref().map(|_| now)
+    }
+
+    fn submit(&mut self, dev: &mut Device, at: SimTime) {
+        let f = self.pending.take().expect("a command chosen");
+        let (kind, fua) = (f.kind, f.fua);
+        let io = HostIo {
+            kind,
+            offset_bytes: f.first as u64 * self.unit as u64,
+            length_bytes: f.units as u64 * self.unit as u64,
+            fua,
+            tag: self.tag,
+        };
+        let r = &mut *self.report;
+        match kind {
+            IoKind::Write if fua => r.fua_writes += 1,
+            IoKind::Write => r.writes += 1,
+            IoKind::Trim => r.trims += 1,
+            _ => r.flushes += 1,
+        }
+        r.commands += 1;
+        self.flights.insert(self.tag, f);
+        self.tag += 1;
+        self.submitted += 1;
+        dev.submit(io, at);
+    }
+
+    fn outstanding(&self) -> u64 {
+        self.flights.len() as u64
+    }
+
+    /// After the cut's command, `extra_steps` more steps; a failed store stops at once.
+    fn may_step(&mut self) -> bool {
+        if self.error.is_some() {
+            return false;
+        }
+        if self.submitted >= self.cut_at {
+            if self.steps_after >= self.extra_steps {
+                return false;
+            }
+            self.steps_after += 1;
+        }
+        true
+    }
+
+    fn stepped(&mut self, dev: &mut Device) {
+        if let Err(e) = apply_map_changes(dev, self.store, &self.flights) {
+            self.error.get_or_insert(e);
+        }
+    }
+
+    fn completed(&mut self, c: &Completion, _now: SimTime) -> bool {
+        let f = self.flights.remove(&c.io.tag).expect("a known command");
+        account(self.shadow, f);
+        false
+    }
+
+    /// Nothing pending and nothing chosen: done once the cut's command is in (else choose
+    /// again).
+    fn at_rest(&mut self, _dev: &mut Device) -> bool {
+        self.submitted >= self.cut_at
+    }
+}
+
+/// Apply the FTL's map changes to the store (the data of writes in flight from `flights`).
+fn apply_map_changes(
+    dev: &mut Device,
+    store: &mut DataStore,
+    flights: &BTreeMap<u64, Flight>,
+) -> Result<(), String> {
+    if !dev.ftl.map_changes().is_empty() {
+        store
+            .apply(dev.ftl.drain_map_changes(), |tag| {
+                flights.get(&tag).and_then(|f| f.data.as_ref())
+            })
+            .map_err(|e| format!("store: {e}"))?;
+    }
+    Ok(())
+}
+
+/// A completed command in the shadow: what it acknowledged, and what a FLUSH or FUA made
+/// durable.
+fn account(shadow: &mut Shadow, f: Flight) {
+    match f.kind {
+        IoKind::Flush => {
+            let then = f.acked_then.expect("flush snapshot");
+            for (d, a) in shadow.durable.iter_mut().zip(then) {
+                *d = (*d).max(a);
+            }
+        }
+        _ => {
+            for (lba, &i) in (f.first..f.first + f.units).zip(&f.index) {
+                let l = lba as usize;
+                shadow.acked[l] = shadow.acked[l].max(i);
+                if f.fua {
+                    shadow.durable[l] = shadow.durable[l].max(i);
+                }
+            }
+        }
+    }
+}
+
 /// Apply the FTL's map changes to the store, then account completed commands in the shadow.
 fn settle(
     dev: &mut Device,
@@ -459,34 +577,10 @@ fn settle(
     flights: &mut BTreeMap<u64, Flight>,
     shadow: &mut Shadow,
 ) -> Result<(), String> {
-    if !dev.ftl.map_changes().is_empty() {
-        let fl = &*flights;
-        store
-            .apply(dev.ftl.drain_map_changes(), |tag| {
-                fl.get(&tag).and_then(|f| f.data.as_ref())
-            })
-            .map_err(|e| format!("store: {e}"))?;
-    }
+    apply_map_changes(dev, store, flights)?;
     let done: Vec<u64> = dev.drain_completions().map(|c| c.io.tag).collect();
     for tag in done {
-        let f = flights.remove(&tag).expect("a known command");
-        match f.kind {
-            IoKind::Flush => {
-                let then = f.acked_then.expect("flush snapshot");
-                for (d, a) in shadow.durable.iter_mut().zip(then) {
-                    *d = (*d).max(a);
-                }
-            }
-            _ => {
-                for (lba, &i) in (f.first..f.first + f.units).zip(&f.index) {
-                    let l = lba as usize;
-                    shadow.acked[l] = shadow.acked[l].max(i);
-                    if f.fua {
-                        shadow.durable[l] = shadow.durable[l].max(i);
-                    }
-                }
-            }
-        }
+        account(shadow, flights.remove(&tag).expect("a known command"));
     }
     Ok(())
 }
