@@ -15,6 +15,7 @@ from . import _ssdlab
 from .errors import SsdlabError
 from .job import Job
 from .progress import Progress
+from .results import JobSummary, ReplaySummary
 
 PRESET_PACKAGE = "ssdlab.presets"
 PRECONDITIONS = ("none", "secure-erase", "fill", "fast-fill")
@@ -65,16 +66,16 @@ class Result:
 
     Attributes
     ----------
-    summary : dict
+    summary : ssdlab.results.JobSummary
         Per operation (read/write/trim): ios, bytes, iops, mb_per_s, latency_us_{mean,
         stddev, min, p50, p90, p99, p99_9, p99_99, max}; and write_amplification,
-        gc_units_copied, blocks_erased, elapsed_s.
+        gc_units_copied, blocks_erased, elapsed_s (every key: ssdlab.results).
     series : pandas.DataFrame
         One row per interval: time_s, read/write IOPS and MB/s, mean latencies, NAND page
         programs, GC copies, free blocks at the interval's end.
     """
 
-    summary: dict
+    summary: JobSummary
     series: pd.DataFrame
     bins: dict = field(default_factory=dict)
 
@@ -134,14 +135,14 @@ class Result:
 class ReplayResult:
     """Storage-bench metrics of a replay.
 
-    summary : dict with "all" (reads and writes), "read", "write" and "trim", each: ios,
+    summary : ssdlab.results.ReplaySummary: "all" (reads and writes), "read", "write" and "trim", each: ios,
         bytes, iops, mb_per_s, latency_us_* (service time: mean, stddev, percentiles), busy_s,
         data_rate_mb_per_s; and requests, elapsed_s, write_amplification (after a final
         flush), final_flush_s, format, mode, notes (what the reader assumed or noticed).
     series : pandas.DataFrame, one row per interval (IOPS over time).
     """
 
-    summary: dict
+    summary: ReplaySummary
     series: pd.DataFrame
     bins: dict = field(default_factory=dict)
 

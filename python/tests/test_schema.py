@@ -41,3 +41,30 @@ def test_drive_figures_come_from_the_models_description():
     c = ceilings(_cfg("crucial-m500-120"))
     assert c["parts"]["link"] == 600e6 == description(_cfg("crucial-m500-120"))["link_line_bytes_per_s"]
     assert c["seq_read"] == min(c["parts"]["nand_read"], c["parts"]["bus"], c["parts"]["link"])
+
+
+def _check_shape(value: dict, shape, where: str) -> None:
+    """`value` has every required key of the TypedDict `shape`, and no key it does not name."""
+    keys = set(value)
+    required, optional = set(shape.__required_keys__), set(shape.__optional_keys__)
+    assert required <= keys, f"{where}: missing {sorted(required - keys)}"
+    assert keys <= required | optional, f"{where}: not in ssdlab.results: {sorted(keys - required - optional)}"
+
+
+def test_results_have_the_shapes_ssdlab_results_states(tmp_path):
+    from ssdlab import results
+
+    d = ssdlab.Drive.preset("crucial-m500-120")
+    d.precondition("fast-fill")
+    r = d.run(Job(rw="randrw", iodepth=4, number_ios=2000, ss="iops:5%", ss_dur_s=1))
+    _check_shape(r.summary, results.JobSummary, "job summary")
+    for op in ("read", "write", "trim"):
+        _check_shape(r.summary[op], results.OpSummary, op)
+    _check_shape(r.summary["faults"], results.FaultCounters, "faults")
+    _check_shape(r.summary["steady_state"], results.SteadyState, "steady_state")
+    trace = tmp_path / "t.trace"
+    trace.write_text("".join(f"{i * 100_000} 0 {i * 64} 8 {i % 2}\n" for i in range(200)))
+    rr = d.replay([str(trace)], "afap")
+    _check_shape(rr.summary, results.ReplaySummary, "replay summary")
+    for cls in ("all", "read", "write", "trim"):
+        _check_shape(rr.summary[cls], results.ClassSummary, cls)
