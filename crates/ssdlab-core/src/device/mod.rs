@@ -26,7 +26,7 @@ use crate::ftl::Ftl;
 use crate::host::HostInterface;
 use crate::nand::Nand;
 use crate::sim::Kernel;
-use crate::time::{SimDuration, SimTime};
+use crate::time::SimTime;
 pub use buffer::WriteBuffer;
 pub use command::{Completion, HostIo, IoKind};
 use controller::{Backend, Controller};
@@ -65,8 +65,6 @@ pub struct Device {
     kernel: Kernel<Event>,
     controller: Controller,
     sched: Scheduler,
-    /// Idle time before background collection starts.
-    gc_idle: SimDuration,
     /// Jobs with random streams started on this drive so far (each gets its own stream).
     jobs_started: u64,
     /// Steps checked so far (the `verify` feature).
@@ -86,7 +84,6 @@ impl Device {
             kernel: Kernel::default(),
             controller: Controller::new(config, &geometry),
             sched: Device::scheduler(config, &geometry),
-            gc_idle: SimDuration::from_us(config.ftl.gc_background_idle_us),
             jobs_started: 0,
             #[cfg(feature = "verify")]
             steps_verified: 0,
@@ -174,21 +171,13 @@ impl Device {
             self.run_until(until);
             return;
         }
-        let from = self.controller.idle_since.max(self.now()) + self.gc_idle;
+        let from = self.controller.idle_since.max(self.now()) + self.ftl.gc_idle_delay();
         loop {
-            // Next background decision: the die that can start soonest, with work to do.
-            let mut best: Option<(SimTime, u32)> = None;
-            for die in 0..self.geometry.dies {
-                if !self.ftl.background_work_pending(die) {
-                    continue;
-                }
-                if let Some(at) = self.sched.die_idle_from(die) {
-                    let at = at.max(from).max(self.now());
-                    if best.is_none_or(|(t, _)| at < t) {
-                        best = Some((at, die));
-                    }
-                }
-            }
+            // Next background decision: the collector's, for the die that can start soonest.
+            let now = self.now();
+            let best = self
+                .ftl
+                .gc_on_idle(from.max(now), |die| self.sched.die_idle_from(die));
             match (best, self.next_event_time()) {
                 (_, Some(t)) if t < until && best.is_none_or(|(b, _)| t <= b) => {
                     self.step();

@@ -1,4 +1,5 @@
 use super::*;
+use crate::time::SimDuration;
 use crate::config::DriveConfig;
 use crate::workload::{run_job, Job, JobResult};
 

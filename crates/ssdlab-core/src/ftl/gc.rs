@@ -8,44 +8,47 @@ impl Ftl {
     /// die is short of free blocks, copy victim data in proportion to host writes
     /// (v / (capacity - v) units per host unit), so a victim is freed by the time the host has
     /// filled the space it gives back.
-    pub(super) fn collect_after_host_program<S: NandSink>(&mut self, die: u32, sink: &mut S) {
+    pub(super) fn gc_after_host_program<S: NandSink>(&mut self, die: u32, sink: &mut S) {
         if matches!(
-            self.fg_mode,
+            self.collector.schedule.mode,
             GcForegroundMode::OnDemand | GcForegroundMode::Deferred
         ) {
             return;
         }
         let dix = die as usize;
-        if self.dies[dix].victim == NONE
-            && (self.dies[dix].free.len() >= self.fg_free_min || !self.select_victim(die))
+        if self.collector.dies[dix].victim == NONE
+            && (self.dies[dix].free.len() >= self.collector.schedule.fg_free_min
+                || !self.select_victim(die))
         {
             return;
         }
-        self.dies[dix].gc_credit += self.geometry.units_per_pu as f64 * self.dies[dix].gc_ratio;
-        if self.fg_mode == GcForegroundMode::Burst {
+        self.collector.dies[dix].gc_credit +=
+            self.geometry.units_per_pu as f64 * self.collector.dies[dix].gc_ratio;
+        if self.collector.schedule.mode == GcForegroundMode::Burst {
             // Same average pace, victim-sized bites: once the credit covers the victim's
             // valid data, collect all of it at once; host programs on the die wait behind it.
-            let victim = self.dies[dix].victim;
-            if self.dies[dix].gc_credit >= self.map.valid(victim) as f64 {
-                while self.dies[dix].victim == victim {
+            let victim = self.collector.dies[dix].victim;
+            if self.collector.dies[dix].gc_credit >= self.map.valid(victim) as f64 {
+                while self.collector.dies[dix].victim == victim {
                     let copied = self.collect_step(die, sink);
-                    self.dies[dix].gc_credit -= copied as f64;
+                    self.collector.dies[dix].gc_credit -= copied as f64;
                 }
-                if self.dies[dix].free.len() >= self.fg_free_min {
-                    self.dies[dix].gc_credit = 0.0;
+                if self.dies[dix].free.len() >= self.collector.schedule.fg_free_min {
+                    self.collector.dies[dix].gc_credit = 0.0;
                 } else {
                     self.select_victim(die);
                 }
             }
             return;
         }
-        while self.dies[dix].victim != NONE && self.dies[dix].gc_credit > 0.0 {
+        while self.collector.dies[dix].victim != NONE && self.collector.dies[dix].gc_credit > 0.0 {
             let copied = self.collect_step(die, sink);
-            self.dies[dix].gc_credit -= copied as f64;
-            if self.dies[dix].victim == NONE
-                && (self.dies[dix].free.len() >= self.fg_free_min || !self.select_victim(die))
+            self.collector.dies[dix].gc_credit -= copied as f64;
+            if self.collector.dies[dix].victim == NONE
+                && (self.dies[dix].free.len() >= self.collector.schedule.fg_free_min
+                    || !self.select_victim(die))
             {
-                self.dies[dix].gc_credit = 0.0;
+                self.collector.dies[dix].gc_credit = 0.0;
                 break;
             }
         }
@@ -56,10 +59,10 @@ impl Ftl {
     /// with the die down to its last free blocks, collect every die up to
     /// `gc_deferred_free_blocks_target`. The flash work is queued ahead of the host programs
     /// that follow, so host writes wait behind it.
-    pub(super) fn collect_before_host_block<S: NandSink>(&mut self, die: u32, sink: &mut S) {
-        match self.fg_mode {
+    pub(super) fn gc_before_host_block<S: NandSink>(&mut self, die: u32, sink: &mut S) {
+        match self.collector.schedule.mode {
             GcForegroundMode::OnDemand => {
-                while self.dies[die as usize].free.len() < self.fg_free_min {
+                while self.dies[die as usize].free.len() < self.collector.schedule.fg_free_min {
                     if !self.collect_one_step(die, sink) {
                         break;
                     }
@@ -74,11 +77,12 @@ impl Ftl {
                         continue;
                     }
                     // Bounded: a die whose sealed blocks are all full cannot gain blocks.
-                    let victims_max = self.dies[d as usize].victim_selections
+                    let victims_max = self.collector.dies[d as usize].victim_selections
                         + self.geometry.blocks_per_die as u64;
-                    while (self.dies[d as usize].free.len() < self.deferred_free_target
-                        || self.dies[d as usize].victim != NONE)
-                        && self.dies[d as usize].victim_selections <= victims_max
+                    while (self.dies[d as usize].free.len()
+                        < self.collector.schedule.deferred_free_target
+                        || self.collector.dies[d as usize].victim != NONE)
+                        && self.collector.dies[d as usize].victim_selections <= victims_max
                     {
                         if !self.collect_one_step(d, sink) {
                             break;
@@ -92,38 +96,72 @@ impl Ftl {
 
     /// One step of collection on `die` regardless of pacing. False if there is nothing to collect.
     pub(super) fn collect_one_step<S: NandSink>(&mut self, die: u32, sink: &mut S) -> bool {
-        if self.dies[die as usize].victim == NONE && !self.select_victim(die) {
+        if self.collector.dies[die as usize].victim == NONE && !self.select_victim(die) {
             return false;
         }
         self.collect_step(die, sink);
         true
     }
 
+    /// Idle time (the schedule's third hook): the next background collection step, as (when,
+    /// die): of the dies with work to do (below `gc_background_free_blocks_target`, or a
+    /// victim under way), the one that can start soonest, no earlier than `from` (the end of
+    /// the idle timer). `die_idle_from(die)`: when the die's queue is empty and its array free
+    /// (None while it is busy). Collect with [`Ftl::collect_background_step`].
+    pub fn gc_on_idle(
+        &self,
+        from: SimTime,
+        die_idle_from: impl Fn(u32) -> Option<SimTime>,
+    ) -> Option<(SimTime, u32)> {
+        let mut best: Option<(SimTime, u32)> = None;
+        for die in 0..self.geometry.dies {
+            if !self.background_work_pending(die) {
+                continue;
+            }
+            if let Some(at) = die_idle_from(die) {
+                let at = at.max(from);
+                if best.is_none_or(|(t, _)| at < t) {
+                    best = Some((at, die));
+                }
+            }
+        }
+        best
+    }
+
+    /// Idle time a drive waits before background collection starts (`ftl.gc_background_idle_us`).
+    pub fn gc_idle_delay(&self) -> crate::time::SimDuration {
+        self.collector.schedule.idle
+    }
+
     /// Background collection when the drive is idle: one step on `die` if it is below the
     /// background target. Returns whether it did anything.
     pub fn collect_background_step<S: NandSink>(&mut self, die: u32, sink: &mut S) -> bool {
-        let d = &self.dies[die as usize];
-        if d.victim == NONE && d.free.len() >= self.bg_free_target {
+        let free = self.dies[die as usize].free.len();
+        if self.collector.dies[die as usize].victim == NONE
+            && free >= self.collector.schedule.bg_free_target
+        {
             return false;
         }
         self.collect_one_step(die, sink)
     }
 
-    pub fn background_work_pending(&self, die: u32) -> bool {
-        let d = &self.dies[die as usize];
-        die != self.failed_die && (d.victim != NONE || d.free.len() < self.bg_free_target)
+    fn background_work_pending(&self, die: u32) -> bool {
+        let free = self.dies[die as usize].free.len();
+        die != self.failed_die
+            && (self.collector.dies[die as usize].victim != NONE
+                || free < self.collector.schedule.bg_free_target)
     }
 
     fn select_victim(&mut self, die: u32) -> bool {
         let dix = die as usize;
-        if self.dies[dix].sealed_list.is_empty() {
+        if self.collector.dies[dix].sealed_list.is_empty() {
             return false;
         }
-        self.dies[dix].victim_selections += 1;
+        self.collector.dies[dix].victim_selections += 1;
         let mut wear_leveling = false;
         // A block marked for retirement goes first: its data moves off failing flash.
         let retiring = loop {
-            match self.dies[dix].retiring.pop() {
+            match self.collector.dies[dix].retiring.pop() {
                 Some(b) if self.state[b as usize] == BlockState::Sealed => break Some(b),
                 Some(_) => continue, // already collected as an ordinary victim
                 None => break None,
@@ -135,17 +173,21 @@ impl Ftl {
             b
         }) {
             Some(b) => b,
-            None => match self.policy {
-                GcPolicy::Greedy => self.buckets.min(die).expect("sealed blocks are in buckets"),
-                GcPolicy::Fifo => *self.dies[dix]
+            None => match self.collector.policy.kind {
+                GcPolicy::Greedy => self
+                    .collector
+                    .buckets
+                    .min(die)
+                    .expect("sealed blocks are in buckets"),
+                GcPolicy::Fifo => *self.collector.dies[dix]
                     .sealed_fifo
                     .front()
                     .expect("sealed blocks are queued"),
                 GcPolicy::DChoices => {
-                    let list = &self.dies[dix].sealed_list;
-                    let mut best = list[self.rng.below(list.len() as u64) as usize];
-                    for _ in 1..self.d_choices {
-                        let b = list[self.rng.below(list.len() as u64) as usize];
+                    let list = &self.collector.dies[dix].sealed_list;
+                    let mut best = list[self.collector.rng.below(list.len() as u64) as usize];
+                    for _ in 1..self.collector.policy.d_choices {
+                        let b = list[self.collector.rng.below(list.len() as u64) as usize];
                         if self.map.valid(b) < self.map.valid(best) {
                             best = b;
                         }
@@ -159,7 +201,7 @@ impl Ftl {
         self.state[block as usize] = BlockState::Victim;
         let v = self.map.valid(block);
         let capacity = self.geometry.data_units_per_block;
-        let d = &mut self.dies[dix];
+        let d = &mut self.collector.dies[dix];
         d.victim = block;
         d.victim_cursor = 0;
         d.victim_for_wear_leveling = wear_leveling;
@@ -180,7 +222,7 @@ impl Ftl {
         let capacity = self.geometry.data_units_per_block as f64;
         let mut best = NONE;
         let mut best_score = f64::NEG_INFINITY;
-        for &b in &self.dies[die as usize].sealed_list {
+        for &b in &self.collector.dies[die as usize].sealed_list {
             let u = self.map.valid(b) as f64 / capacity;
             let age = self.sequence.wrapping_sub(self.sealed_at[b as usize]) as f64 + 1.0;
             let score = if u == 0.0 {
@@ -199,8 +241,8 @@ impl Ftl {
     /// Static wear levelling: every 16th selection, if the die's erase-count spread is past the
     /// threshold, the least-worn sealed block (cold data) is collected instead.
     fn coldest_if_spread_exceeded(&self, die: u32) -> Option<u32> {
-        let d = &self.dies[die as usize];
-        if self.static_spread_max == 0 || !d.victim_selections.is_multiple_of(16) {
+        let d = &self.collector.dies[die as usize];
+        if self.collector.policy.static_spread_max == 0 || !d.victim_selections.is_multiple_of(16) {
             return None;
         }
         let first = die * self.geometry.blocks_per_die;
@@ -211,7 +253,8 @@ impl Ftl {
             .sealed_list
             .iter()
             .min_by_key(|&&b| (self.erase_count[b as usize], b))?;
-        (max - self.erase_count[coldest as usize] > self.static_spread_max).then_some(coldest)
+        (max - self.erase_count[coldest as usize] > self.collector.policy.static_spread_max)
+            .then_some(coldest)
     }
 
     /// Copy up to one PU of valid units out of `die`'s victim; erase it when it is empty.
@@ -220,14 +263,14 @@ impl Ftl {
         let g = &self.geometry;
         let (units_per_block, units_per_pu) = (g.units_per_block, g.units_per_pu);
         let dix = die as usize;
-        let victim = self.dies[dix].victim;
+        let victim = self.collector.dies[dix].victim;
         let base = victim * units_per_block;
         let mut copied = 0;
-        while self.dies[dix].victim_cursor < units_per_block && copied < units_per_pu {
+        while self.collector.dies[dix].victim_cursor < units_per_block && copied < units_per_pu {
             // The valid units of one source PU, up to the room left in this step: one
             // (multi-plane) read for them. Their map entries start loading now, so the cache
             // misses overlap.
-            let cursor = self.dies[dix].victim_cursor;
+            let cursor = self.collector.dies[dix].victim_cursor;
             let pu_end = (cursor / units_per_pu + 1) * units_per_pu;
             let room = units_per_pu - copied;
             // Branch-free: whether a unit is valid follows no pattern, so a branch on it
@@ -242,7 +285,7 @@ impl Ftl {
                 n += (lba != UNMAPPED) as usize;
                 c += 1;
             }
-            self.dies[dix].victim_cursor = c;
+            self.collector.dies[dix].victim_cursor = c;
             // Start loading the map entries of the next source PU too: the next step on this
             // die finds them in cache instead of waiting for memory (the map outgrows the
             // caches by far on large drives).
@@ -281,12 +324,12 @@ impl Ftl {
             self.scratch = valid;
             copied += n as u32;
         }
-        if self.dies[dix].victim_for_wear_leveling {
+        if self.collector.dies[dix].victim_for_wear_leveling {
             self.counters.wear_leveling_units_copied += copied as u64;
         } else {
             self.counters.gc_units_copied += copied as u64;
         }
-        if self.dies[dix].victim_cursor == units_per_block {
+        if self.collector.dies[dix].victim_cursor == units_per_block {
             self.erase_victim(die, sink);
         }
         copied
@@ -294,7 +337,7 @@ impl Ftl {
 
     fn erase_victim<S: NandSink>(&mut self, die: u32, sink: &mut S) {
         let dix = die as usize;
-        let block = self.dies[dix].victim;
+        let block = self.collector.dies[dix].victim;
         assert_eq!(
             self.map.valid(block),
             0,
@@ -318,7 +361,7 @@ impl Ftl {
             new_ppn: if retire { BLOCK_RETIRED } else { UNMAPPED },
             tag: TAG_ERASE,
         });
-        let d = &mut self.dies[dix];
+        let d = &mut self.collector.dies[dix];
         d.victim = NONE;
         d.victim_cursor = 0;
         if retire {

@@ -16,6 +16,7 @@
 //! mapping units (4 KiB by default). A physical unit number (ppn) is
 //! `(die * blocks_per_die + block) * units_per_block + pu * units_per_pu + slot`.
 
+mod collector;
 mod gc;
 mod map;
 mod mount;
@@ -29,11 +30,11 @@ use crate::config::{FtlConfig, GcForegroundMode, GcPolicy, Geometry};
 use crate::divisor::Divisor;
 use crate::rng::Rng;
 use crate::time::SimTime;
+use collector::Collector;
 pub use map::{Map, Unmapped};
 pub use mount::{MountReport, Recovered};
 pub use persist::Persistence;
-use std::collections::VecDeque;
-use victim::{Buckets, FreePool};
+use victim::FreePool;
 
 /// Marks an unmapped logical unit (in `l2p`) or a physical unit holding no valid data (`p2l`).
 pub const UNMAPPED: u32 = u32::MAX;
@@ -158,42 +159,20 @@ enum Stream {
     Gc,
 }
 
+/// One die's blocks as placement sees them: its free pool and its two open blocks.
 #[derive(Clone, Debug)]
 struct Die {
     free: FreePool,
     host: OpenBlock,
     gc: OpenBlock,
-    victim: u32,
-    /// Next unit of the victim to examine.
-    victim_cursor: u32,
-    /// Units of GC copying owed to keep up with host writes.
-    gc_credit: f64,
-    /// Units to copy per host unit written, for the current victim: v / (capacity - v).
-    gc_ratio: f64,
-    sealed_fifo: VecDeque<u32>,
-    /// Sealed blocks in no particular order (d-choices, cost-benefit, static levelling).
-    sealed_list: Vec<u32>,
-    /// Sealed blocks marked for retirement, collected before any other victim.
-    retiring: Vec<u32>,
-    victim_selections: u64,
-    /// The current victim was chosen by static wear levelling, not by the GC policy.
-    victim_for_wear_leveling: bool,
 }
 
 impl Die {
-    /// Power-on or secure erase: `free` is the die's free pool; nothing open, no victim.
+    /// Power-on or secure erase: `free` is the die's free pool; nothing open.
     fn reset(&mut self, free: FreePool) {
         self.free = free;
         self.host = NO_OPEN_BLOCK;
         self.gc = NO_OPEN_BLOCK;
-        self.victim = NONE;
-        self.victim_cursor = 0;
-        self.gc_credit = 0.0;
-        self.gc_ratio = 0.0;
-        self.sealed_fifo.clear();
-        self.sealed_list.clear();
-        self.retiring.clear();
-        self.victim_for_wear_leveling = false;
     }
 
     fn open(&mut self, stream: Stream) -> &mut OpenBlock {
@@ -287,13 +266,8 @@ struct Divisors {
 pub struct Ftl {
     pub geometry: Geometry,
     div: Divisors,
-    policy: GcPolicy,
-    d_choices: u32,
-    fg_free_min: u32,
-    fg_mode: GcForegroundMode,
-    bg_free_target: u32,
-    deferred_free_target: u32,
-    static_spread_max: u32,
+    /// Garbage collection's state: victim policy and candidates, schedule, each die's victim.
+    collector: Collector,
     /// Blocks 0..this of each die are held back (defect reserve, then the metadata blocks)
     /// and never hold user data.
     reserved_blocks_per_die: u32,
@@ -306,12 +280,10 @@ pub struct Ftl {
     sealed_at: Vec<u32>,
     /// Index in its die's sealed_list, or NONE.
     sealed_pos: Vec<u32>,
-    buckets: Buckets,
     dies: Vec<Die>,
     /// Die receiving the next host PU (host data is striped PU by PU across dies).
     host_die: u32,
     sequence: u32,
-    rng: Rng,
     /// Room for one PU's physical unit numbers (garbage collection's valid units).
     scratch: Vec<u32>,
     pub counters: FtlCounters,
@@ -364,32 +336,16 @@ impl Ftl {
         let g = geometry.clone();
         let blocks = (g.dies * g.blocks_per_die) as usize;
         let mut ftl = Ftl {
-            policy: cfg.gc_policy,
-            d_choices: cfg.gc_d_choices,
-            fg_free_min: cfg.gc_foreground_free_blocks_min,
-            fg_mode: cfg.gc_foreground_mode,
-            bg_free_target: cfg.gc_background_free_blocks_target,
-            deferred_free_target: cfg.gc_deferred_free_blocks_target,
-            static_spread_max: cfg.wear_leveling_static_spread_max,
+            collector: Collector::new(cfg, &g, seed),
             reserved_blocks_per_die: cfg.reserved_blocks_per_die + cfg.map_blocks_per_die,
             map: Map::new(&g),
             erase_count: vec![0; blocks],
             state: vec![BlockState::Free; blocks],
             sealed_at: vec![0; blocks],
             sealed_pos: vec![NONE; blocks],
-            buckets: Buckets::new(
-                if cfg.gc_policy == GcPolicy::Greedy {
-                    g.dies
-                } else {
-                    0
-                },
-                g.data_units_per_block,
-                blocks,
-            ),
             dies: Vec::with_capacity(g.dies as usize),
             host_die: 0,
             sequence: 0,
-            rng: Rng::derive(seed, "ftl.gc"),
             scratch: vec![0; g.units_per_pu as usize],
             counters: FtlCounters::default(),
             persist: Persistence::new(cfg, &g),
@@ -427,15 +383,6 @@ impl Ftl {
                 free,
                 host: NO_OPEN_BLOCK,
                 gc: NO_OPEN_BLOCK,
-                victim: NONE,
-                victim_cursor: 0,
-                gc_credit: 0.0,
-                gc_ratio: 0.0,
-                sealed_fifo: VecDeque::new(),
-                sealed_list: Vec::new(),
-                retiring: Vec::new(),
-                victim_selections: 0,
-                victim_for_wear_leveling: false,
             });
         }
         for die in 0..ftl.geometry.dies {
@@ -556,7 +503,7 @@ impl Ftl {
             .unwrap_or(true);
         self.map.clear(true);
         self.sealed_pos.fill(NONE);
-        self.buckets.clear();
+        self.collector.buckets.clear();
         self.host_die = 0;
         let reserved = self.reserved_blocks_per_die;
         self.persist.reset();
@@ -579,6 +526,7 @@ impl Ftl {
                 free.push(b, self.erase_count[b as usize]);
             }
             d.reset(free);
+            self.collector.dies[die as usize].reset();
         }
     }
 

@@ -80,7 +80,7 @@ impl Ftl {
         self.sealed_at.fill(0);
         self.retiring.fill(false);
         self.retired_per_die.fill(0);
-        self.buckets.clear();
+        self.collector.buckets.clear();
         self.host_die = 0;
         self.sequence = 0;
         self.counters = FtlCounters::default();
@@ -168,6 +168,7 @@ impl Ftl {
             }
             partial.sort_unstable_by(|a, b| b.cmp(a));
             self.dies[die as usize].reset(free);
+            self.collector.dies[die as usize].reset();
             for (i, &(_, block, next_pu)) in partial.iter().enumerate() {
                 let open = OpenBlock {
                     block,

@@ -13,9 +13,13 @@ impl Ftl {
         let Some(u) = self.map.unmap(lba) else {
             return;
         };
-        if self.sealed_pos[u.block as usize] != NONE && self.policy == GcPolicy::Greedy {
+        if self.sealed_pos[u.block as usize] != NONE
+            && self.collector.policy.kind == GcPolicy::Greedy
+        {
             let die = self.div.blocks_per_die.quotient(u.block);
-            self.buckets.move_down(die, u.block, u.valid_before);
+            self.collector
+                .buckets
+                .move_down(die, u.block, u.valid_before);
         }
     }
 
@@ -113,7 +117,7 @@ impl Ftl {
         }
         if stream == Stream::Host {
             self.host_die = self.next_host_die(die);
-            self.collect_after_host_program(die, sink);
+            self.gc_after_host_program(die, sink);
         }
     }
 
@@ -178,7 +182,7 @@ impl Ftl {
                 return; // the program is retried in place (no spare left to retire into)
             }
             self.retiring[block as usize] = true;
-            self.dies[die as usize].retiring.push(block);
+            self.collector.dies[die as usize].retiring.push(block);
         }
         let ob = self.dies[die as usize].open(stream);
         if ob.block == block {
@@ -201,7 +205,7 @@ impl Ftl {
     #[inline(never)]
     pub(super) fn allocate_block<S: NandSink>(&mut self, die: u32, stream: Stream, sink: &mut S) {
         if stream == Stream::Host {
-            self.collect_before_host_block(die, sink);
+            self.gc_before_host_block(die, sink);
             // Keep one block for the collector: the host may not take the last one.
             while self.dies[die as usize].free.len() < 2 {
                 if !self.collect_one_step(die, sink) {
@@ -228,11 +232,12 @@ impl Ftl {
         let die = self.div.blocks_per_die.quotient(block);
         self.state[block as usize] = BlockState::Sealed;
         self.sealed_at[block as usize] = self.sequence;
-        let d = &mut self.dies[die as usize];
+        let c = &mut self.collector;
+        let d = &mut c.dies[die as usize];
         self.sealed_pos[block as usize] = d.sealed_list.len() as u32;
         d.sealed_list.push(block);
-        match self.policy {
-            GcPolicy::Greedy => self.buckets.insert(die, block, self.map.valid(block)),
+        match c.policy.kind {
+            GcPolicy::Greedy => c.buckets.insert(die, block, self.map.valid(block)),
             GcPolicy::Fifo => d.sealed_fifo.push_back(block),
             _ => {}
         }
@@ -240,7 +245,8 @@ impl Ftl {
 
     pub(super) fn unseal(&mut self, block: u32) {
         let die = self.div.blocks_per_die.quotient(block);
-        let d = &mut self.dies[die as usize];
+        let c = &mut self.collector;
+        let d = &mut c.dies[die as usize];
         let pos = self.sealed_pos[block as usize];
         debug_assert_ne!(pos, NONE);
         let last = d.sealed_list.pop().expect("sealed list holds the block");
@@ -249,8 +255,8 @@ impl Ftl {
             self.sealed_pos[last as usize] = pos;
         }
         self.sealed_pos[block as usize] = NONE;
-        match self.policy {
-            GcPolicy::Greedy => self.buckets.remove(die, block, self.map.valid(block)),
+        match c.policy.kind {
+            GcPolicy::Greedy => c.buckets.remove(die, block, self.map.valid(block)),
             GcPolicy::Fifo => {
                 if d.sealed_fifo.front() == Some(&block) {
                     d.sealed_fifo.pop_front();

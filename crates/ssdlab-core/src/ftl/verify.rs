@@ -39,7 +39,7 @@ impl Ftl {
                     d.free.len()
                 ));
             }
-            for &b in &d.sealed_list {
+            for &b in &self.collector.dies[die].sealed_list {
                 if self.state[b as usize] != BlockState::Sealed {
                     return Err(format!(
                         "block {b} listed as sealed in state {:?}",
@@ -48,8 +48,9 @@ impl Ftl {
                 }
             }
         }
-        if self.policy == GcPolicy::Greedy {
-            self.buckets
+        if self.collector.policy.kind == GcPolicy::Greedy {
+            self.collector
+                .buckets
                 .verify(self.map.valid_counts(), &self.sealed_pos)?;
         }
         Ok(())
