@@ -1,6 +1,6 @@
 use super::*;
-use crate::time::SimDuration;
 use crate::config::DriveConfig;
+use crate::time::SimDuration;
 use crate::workload::{run_job, Job, JobResult};
 
 fn example() -> DriveConfig {

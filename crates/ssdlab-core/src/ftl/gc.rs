@@ -162,7 +162,7 @@ impl Ftl {
         // A block marked for retirement goes first: its data moves off failing flash.
         let retiring = loop {
             match self.collector.dies[dix].retiring.pop() {
-                Some(b) if self.state[b as usize] == BlockState::Sealed => break Some(b),
+                Some(b) if self.blocks.state[b as usize] == BlockState::Sealed => break Some(b),
                 Some(_) => continue, // already collected as an ordinary victim
                 None => break None,
             }
@@ -198,7 +198,7 @@ impl Ftl {
             },
         };
         self.unseal(block);
-        self.state[block as usize] = BlockState::Victim;
+        self.blocks.state[block as usize] = BlockState::Victim;
         let v = self.map.valid(block);
         let capacity = self.geometry.data_units_per_block;
         let d = &mut self.collector.dies[dix];
@@ -224,7 +224,10 @@ impl Ftl {
         let mut best_score = f64::NEG_INFINITY;
         for &b in &self.collector.dies[die as usize].sealed_list {
             let u = self.map.valid(b) as f64 / capacity;
-            let age = self.sequence.wrapping_sub(self.sealed_at[b as usize]) as f64 + 1.0;
+            let age = self
+                .sequence
+                .wrapping_sub(self.blocks.sealed_at[b as usize]) as f64
+                + 1.0;
             let score = if u == 0.0 {
                 f64::INFINITY
             } else {
@@ -247,13 +250,13 @@ impl Ftl {
         }
         let first = die * self.geometry.blocks_per_die;
         let max = (first..first + self.geometry.blocks_per_die)
-            .map(|b| self.erase_count[b as usize])
+            .map(|b| self.blocks.erase_count[b as usize])
             .max()?;
         let coldest = *d
             .sealed_list
             .iter()
-            .min_by_key(|&&b| (self.erase_count[b as usize], b))?;
-        (max - self.erase_count[coldest as usize] > self.collector.policy.static_spread_max)
+            .min_by_key(|&&b| (self.blocks.erase_count[b as usize], b))?;
+        (max - self.blocks.erase_count[coldest as usize] > self.collector.policy.static_spread_max)
             .then_some(coldest)
     }
 
@@ -344,9 +347,9 @@ impl Ftl {
             "victim {block} erased with valid data"
         );
         // A block marked for retirement is not erased; an erase may fail (see crate::faults).
-        let retire = self.retiring[block as usize] || {
+        let retire = self.blocks.retiring[block as usize] || {
             sink.erase(die, true);
-            self.erase_count[block as usize] += 1;
+            self.blocks.erase_count[block as usize] += 1;
             self.counters.blocks_erased += 1;
             let failed = self.erase_fail > 0.0 && self.fault_rng.unit_f64() < self.erase_fail;
             self.counters.erase_failures += failed as u64;
@@ -365,12 +368,12 @@ impl Ftl {
         d.victim = NONE;
         d.victim_cursor = 0;
         if retire {
-            self.retiring[block as usize] = false;
-            self.state[block as usize] = BlockState::Retired;
+            self.blocks.retiring[block as usize] = false;
+            self.blocks.state[block as usize] = BlockState::Retired;
             self.counters.grown_bad_blocks += 1;
         } else {
-            self.state[block as usize] = BlockState::Free;
-            let ec = self.erase_count[block as usize];
+            self.blocks.state[block as usize] = BlockState::Free;
+            let ec = self.blocks.erase_count[block as usize];
             self.dies[dix].free.push(block, ec);
         }
     }

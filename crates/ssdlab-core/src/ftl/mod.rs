@@ -16,6 +16,7 @@
 //! mapping units (4 KiB by default). A physical unit number (ppn) is
 //! `(die * blocks_per_die + block) * units_per_block + pu * units_per_pu + slot`.
 
+mod blocks;
 mod collector;
 mod gc;
 mod map;
@@ -30,6 +31,7 @@ use crate::config::{FtlConfig, GcForegroundMode, GcPolicy, Geometry};
 use crate::divisor::Divisor;
 use crate::rng::Rng;
 use crate::time::SimTime;
+use blocks::Blocks;
 use collector::Collector;
 pub use map::{Map, Unmapped};
 pub use mount::{MountReport, Recovered};
@@ -274,12 +276,8 @@ pub struct Ftl {
     /// The map: L2P and P2L, valid counts per block, PU sequence numbers, the journal of map
     /// changes.
     map: Map,
-    erase_count: Vec<u32>,
-    state: Vec<BlockState>,
-    /// Sequence number when the block was sealed (age for cost-benefit).
-    sealed_at: Vec<u32>,
-    /// Index in its die's sealed_list, or NONE.
-    sealed_pos: Vec<u32>,
+    /// Each block's state, wear, sealing and retirement.
+    blocks: Blocks,
     dies: Vec<Die>,
     /// Die receiving the next host PU (host data is striped PU by PU across dies).
     host_die: u32,
@@ -294,12 +292,6 @@ pub struct Ftl {
     program_fail: f64,
     erase_fail: f64,
     fault_rng: Rng,
-    retiring: Vec<bool>,
-    /// Per die: blocks retired or marked, and how many it may retire while keeping the blocks
-    /// its data and the collector need; past that a failed block stays in service (the
-    /// spare area is spent, as at a real drive's end of life).
-    retired_per_die: Vec<u32>,
-    retire_limit: u32,
     /// A failed die (NONE: none): host data goes to the others.
     failed_die: u32,
 }
@@ -334,15 +326,11 @@ impl Ftl {
     /// Build the FTL of a validated configuration; every table is allocated here, once.
     pub fn new(cfg: &FtlConfig, geometry: &Geometry, seed: u64) -> Ftl {
         let g = geometry.clone();
-        let blocks = (g.dies * g.blocks_per_die) as usize;
         let mut ftl = Ftl {
             collector: Collector::new(cfg, &g, seed),
             reserved_blocks_per_die: cfg.reserved_blocks_per_die + cfg.map_blocks_per_die,
             map: Map::new(&g),
-            erase_count: vec![0; blocks],
-            state: vec![BlockState::Free; blocks],
-            sealed_at: vec![0; blocks],
-            sealed_pos: vec![NONE; blocks],
+            blocks: Blocks::new(cfg, &g),
             dies: Vec::with_capacity(g.dies as usize),
             host_die: 0,
             sequence: 0,
@@ -352,18 +340,7 @@ impl Ftl {
             program_fail: 0.0,
             erase_fail: 0.0,
             fault_rng: Rng::new(0),
-            retiring: vec![false; blocks],
-            retired_per_die: vec![0; g.dies as usize],
             failed_die: NONE,
-            retire_limit: {
-                let usable =
-                    g.blocks_per_die - cfg.reserved_blocks_per_die - cfg.map_blocks_per_die;
-                let data =
-                    (g.logical_units / g.dies as u64).div_ceil(g.data_units_per_block as u64);
-                (usable as u64).saturating_sub(data + cfg.gc_foreground_free_blocks_min as u64 + 4)
-                    as u32
-                    / 2
-            },
             div: Divisors {
                 units_per_block: Divisor::new(g.units_per_block),
                 units_per_pu: Divisor::new(g.units_per_pu),
@@ -388,7 +365,8 @@ impl Ftl {
         for die in 0..ftl.geometry.dies {
             for b in 0..reserved {
                 // Reserved (bad) blocks are never written: mark them sealed-but-invisible.
-                ftl.state[(die * ftl.geometry.blocks_per_die + b) as usize] = BlockState::Open;
+                ftl.blocks.state[(die * ftl.geometry.blocks_per_die + b) as usize] =
+                    BlockState::Open;
             }
         }
         ftl
@@ -502,7 +480,7 @@ impl Ftl {
             .map(|d| d.free.is_least_worn())
             .unwrap_or(true);
         self.map.clear(true);
-        self.sealed_pos.fill(NONE);
+        self.blocks.sealed_pos.fill(NONE);
         self.collector.buckets.clear();
         self.host_die = 0;
         let reserved = self.reserved_blocks_per_die;
@@ -513,17 +491,19 @@ impl Ftl {
             let mut free = FreePool::new(dynamic);
             for b in first + reserved..first + g.blocks_per_die {
                 // Grown bad blocks stay retired.
-                if self.state[b as usize] == BlockState::Retired || self.retiring[b as usize] {
-                    self.counters.grown_bad_blocks += self.retiring[b as usize] as u64;
-                    self.retiring[b as usize] = false;
-                    self.state[b as usize] = BlockState::Retired;
+                if self.blocks.state[b as usize] == BlockState::Retired
+                    || self.blocks.retiring[b as usize]
+                {
+                    self.counters.grown_bad_blocks += self.blocks.retiring[b as usize] as u64;
+                    self.blocks.retiring[b as usize] = false;
+                    self.blocks.state[b as usize] = BlockState::Retired;
                     continue;
                 }
-                if self.state[b as usize] != BlockState::Free {
-                    self.erase_count[b as usize] += 1;
+                if self.blocks.state[b as usize] != BlockState::Free {
+                    self.blocks.erase_count[b as usize] += 1;
                 }
-                self.state[b as usize] = BlockState::Free;
-                free.push(b, self.erase_count[b as usize]);
+                self.blocks.state[b as usize] = BlockState::Free;
+                free.push(b, self.blocks.erase_count[b as usize]);
             }
             d.reset(free);
             self.collector.dies[die as usize].reset();

@@ -72,14 +72,14 @@ impl Ftl {
             }
             // Bit 31: retired (a grown bad block), kept out of service.
             for (i, &c) in ec.iter().enumerate() {
-                self.erase_count[i] = c & !RETIRED_BIT;
+                self.blocks.erase_count[i] = c & !RETIRED_BIT;
             }
         }
         self.map.clear(false);
-        self.sealed_pos.fill(NONE);
-        self.sealed_at.fill(0);
-        self.retiring.fill(false);
-        self.retired_per_die.fill(0);
+        self.blocks.sealed_pos.fill(NONE);
+        self.blocks.sealed_at.fill(0);
+        self.blocks.retiring.fill(false);
+        self.blocks.retired_per_die.fill(0);
         self.collector.buckets.clear();
         self.host_die = 0;
         self.sequence = 0;
@@ -141,19 +141,19 @@ impl Ftl {
                 let bi = b as usize;
                 let retired = match erase_counts {
                     Some(ec) => ec[bi] & RETIRED_BIT != 0,
-                    None => self.state[bi] == BlockState::Retired,
+                    None => self.blocks.state[bi] == BlockState::Retired,
                 };
                 if retired {
                     if top_pu[bi] != NONE {
                         return Err(format!("block {b}: retired but holds recorded units"));
                     }
-                    self.state[bi] = BlockState::Retired;
-                    self.retired_per_die[die as usize] += 1;
+                    self.blocks.state[bi] = BlockState::Retired;
+                    self.blocks.retired_per_die[die as usize] += 1;
                     continue;
                 }
                 if top_pu[bi] == NONE {
-                    self.state[bi] = BlockState::Free;
-                    free.push(b, self.erase_count[bi]);
+                    self.blocks.state[bi] = BlockState::Free;
+                    free.push(b, self.blocks.erase_count[bi]);
                     continue;
                 }
                 let mut next_pu = top_pu[bi] + 1;
@@ -161,7 +161,7 @@ impl Ftl {
                     next_pu += 1;
                 }
                 if next_pu == g.pus_per_block {
-                    self.state[bi] = BlockState::Sealed;
+                    self.blocks.state[bi] = BlockState::Sealed;
                 } else {
                     partial.push((newest[bi], b, next_pu));
                 }
@@ -175,7 +175,7 @@ impl Ftl {
                     next_pu,
                     ..NO_OPEN_BLOCK
                 };
-                self.state[block as usize] = match i {
+                self.blocks.state[block as usize] = match i {
                     0 => {
                         self.dies[die as usize].host = open;
                         BlockState::Open
@@ -197,7 +197,7 @@ impl Ftl {
         let (dies, blocks_per_die) = (self.geometry.dies, self.geometry.blocks_per_die);
         for die in 0..dies {
             for b in die * blocks_per_die..(die + 1) * blocks_per_die {
-                if self.state[b as usize] == BlockState::Sealed
+                if self.blocks.state[b as usize] == BlockState::Sealed
                     && b % blocks_per_die >= self.reserved_blocks_per_die
                 {
                     self.seal(b);
@@ -221,7 +221,7 @@ impl Ftl {
                 die * g.blocks_per_die + self.reserved_blocks_per_die..(die + 1) * g.blocks_per_die
             {
                 let open = [d.host, d.gc].iter().find(|o| o.block == b).copied();
-                let pus = match (self.state[b as usize], open) {
+                let pus = match (self.blocks.state[b as usize], open) {
                     (BlockState::Free, _) => continue,
                     (_, Some(o)) => {
                         r.open_blocks += 1;

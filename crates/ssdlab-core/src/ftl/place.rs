@@ -13,7 +13,7 @@ impl Ftl {
         let Some(u) = self.map.unmap(lba) else {
             return;
         };
-        if self.sealed_pos[u.block as usize] != NONE
+        if self.blocks.sealed_pos[u.block as usize] != NONE
             && self.collector.policy.kind == GcPolicy::Greedy
         {
             let die = self.div.blocks_per_die.quotient(u.block);
@@ -147,8 +147,8 @@ impl Ftl {
 
     /// May `die` retire one more block? Counts it if so.
     pub(super) fn may_retire(&mut self, die: u32) -> bool {
-        let n = &mut self.retired_per_die[die as usize];
-        if *n >= self.retire_limit {
+        let n = &mut self.blocks.retired_per_die[die as usize];
+        if *n >= self.blocks.retire_limit {
             return false;
         }
         *n += 1;
@@ -176,12 +176,12 @@ impl Ftl {
         sink: &mut S,
     ) {
         self.counters.program_failures += 1;
-        if !self.retiring[block as usize] {
+        if !self.blocks.retiring[block as usize] {
             if !self.may_retire(die) {
                 self.counters.failed_blocks_kept += 1;
                 return; // the program is retried in place (no spare left to retire into)
             }
-            self.retiring[block as usize] = true;
+            self.blocks.retiring[block as usize] = true;
             self.collector.dies[die as usize].retiring.push(block);
         }
         let ob = self.dies[die as usize].open(stream);
@@ -217,9 +217,9 @@ impl Ftl {
             .free
             .pop()
             .unwrap_or_else(|| panic!("die {die}: free pool empty"));
-        debug_assert_eq!(self.state[block as usize], BlockState::Free);
+        debug_assert_eq!(self.blocks.state[block as usize], BlockState::Free);
         debug_assert_eq!(self.map.valid(block), 0);
-        self.state[block as usize] = BlockState::Open;
+        self.blocks.state[block as usize] = BlockState::Open;
         let ob = self.dies[die as usize].open(stream);
         *ob = OpenBlock {
             block,
@@ -230,11 +230,11 @@ impl Ftl {
 
     pub(super) fn seal(&mut self, block: u32) {
         let die = self.div.blocks_per_die.quotient(block);
-        self.state[block as usize] = BlockState::Sealed;
-        self.sealed_at[block as usize] = self.sequence;
+        self.blocks.state[block as usize] = BlockState::Sealed;
+        self.blocks.sealed_at[block as usize] = self.sequence;
         let c = &mut self.collector;
         let d = &mut c.dies[die as usize];
-        self.sealed_pos[block as usize] = d.sealed_list.len() as u32;
+        self.blocks.sealed_pos[block as usize] = d.sealed_list.len() as u32;
         d.sealed_list.push(block);
         match c.policy.kind {
             GcPolicy::Greedy => c.buckets.insert(die, block, self.map.valid(block)),
@@ -247,14 +247,14 @@ impl Ftl {
         let die = self.div.blocks_per_die.quotient(block);
         let c = &mut self.collector;
         let d = &mut c.dies[die as usize];
-        let pos = self.sealed_pos[block as usize];
+        let pos = self.blocks.sealed_pos[block as usize];
         debug_assert_ne!(pos, NONE);
         let last = d.sealed_list.pop().expect("sealed list holds the block");
         if last != block {
             d.sealed_list[pos as usize] = last;
-            self.sealed_pos[last as usize] = pos;
+            self.blocks.sealed_pos[last as usize] = pos;
         }
-        self.sealed_pos[block as usize] = NONE;
+        self.blocks.sealed_pos[block as usize] = NONE;
         match c.policy.kind {
             GcPolicy::Greedy => c.buckets.remove(die, block, self.map.valid(block)),
             GcPolicy::Fifo => {

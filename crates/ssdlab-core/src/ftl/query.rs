@@ -111,7 +111,7 @@ impl Ftl {
     }
 
     pub fn erase_counts(&self) -> &[u32] {
-        &self.erase_count
+        &self.blocks.erase_count
     }
 
     pub fn free_blocks(&self, die: u32) -> u32 {
@@ -120,7 +120,8 @@ impl Ftl {
 
     /// Blocks retired as grown bad blocks (after program or erase failures).
     pub fn retired_blocks(&self) -> u64 {
-        self.state
+        self.blocks
+            .state
             .iter()
             .filter(|&&s| s == BlockState::Retired)
             .count() as u64
