@@ -6,7 +6,7 @@
 //! cargo run --release -p ssdlab-core --example consistency -- PRESET.toml [seconds] [timed|fast] [steady seconds]
 use ssdlab_core::config::DriveConfig;
 use ssdlab_core::device::Device;
-use ssdlab_core::workload::{run_job, Job, JobResult};
+use ssdlab_core::workload::JobResult;
 
 mod common;
 
@@ -36,15 +36,7 @@ fn main() {
         dev.fill_untimed(0, n);
         0
     } else {
-        let job = Job {
-            rw: "write".into(),
-            bs: "128k".into(),
-            iodepth: 32,
-            ..Job::default()
-        };
-        let compiled = job.compile(dev.user_bytes()).unwrap();
-        let r = run_job(&mut dev, &compiled, &mut |_| {});
-        r.summary.write.ios
+        common::sequential_fill(&mut dev).summary.write.ios
     };
     let fill_wall = t0.elapsed().as_secs_f64();
     let (r, rw_wall) = timed_random_writes(&mut dev, seconds);

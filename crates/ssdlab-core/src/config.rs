@@ -387,9 +387,10 @@ fn default_link_command_ns() -> u64 {
 }
 
 impl HostConfig {
-    /// Data throughput of the link in one direction, bytes per second.
-    pub fn link_bytes_per_s(&self) -> u64 {
-        let encoded_bytes_per_s = match self.interface {
+    /// The link's line rate after encoding, before protocol overhead, one direction, bytes
+    /// per second: the physical cap.
+    pub fn link_line_bytes_per_s(&self) -> f64 {
+        match self.interface {
             // 8b/10b: 10 line bits per byte.
             HostInterfaceKind::Sata => self.sata_line_gbit_per_s * 1e9 / 10.0,
             HostInterfaceKind::Nvme => {
@@ -403,8 +404,13 @@ impl HostConfig {
                 };
                 lane * self.pcie_lanes as f64
             }
-        };
-        (encoded_bytes_per_s * self.link_protocol_efficiency) as u64
+        }
+    }
+
+    /// Data throughput of the link in one direction, bytes per second: the line rate less
+    /// `link_protocol_efficiency`.
+    pub fn link_bytes_per_s(&self) -> u64 {
+        (self.link_line_bytes_per_s() * self.link_protocol_efficiency) as u64
     }
 }
 

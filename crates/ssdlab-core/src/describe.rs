@@ -4,7 +4,7 @@
 //! table of `ssdlab drives`), `ssdlab validate`'s physical ceilings and the timed fill read
 //! these figures instead of deriving them again.
 
-use crate::config::{ConfigError, DriveConfig, Geometry, HostInterfaceKind};
+use crate::config::{ConfigError, DriveConfig, Geometry};
 use serde::Serialize;
 
 /// A validated configuration's derived figures. Rates in bytes per second, shares as
@@ -47,21 +47,7 @@ impl DriveConfig {
         let spare = |held: bool| {
             (g.usable_bytes + if held { g.held_bytes } else { 0 }) as f64 - user as f64
         };
-        let link_line = match h.interface {
-            // 8b/10b: 10 line bits per byte.
-            HostInterfaceKind::Sata => h.sata_line_gbit_per_s * 1e9 / 10.0,
-            // Per lane: gen1 2.5 GT/s and gen2 5 GT/s with 8b/10b; gen3 8 GT/s and gen4
-            // 16 GT/s with 128b/130b (PCI Express Base Specification).
-            HostInterfaceKind::Nvme => {
-                let lane = match h.pcie_generation {
-                    1 => 2.5e9 / 10.0,
-                    2 => 5e9 / 10.0,
-                    3 => 8e9 * 128.0 / 130.0 / 8.0,
-                    _ => 16e9 * 128.0 / 130.0 / 8.0,
-                };
-                lane * h.pcie_lanes as f64
-            }
-        };
+        let link_line = h.link_line_bytes_per_s();
         let page_bytes = (n.dies * n.planes_per_die * n.page_size_bytes) as f64;
         let nand_program = page_bytes / (n.program_page_us * 1e-6);
         let nand_read = page_bytes / (n.read_page_us * 1e-6);

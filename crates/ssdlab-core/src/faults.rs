@@ -298,13 +298,9 @@ impl ReadFaults {
         let lbas = first_lba..first_lba + units;
         if self.die_failed && self.die_fail.is_some_and(|(d, _)| d == die) {
             extra.dead_die = true;
-            if rain_period > 0 {
+            let stripe = (rain_period > 0).then(|| rain_period - 1);
+            if self.rebuild_or_fail(&mut extra, stripe, lbas) {
                 self.counters.die_rebuilds += 1;
-                extra.stripe_reads = rain_period - 1;
-                self.counters.rain_rebuild_reads += extra.stripe_reads as u64;
-            } else {
-                extra.failed = true;
-                self.mark_unreadable(lbas);
             }
             return extra;
         }
@@ -322,17 +318,35 @@ impl ReadFaults {
             extra.retries = self.cfg.read_retry_max;
             self.counters.uncorrectable_pages += fresh as u64;
             // With a die already lost, every stripe has lost a member: nothing to rebuild from.
-            if rain_period > 0 && !self.die_failed {
+            let stripe = (rain_period > 0 && !self.die_failed).then(|| rain_period - 1);
+            if self.rebuild_or_fail(&mut extra, stripe, lbas) {
                 self.counters.rain_rebuilds += 1;
-                extra.stripe_reads = rain_period - 1;
-                self.counters.rain_rebuild_reads += extra.stripe_reads as u64;
-            } else {
-                extra.failed = true;
-                self.mark_unreadable(lbas);
             }
         }
         self.counters.read_retry_reads += extra.retries as u64;
         extra
+    }
+
+    /// A page beyond its own ECC: rebuilt by reading the other `stripe_reads` members of its
+    /// RAIN stripe when there are (returns true), else the command fails and `lbas` stay
+    /// unreadable.
+    fn rebuild_or_fail(
+        &mut self,
+        extra: &mut ExtraReads,
+        stripe_reads: Option<u32>,
+        lbas: std::ops::Range<u32>,
+    ) -> bool {
+        match stripe_reads {
+            Some(reads) => {
+                extra.stripe_reads = reads;
+                self.counters.rain_rebuild_reads += reads as u64;
+            }
+            None => {
+                extra.failed = true;
+                self.mark_unreadable(lbas);
+            }
+        }
+        stripe_reads.is_some()
     }
 
     fn mark_unreadable(&mut self, lbas: std::ops::Range<u32>) {

@@ -13,7 +13,7 @@ use ssdlab_core::device::{Device, IoKind};
 use ssdlab_core::replay::{ReplayMode, ReplayRequest, ReplayRun};
 use ssdlab_core::stats::FNV_OFFSET;
 use ssdlab_core::time::{SimTime, NS_PER_S};
-use ssdlab_core::workload::{run_job, Job, JobResult};
+use ssdlab_core::workload::{run_job, Job};
 
 fn preset(name: &str) -> DriveConfig {
     let path = format!(
@@ -24,18 +24,10 @@ fn preset(name: &str) -> DriveConfig {
     DriveConfig::from_toml_str(&text).expect("a valid preset")
 }
 
-/// 4 KiB random writes at QD32 for `seconds` simulated (the examples' job).
-fn random_writes(dev: &mut Device, seconds: f64) -> JobResult {
-    let job = Job {
-        rw: "randwrite".into(),
-        iodepth: 32,
-        runtime_s: Some(seconds),
-        time_based: true,
-        ..Job::default()
-    };
-    let compiled = job.compile(dev.user_bytes()).unwrap();
-    run_job(dev, &compiled, &mut |_| {})
-}
+// The examples' jobs: 4 KiB QD32 random writes, the 128 KiB QD32 sequential fill.
+#[path = "../examples/common/mod.rs"]
+mod common;
+use common::{random_writes, sequential_fill};
 
 /// The `steady` example: untimed fill, untimed random writes (`drive_writes` x capacity),
 /// then `seconds` of timed 4 KiB QD32 random writes. Returns (digest, host writes, GC copies).
@@ -80,14 +72,7 @@ fn steady_state_of_the_m500_960_is_unchanged() {
 fn consistency_run_of_the_m500_960_is_unchanged() {
     let mut dev = Device::new(&preset("crucial-m500-960"), 1).unwrap();
     dev.secure_erase();
-    let fill = Job {
-        rw: "write".into(),
-        bs: "128k".into(),
-        iodepth: 32,
-        ..Job::default()
-    };
-    let compiled = fill.compile(dev.user_bytes()).unwrap();
-    let f = run_job(&mut dev, &compiled, &mut |_| {});
+    let f = sequential_fill(&mut dev);
     let r = random_writes(&mut dev, 2000.0);
     let s = &r.series;
     let got = (
