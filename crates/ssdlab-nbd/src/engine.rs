@@ -776,7 +776,7 @@ mod tests {
 
     struct Rig {
         engine: Engine,
-        replies: Receiver<crate::Outgoing>,
+        replies: Receiver<crate::connection::Outgoing>,
     }
 
     fn example() -> DriveConfig {
@@ -821,8 +821,10 @@ mod tests {
 
         fn reply(&self) -> Option<Reply> {
             match self.replies.try_recv().ok()? {
-                crate::Outgoing::Reply(r) => Some(r),
-                crate::Outgoing::Rest(..) => unreachable!("no direct replies without a socket"),
+                crate::connection::Outgoing::Reply(r) => Some(r),
+                crate::connection::Outgoing::Rest(..) => {
+                    unreachable!("no direct replies without a socket")
+                }
             }
         }
 
