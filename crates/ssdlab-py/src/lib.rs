@@ -371,18 +371,30 @@ impl Simulation {
     }
 }
 
+/// A victim policy the theory covers, by the name the configuration uses (serde's, one source):
+/// fifo, greedy, d-choices.
+fn theory_policy(name: &str) -> PyResult<ssdlab_core::config::GcPolicy> {
+    use ssdlab_core::config::GcPolicy;
+    let accepted = || format!("policy '{name}': accepted: fifo, greedy, d-choices");
+    match serde_json::from_value(serde_json::Value::String(name.into())) {
+        Ok(p @ (GcPolicy::Fifo | GcPolicy::Greedy | GcPolicy::DChoices)) => Ok(p),
+        _ => Err(PyValueError::new_err(accepted())),
+    }
+}
+
 /// Write amplification of the analytic or mean-field model: policy "fifo", "greedy" or
 /// "d-choices" (with d).
 #[pyfunction]
 fn theory_waf(policy: &str, alpha: f64, pages_per_block: u32, d: u32) -> PyResult<f64> {
+    use ssdlab_core::config::GcPolicy;
     use ssdlab_core::theory;
     if alpha <= 1.0 {
         return Err(PyValueError::new_err(format!("alpha {alpha}: must be > 1")));
     }
-    Ok(match policy {
-        "fifo" => theory::fifo_waf(alpha),
-        "greedy" => theory::greedy_waf(alpha, pages_per_block),
-        "d-choices" if d >= 1 => theory::d_choices_waf(alpha, pages_per_block, d),
+    Ok(match theory_policy(policy)? {
+        GcPolicy::Fifo => theory::fifo_waf(alpha),
+        GcPolicy::Greedy => theory::greedy_waf(alpha, pages_per_block),
+        _ if d >= 1 => theory::d_choices_waf(alpha, pages_per_block, d),
         _ => {
             return Err(PyValueError::new_err(format!(
                 "policy '{policy}' (d {d}): accepted: fifo, greedy, d-choices with d >= 1"
@@ -404,18 +416,8 @@ fn simulate_theory_waf(
     measure: f64,
     seed: u64,
 ) -> PyResult<f64> {
-    use ssdlab_core::config::GcPolicy;
     use ssdlab_core::theory;
-    let p = match policy {
-        "fifo" => GcPolicy::Fifo,
-        "greedy" => GcPolicy::Greedy,
-        "d-choices" => GcPolicy::DChoices,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "policy '{other}': accepted: fifo, greedy, d-choices"
-            )))
-        }
-    };
+    let p = theory_policy(policy)?;
     let cfg = theory::theory_config(pages_per_block, blocks, alpha, p, d);
     cfg.validate()
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
