@@ -452,7 +452,8 @@ impl<I: Iterator<Item = ReplayRequest>> Source for ReplaySource<I> {
         self.outstanding
     }
 
-    fn completed(&mut self, c: &Completion, now: SimTime) -> bool {
+    fn completed(&mut self, c: &Completion, dev: &Device) -> bool {
+        let now = dev.now();
         self.outstanding -= 1;
         if c.io.tag == FLUSH_TAG {
             if let Flush::Running { since } = self.flush {

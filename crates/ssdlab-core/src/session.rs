@@ -31,9 +31,10 @@ pub trait Source {
     /// Commands submitted and not yet completed.
     fn outstanding(&self) -> u64;
 
-    /// A command completed at `now`. Returns whether the session records it in the recorder
-    /// (a source's own bookkeeping commands, such as a final flush, are not recorded).
-    fn completed(&mut self, c: &Completion, now: SimTime) -> bool;
+    /// A command completed (at `dev.now()`; `dev` to read what it returns, e.g. through the
+    /// map). Returns whether the session records it in the recorder (a source's own
+    /// bookkeeping commands, such as a final flush, are not recorded).
+    fn completed(&mut self, c: &Completion, dev: &Device) -> bool;
 
     /// The session is about to process the next event: false ends it there (a harness that
     /// stops a set number of steps after its last command).
@@ -53,6 +54,18 @@ pub trait Source {
         false
     }
 
+    /// After a step: return from this `advance` now (the session goes on at the next call; a
+    /// server that answers each completion as soon as the model has it).
+    fn pause(&mut self) -> bool {
+        false
+    }
+
+    /// The source has no end of its own: with nothing pending and nothing to submit, an
+    /// `advance` returns (not done) until the driver submits more (a server).
+    fn open_ended(&self) -> bool {
+        false
+    }
+
     /// Nothing is pending on the device and nothing is to be submitted: the source may still
     /// submit something (a final flush). Returns true when it is done.
     fn at_rest(&mut self, _dev: &mut Device) -> bool {
@@ -68,6 +81,8 @@ pub struct Session {
     /// How far the session has gone: the device's clock, or the end of an idle gap reached.
     clock: SimTime,
     done: bool,
+    /// A step's completions (the buffer is reused).
+    completions: Vec<Completion>,
 }
 
 impl Session {
@@ -79,6 +94,7 @@ impl Session {
             ramping: start > dev.now(),
             clock: dev.now(),
             done: false,
+            completions: Vec::new(),
         }
     }
 
@@ -124,8 +140,14 @@ impl Session {
                         break;
                     }
                     self.step(dev, source, e);
+                    if source.pause() {
+                        return false;
+                    }
                 }
                 (None, None) | (Some(_), None) => {
+                    if source.open_ended() {
+                        return false;
+                    }
                     assert!(
                         source.outstanding() == 0,
                         "commands outstanding with no event pending"
@@ -152,11 +174,15 @@ impl Session {
         source.stepped(dev);
         let now = dev.now();
         let measured = !self.ramping;
-        for c in dev.drain_completions() {
-            if source.completed(&c, now) && measured {
-                self.rec.record(&c, now);
+        let mut completions = std::mem::take(&mut self.completions);
+        completions.extend(dev.drain_completions());
+        for c in &completions {
+            if source.completed(c, dev) && measured {
+                self.rec.record(c, now);
             }
         }
+        completions.clear();
+        self.completions = completions;
         // Submissions due now go before the next event (a closed loop refills at once).
         while let Some(s) = source.next_submission(now) {
             if s > now {

@@ -519,7 +519,7 @@ impl Source for Cycle<'_> {
         }
     }
 
-    fn completed(&mut self, c: &Completion, _now: SimTime) -> bool {
+    fn completed(&mut self, c: &Completion, _dev: &Device) -> bool {
         let f = self.flights.remove(&c.io.tag).expect("a known command");
         account(self.shadow, f);
         false

@@ -5,7 +5,7 @@
 
 use crate::store::{DataStore, WriteData};
 use ssdlab_core::device::{Completion, Device, HostIo, IoKind};
-use ssdlab_core::record::Recorder;
+use ssdlab_core::session::{Session, Source};
 use ssdlab_core::stats::Histogram;
 use ssdlab_core::time::{SimTime, NS_PER_S};
 use std::collections::BTreeMap;
@@ -150,19 +150,26 @@ struct Conn {
 
 pub(crate) struct Engine {
     dev: Device,
+    /// The run loop every driver of a device shares (`ssdlab_core::session`), and its recorder:
+    /// what the host saw in model time (service times per operation, per-second series).
+    session: Session,
+    io: Io,
+}
+
+/// Everything of the engine but the drive and the loop: the data, the connections and the
+/// commands in flight, pacing and statistics. The session's source: it answers completions.
+struct Io {
     store: DataStore,
     pace: Pace,
     inflight: BTreeMap<u64, Inflight>,
     conns: BTreeMap<u64, Conn>,
     next_tag: u64,
-    /// Wall-clock origin; the simulated time it maps to is `rec.start`.
+    /// Wall-clock origin; the simulated time it maps to is `sim_origin`.
     wall_start: Instant,
+    /// The session's measurement origin (`session.rec.start`).
+    sim_origin: SimTime,
     stats: ServeStats,
     late: Histogram,
-    /// What the host saw in model time (service times per operation, per-second series),
-    /// recorded as jobs and replays record it.
-    rec: Recorder,
-    completions: Vec<Completion>,
     stopping: bool,
     /// The store failed (a full or failing disk): every later reply is an I/O error and the
     /// server stops; what was acknowledged before stays in the store.
@@ -179,6 +186,9 @@ pub(crate) struct Engine {
     /// Requests refused before they reached the engine (by connection readers) and
     /// connections closed over the limit.
     refused_outside: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Pace::None: an advance returns at the first step that completes a command.
+    pause_on_completion: bool,
+    completed_in_advance: usize,
 }
 
 /// With at most POLL_UP_TO_OUTSTANDING commands outstanding (a low-queue-depth client, which
@@ -219,32 +229,37 @@ impl Engine {
         refused_outside: std::sync::Arc<std::sync::atomic::AtomicU64>,
     ) -> Engine {
         dev.ftl.record_map_changes();
+        let session = Session::new(&dev, dev.now(), NS_PER_S);
         Engine {
-            rec: Recorder::new(&dev, dev.now(), NS_PER_S),
-            store,
-            dev,
-            pace,
-            inflight: BTreeMap::new(),
-            conns: BTreeMap::new(),
-            next_tag: 1,
-            wall_start: wall_now(),
-            stats: ServeStats {
-                pace: match pace {
-                    Pace::Model => "model".into(),
-                    Pace::None => "none".into(),
+            io: Io {
+                store,
+                pace,
+                inflight: BTreeMap::new(),
+                conns: BTreeMap::new(),
+                next_tag: 1,
+                wall_start: wall_now(),
+                sim_origin: session.rec.start,
+                stats: ServeStats {
+                    pace: match pace {
+                        Pace::Model => "model".into(),
+                        Pace::None => "none".into(),
+                    },
+                    ..ServeStats::default()
                 },
-                ..ServeStats::default()
+                late: Histogram::default(),
+                stopping: false,
+                store_failed: false,
+                refused_outside,
+                last_activity: wall_now(),
+                power_cut: None,
+                pending_checked: SimTime::ZERO,
+                commands_seen: 0,
+                transport_ns: 0,
+                pause_on_completion: false,
+                completed_in_advance: 0,
             },
-            late: Histogram::default(),
-            completions: Vec::new(),
-            stopping: false,
-            store_failed: false,
-            refused_outside,
-            last_activity: wall_now(),
-            power_cut: None,
-            pending_checked: SimTime::ZERO,
-            commands_seen: 0,
-            transport_ns: 0,
+            session,
+            dev,
         }
     }
 
@@ -255,56 +270,12 @@ impl Engine {
         drive: String,
         registry: crate::Registry,
     ) {
-        self.power_cut = Some(PlannedCut {
+        self.io.power_cut = Some(PlannedCut {
             after,
             dir,
             drive,
             registry,
         });
-    }
-
-    /// Clear the store's PENDING mark of host units the model has programmed since (at most
-    /// every 50 us of simulated time, or now with `force`: before a FLUSH or FUA reply, so
-    /// that what they made durable survives a kill of the emulator).
-    fn settle_pending(&mut self, force: bool) {
-        let now = self.dev.now();
-        if !force && now.ns() < self.pending_checked.ns() + 50_000 {
-            return;
-        }
-        if !self.store.disk().is_some_and(|d| d.has_pending()) {
-            return;
-        }
-        self.pending_checked = now;
-        let upu = self.dev.geometry.units_per_pu;
-        let mut still = self.dev.ftl.buffered_host_ppns();
-        let mut running = Vec::new();
-        for u in self.dev.unfinished_programs() {
-            if u.program.kind == ssdlab_core::ftl::ProgramKind::Host {
-                let units = u.program.first_ppn..u.program.first_ppn + upu;
-                still.extend(units.clone());
-                if u.started {
-                    running.extend(units);
-                }
-            }
-        }
-        still.sort_unstable();
-        still.dedup();
-        running.sort_unstable();
-        // Without full protection a kill is judged by which programs were running (see
-        // disk::mount): mark them.
-        let full = self.dev.config.controller.power_loss_protection
-            == ssdlab_core::config::PowerLossProtection::Full;
-        let settled = self.store.disk().map(|d| {
-            d.settle_pending(&still)?;
-            if full {
-                Ok(())
-            } else {
-                d.mark_running(&running)
-            }
-        });
-        if let Some(Err(e)) = settled {
-            self.store_failed(e);
-        }
     }
 
     /// Cut the power now: the store loses what the drive's protection does not keep, every
@@ -316,26 +287,25 @@ impl Engine {
         let cut_losses = self.dev.cut_losses(protection);
         let (lost, corrupt) = (cut_losses.lost, cut_losses.corrupt);
         let unit = self.dev.geometry.mapping_unit_bytes;
-        let Some(disk) = self.store.disk() else {
+        let Some(disk) = self.io.store.disk() else {
             return;
         };
         match disk.power_cut(&lost, &corrupt) {
             Ok((current, fell_back)) => {
-                self.stats.power_cut_lost_units += current;
-                self.stats.power_cut_fell_back_units += fell_back;
-                self.stats.power_cut_corrupted_units += corrupt.len() as u64;
+                self.io.stats.power_cut_lost_units += current;
+                self.io.stats.power_cut_fell_back_units += fell_back;
+                self.io.stats.power_cut_corrupted_units += corrupt.len() as u64;
             }
-            Err(e) => return self.store_failed(e),
+            Err(e) => return self.io.store_failed(e),
         }
-        self.stats.power_cuts += 1;
+        self.io.stats.power_cuts += 1;
         for o in cut.registry.lock().expect("registry").iter() {
             o.stream.shutdown();
         }
-        self.conns.clear();
-        self.inflight.clear();
-        self.completions.clear();
+        self.io.conns.clear();
+        self.io.inflight.clear();
         // Power on: the old store goes unclosed, as the process that held it would.
-        drop(std::mem::replace(&mut self.store, DataStore::new(unit)));
+        drop(std::mem::replace(&mut self.io.store, DataStore::new(unit)));
         self.dev.power_cycle();
         match crate::disk::mount(&cut.dir, &mut self.dev, &cut.drive, false) {
             Ok((disk, mount)) => {
@@ -343,65 +313,39 @@ impl Engine {
                     "ssdlab serve: power cut after {} commands ({} protection): {} host copies lost ({} fell back to an older copy), {} units corrupted; rebuilt: {} units mapped, modelled mount time {:.1} ms",
                     cut.after,
                     protection.name(),
-                    self.stats.power_cut_lost_units,
-                    self.stats.power_cut_fell_back_units,
-                    self.stats.power_cut_corrupted_units,
+                    self.io.stats.power_cut_lost_units,
+                    self.io.stats.power_cut_fell_back_units,
+                    self.io.stats.power_cut_corrupted_units,
                     mount.report.mapped_units,
                     mount.report.mount_ns as f64 / 1e6
                 );
-                self.store = DataStore::on_disk(disk);
+                self.io.store = DataStore::on_disk(disk);
             }
             Err(e) => {
                 eprintln!("ssdlab serve: power cut: the drive does not come back: {e}");
-                self.store_failed(std::io::Error::other(e));
+                self.io.store_failed(std::io::Error::other(e));
                 return;
             }
         }
         self.dev.ftl.record_map_changes();
-        self.wall_start = wall_now();
-        self.rec = Recorder::new(&self.dev, self.dev.now(), NS_PER_S);
-    }
-
-    /// The store could not take or give data: say so once, answer everything with EIO from
-    /// now on and stop.
-    fn store_failed(&mut self, e: std::io::Error) {
-        if !self.store_failed {
-            let msg = format!(
-                "the data store failed: {e}; stopping (data acknowledged before this is kept)"
-            );
-            eprintln!("ssdlab serve: {msg}");
-            self.stats.store_error = msg;
-        }
-        self.store_failed = true;
-        self.stopping = true;
-    }
-
-    /// The simulated time the wall clock stands at now.
-    /// Where the model is due now: the wall clock's simulated time, ahead by the transport
-    /// compensation (replies leave that much before their completion time).
-    fn wall_sim(&self) -> SimTime {
-        SimTime(self.sim_of(wall_now()).ns() + self.transport_ns)
+        self.io.wall_start = wall_now();
+        self.session = Session::new(&self.dev, self.dev.now(), NS_PER_S);
+        self.io.sim_origin = self.session.rec.start;
     }
 
     pub fn set_transport(&mut self, transport: Duration) {
-        self.transport_ns = transport.as_nanos() as u64;
-    }
-
-    fn sim_of(&self, at: Instant) -> SimTime {
-        SimTime(
-            self.rec.start.ns() + at.saturating_duration_since(self.wall_start).as_nanos() as u64,
-        )
+        self.io.transport_ns = transport.as_nanos() as u64;
     }
 
     pub fn run(mut self, rx: Receiver<Msg>) -> ServeStats {
         fine_timer_slack();
         loop {
-            if self.stopping && self.inflight.is_empty() {
+            if self.io.stopping && self.io.inflight.is_empty() {
                 break;
             }
-            let msg = match self.pace {
+            let msg = match self.io.pace {
                 Pace::Model => {
-                    let now = self.wall_sim();
+                    let now = self.io.wall_sim();
                     self.advance_to(now);
                     let wait = match self.dev.next_event_time() {
                         Some(t) => Duration::from_nanos(t.ns().saturating_sub(now.ns())),
@@ -412,7 +356,7 @@ impl Engine {
                     // next completion, then poll; and poll for SPIN after any activity, when
                     // the next request of a low-queue-depth client is due.
                     let low_qd = self.dev.outstanding() <= POLL_UP_TO_OUTSTANDING;
-                    let recent = wall_now().saturating_duration_since(self.last_activity) < SPIN;
+                    let recent = wall_now().saturating_duration_since(self.io.last_activity) < SPIN;
                     if low_qd && (wait <= SPIN || recent) {
                         match rx.try_recv() {
                             Ok(m) => m,
@@ -457,17 +401,17 @@ impl Engine {
             self.handle(msg);
         }
         // Each connection closes once its reader has let go of it too.
-        self.conns.clear();
-        if !self.store_failed {
+        self.io.conns.clear();
+        if !self.io.store_failed {
             #[cfg(test)]
-            if let Some(disk) = self.store.disk() {
+            if let Some(disk) = self.io.store.disk() {
                 let d = disk.disagreements(&self.dev.ftl);
                 assert!(d.is_empty(), "store and map disagree before close: {d:#?}");
             }
-            if let Some(disk) = self.store.disk() {
+            if let Some(disk) = self.io.store.disk() {
                 if let Err(e) = disk.close() {
                     eprintln!("ssdlab serve: closing the store: {e}");
-                    self.stats.store_error = e;
+                    self.io.stats.store_error = e;
                 }
             }
         }
@@ -476,12 +420,12 @@ impl Engine {
 
     fn handle(&mut self, msg: Msg) {
         if matches!(msg, Msg::Request { .. }) {
-            self.last_activity = wall_now();
+            self.io.last_activity = wall_now();
         }
         match msg {
             Msg::Open { conn, replies } => {
-                self.stats.connections += 1;
-                self.conns.insert(
+                self.io.stats.connections += 1;
+                self.io.conns.insert(
                     conn,
                     Conn {
                         replies,
@@ -492,32 +436,32 @@ impl Engine {
             }
             Msg::Request { conn, req } => self.request(conn, req),
             Msg::Closed { conn } => {
-                if let Some(c) = self.conns.get_mut(&conn) {
+                if let Some(c) = self.io.conns.get_mut(&conn) {
                     c.closing = true;
                     if c.outstanding == 0 {
-                        self.conns.remove(&conn);
+                        self.io.conns.remove(&conn);
                     }
                 }
             }
             Msg::Stats(to) => {
                 let _ = to.send(self.snapshot());
             }
-            Msg::Shutdown => self.stopping = true,
+            Msg::Shutdown => self.io.stopping = true,
             #[cfg(test)]
             Msg::Crash => panic!("a simulated internal error (test)"),
         }
     }
 
     fn request(&mut self, conn: u64, req: Request) {
-        if !self.conns.contains_key(&conn) {
+        if !self.io.conns.contains_key(&conn) {
             return; // a connection a power cut dropped: its requests die with it
         }
         let is_read = req.cmd == Cmd::Read;
         let reply_now = |engine: &mut Engine, error: u32, data: Option<Vec<u8>>| {
             if error != 0 {
-                engine.stats.errors += 1;
+                engine.io.stats.errors += 1;
             }
-            if let Some(c) = engine.conns.get(&conn) {
+            if let Some(c) = engine.io.conns.get(&conn) {
                 c.replies.send(Reply {
                     handle: req.handle,
                     error,
@@ -527,7 +471,7 @@ impl Engine {
                 });
             }
         };
-        if self.stopping {
+        if self.io.stopping {
             reply_now(self, crate::proto::ESHUTDOWN, None);
             return;
         }
@@ -542,9 +486,9 @@ impl Engine {
             Cmd::Trim => (IoKind::Trim, None),
             Cmd::Flush => (IoKind::Flush, None),
         };
-        let tag = self.next_tag;
-        self.next_tag += 1;
-        self.inflight.insert(
+        let tag = self.io.next_tag;
+        self.io.next_tag += 1;
+        self.io.inflight.insert(
             tag,
             Inflight {
                 conn,
@@ -561,12 +505,12 @@ impl Engine {
                 fua: req.fua,
             },
         );
-        if let Some(c) = self.conns.get_mut(&conn) {
+        if let Some(c) = self.io.conns.get_mut(&conn) {
             c.outstanding += 1;
         }
-        let at = match self.pace {
+        let at = match self.io.pace {
             Pace::Model => {
-                let t = self.sim_of(req.arrived).max(self.dev.now());
+                let t = self.io.sim_of(req.arrived).max(self.dev.now());
                 if self.dev.outstanding() == 0 {
                     // Idle until now: background garbage collection may use the gap.
                     self.dev.idle_until(t);
@@ -592,76 +536,165 @@ impl Engine {
             at,
         );
         self.settle();
-        self.commands_seen += 1;
+        self.io.commands_seen += 1;
         if self
+            .io
             .power_cut
             .as_ref()
-            .is_some_and(|c| c.after == self.commands_seen)
+            .is_some_and(|c| c.after == self.io.commands_seen)
         {
-            let cut = self.power_cut.take().expect("planned");
+            let cut = self.io.power_cut.take().expect("planned");
             self.cut_power(cut);
         }
     }
 
-    /// Process every model event up to `t`, replying to what completes.
+    /// Process every model event up to `t`, replying to what completes (the session's loop).
     fn advance_to(&mut self, t: SimTime) {
-        while let Some(e) = self.dev.next_event_time().filter(|&e| e <= t) {
-            self.rec.before_event(&self.dev, e);
-            self.dev.step();
-            self.settle();
-        }
+        self.session.advance(&mut self.dev, &mut self.io, t);
     }
 
     /// Pace::None: run the model until at least one command completes.
     fn step_to_completion(&mut self) {
-        while let Some(e) = self.dev.next_event_time() {
-            self.rec.before_event(&self.dev, e);
-            self.dev.step();
-            if self.settle() > 0 {
-                return;
+        self.io.pause_on_completion = true;
+        self.io.completed_in_advance = 0;
+        self.session
+            .advance(&mut self.dev, &mut self.io, SimTime(u64::MAX));
+        self.io.pause_on_completion = false;
+    }
+
+    /// Outside the loop (after a submission, after idle time): apply the FTL's map changes
+    /// to the data, then reply to what completed. Returns how many completed.
+    fn settle(&mut self) -> usize {
+        self.io.stepped(&mut self.dev);
+        let completions: Vec<Completion> = self.dev.drain_completions().collect();
+        for c in &completions {
+            self.session.rec.record(c, c.completed);
+            self.io.completed(c, &self.dev);
+        }
+        completions.len()
+    }
+
+    fn snapshot(&self) -> ServeStats {
+        let mut s = self.io.stats.clone();
+        s.errors += self
+            .io
+            .refused_outside
+            .load(std::sync::atomic::Ordering::Relaxed);
+        s.wall_s = self.io.wall_start.elapsed().as_secs_f64();
+        s.simulated_s = self
+            .dev
+            .now()
+            .ns()
+            .saturating_sub(self.session.rec.start.ns()) as f64
+            / 1e9;
+        let ops = s.reads + s.writes + s.write_zeroes + s.trims + s.flushes;
+        s.iops = if s.wall_s > 0.0 {
+            ops as f64 / s.wall_s
+        } else {
+            0.0
+        };
+        let at = self.session.rec.at_start;
+        s.write_amplification = self.dev.write_amplification(
+            self.dev.pages_committed() - at.pages_committed,
+            self.dev.ftl.counters.host_units_written - at.host_units_written,
+        );
+        let elapsed_s = s.simulated_s;
+        let summary = |o: &ssdlab_core::stats::OpStats| {
+            let mut x = o.summary(elapsed_s);
+            x.latency_ns_bins.clear(); // the service-time figures, not the histogram
+            x
+        };
+        s.model_read = summary(&self.session.rec.read);
+        s.model_write = summary(&self.session.rec.write);
+        s.model_trim = summary(&self.session.rec.trim);
+        s.gc_units_copied = self.dev.ftl.counters.gc_units_copied;
+        s.blocks_erased = self.dev.ftl.counters.blocks_erased;
+        s.stored_bytes = self.io.store.stored_bytes();
+        s.mapped_units = self.dev.ftl.mapped_units();
+        s.faults = self.dev.fault_counters();
+        if self.io.pace == Pace::Model && self.io.late.count > 0 {
+            s.late_p50_us = self.io.late.quantile(0.5) as f64 / 1e3;
+            s.late_p99_us = self.io.late.quantile(0.99) as f64 / 1e3;
+            s.late_max_us = self.io.late.max as f64 / 1e3;
+        }
+        s
+    }
+}
+
+impl Io {
+    /// Clear the store's PENDING mark of host units the model has programmed since (at most
+    /// every 50 us of simulated time, or now with `force`: before a FLUSH or FUA reply, so
+    /// that what they made durable survives a kill of the emulator).
+    fn settle_pending(&mut self, dev: &Device, force: bool) {
+        let now = dev.now();
+        if !force && now.ns() < self.pending_checked.ns() + 50_000 {
+            return;
+        }
+        if !self.store.disk().is_some_and(|d| d.has_pending()) {
+            return;
+        }
+        self.pending_checked = now;
+        let upu = dev.geometry.units_per_pu;
+        let mut still = dev.ftl.buffered_host_ppns();
+        let mut running = Vec::new();
+        for u in dev.unfinished_programs() {
+            if u.program.kind == ssdlab_core::ftl::ProgramKind::Host {
+                let units = u.program.first_ppn..u.program.first_ppn + upu;
+                still.extend(units.clone());
+                if u.started {
+                    running.extend(units);
+                }
             }
+        }
+        still.sort_unstable();
+        still.dedup();
+        running.sort_unstable();
+        // Without full protection a kill is judged by which programs were running (see
+        // disk::mount): mark them.
+        let full = dev.config.controller.power_loss_protection
+            == ssdlab_core::config::PowerLossProtection::Full;
+        let settled = self.store.disk().map(|d| {
+            d.settle_pending(&still)?;
+            if full {
+                Ok(())
+            } else {
+                d.mark_running(&running)
+            }
+        });
+        if let Some(Err(e)) = settled {
+            self.store_failed(e);
         }
     }
 
-    /// Apply the FTL's map changes to the data, then reply to completed commands.
-    fn settle(&mut self) -> usize {
-        if !self.dev.ftl.map_changes().is_empty() {
-            let inflight = &self.inflight;
-            let applied = self.store.apply(self.dev.ftl.drain_map_changes(), |tag| {
-                inflight.get(&tag).and_then(|f| f.write.as_ref())
-            });
-            if let Err(e) = applied {
-                self.store_failed(e);
-            }
+    /// The store could not take or give data: say so once, answer everything with EIO from
+    /// now on and stop.
+    fn store_failed(&mut self, e: std::io::Error) {
+        if !self.store_failed {
+            let msg = format!(
+                "the data store failed: {e}; stopping (data acknowledged before this is kept)"
+            );
+            eprintln!("ssdlab serve: {msg}");
+            self.stats.store_error = msg;
         }
-        self.settle_pending(false);
-        self.completions.extend(self.dev.drain_completions());
-        let n = self.completions.len();
-        if n == 0 {
-            return 0;
-        }
-        let wall = match self.pace {
-            Pace::Model => Some(self.wall_sim()),
-            Pace::None => None,
-        };
-        let completions = std::mem::take(&mut self.completions);
-        if wall.is_some() {
-            self.last_activity = wall_now();
-        }
-        for c in &completions {
-            self.rec.record(c, c.completed);
-            if let Some(w) = wall {
-                self.late.record(w.ns().saturating_sub(c.completed.ns()));
-            }
-            self.reply(c.io.tag, c.failed);
-        }
-        self.completions = completions;
-        self.completions.clear();
-        n
+        self.store_failed = true;
+        self.stopping = true;
+    }
+
+    /// The simulated time the wall clock stands at now.
+    /// Where the model is due now: the wall clock's simulated time, ahead by the transport
+    /// compensation (replies leave that much before their completion time).
+    fn wall_sim(&self) -> SimTime {
+        SimTime(self.sim_of(wall_now()).ns() + self.transport_ns)
+    }
+
+    fn sim_of(&self, at: Instant) -> SimTime {
+        SimTime(
+            self.sim_origin.ns() + at.saturating_duration_since(self.wall_start).as_nanos() as u64,
+        )
     }
 
     /// Answer command `tag`; `failed`: the model could not read a unit of it (a NAND fault).
-    fn reply(&mut self, tag: u64, failed: bool) {
+    fn reply(&mut self, dev: &Device, tag: u64, failed: bool) {
         let f = self
             .inflight
             .remove(&tag)
@@ -671,7 +704,7 @@ impl Engine {
         match f.cmd {
             Cmd::Read => {
                 let mut data = vec![0u8; f.length as usize];
-                let ftl = &self.dev.ftl;
+                let ftl = &dev.ftl;
                 match self.store.read(f.offset, &mut data, |lba| ftl.lookup(lba)) {
                     Ok(()) => {}
                     // A unit the drive cannot correct: this command fails, nothing else.
@@ -687,14 +720,14 @@ impl Engine {
                 self.stats.writes += 1;
                 self.stats.bytes_written += f.length;
                 if f.fua {
-                    self.settle_pending(true);
+                    self.settle_pending(dev, true);
                 }
             }
             Cmd::WriteZeroes => self.stats.write_zeroes += 1,
             Cmd::Trim => self.stats.trims += 1,
             Cmd::Flush => {
                 self.stats.flushes += 1;
-                self.settle_pending(true);
+                self.settle_pending(dev, true);
                 // What the drive holds reaches the host's disk too.
                 if let Some(Err(e)) = self.store.disk().map(|d| d.sync()) {
                     self.store_failed(e);
@@ -723,45 +756,56 @@ impl Engine {
             self.conns.remove(&f.conn);
         }
     }
+}
 
-    fn snapshot(&self) -> ServeStats {
-        let mut s = self.stats.clone();
-        s.errors += self
-            .refused_outside
-            .load(std::sync::atomic::Ordering::Relaxed);
-        s.wall_s = self.wall_start.elapsed().as_secs_f64();
-        s.simulated_s = self.dev.now().ns().saturating_sub(self.rec.start.ns()) as f64 / 1e9;
-        let ops = s.reads + s.writes + s.write_zeroes + s.trims + s.flushes;
-        s.iops = if s.wall_s > 0.0 {
-            ops as f64 / s.wall_s
-        } else {
-            0.0
-        };
-        let at = self.rec.at_start;
-        s.write_amplification = self.dev.write_amplification(
-            self.dev.pages_committed() - at.pages_committed,
-            self.dev.ftl.counters.host_units_written - at.host_units_written,
-        );
-        let elapsed_s = s.simulated_s;
-        let summary = |o: &ssdlab_core::stats::OpStats| {
-            let mut x = o.summary(elapsed_s);
-            x.latency_ns_bins.clear(); // the service-time figures, not the histogram
-            x
-        };
-        s.model_read = summary(&self.rec.read);
-        s.model_write = summary(&self.rec.write);
-        s.model_trim = summary(&self.rec.trim);
-        s.gc_units_copied = self.dev.ftl.counters.gc_units_copied;
-        s.blocks_erased = self.dev.ftl.counters.blocks_erased;
-        s.stored_bytes = self.store.stored_bytes();
-        s.mapped_units = self.dev.ftl.mapped_units();
-        s.faults = self.dev.fault_counters();
-        if self.pace == Pace::Model && self.late.count > 0 {
-            s.late_p50_us = self.late.quantile(0.5) as f64 / 1e3;
-            s.late_p99_us = self.late.quantile(0.99) as f64 / 1e3;
-            s.late_max_us = self.late.max as f64 / 1e3;
+/// The engine's side of the session: requests arrive from the sockets (the engine submits
+/// them), so the loop only steps the model; after each step the store takes the FTL's map
+/// changes, and each completion is answered.
+impl Source for Io {
+    fn next_submission(&mut self, _now: SimTime) -> Option<SimTime> {
+        None
+    }
+
+    fn submit(&mut self, _dev: &mut Device, _at: SimTime) {
+        unreachable!("the engine submits requests as they arrive")
+    }
+
+    fn outstanding(&self) -> u64 {
+        self.inflight.len() as u64
+    }
+
+    /// Apply the FTL's map changes to the data, and bring the PENDING marks up to date.
+    fn stepped(&mut self, dev: &mut Device) {
+        if !dev.ftl.map_changes().is_empty() {
+            let inflight = &self.inflight;
+            let applied = self.store.apply(dev.ftl.drain_map_changes(), |tag| {
+                inflight.get(&tag).and_then(|f| f.write.as_ref())
+            });
+            if let Err(e) = applied {
+                self.store_failed(e);
+            }
         }
-        s
+        self.settle_pending(dev, false);
+    }
+
+    /// Answer the command (Pace::Model: how late behind the model the answer leaves).
+    fn completed(&mut self, c: &Completion, dev: &Device) -> bool {
+        if self.pace == Pace::Model {
+            let wall = self.wall_sim();
+            self.last_activity = wall_now();
+            self.late.record(wall.ns().saturating_sub(c.completed.ns()));
+        }
+        self.reply(dev, c.io.tag, c.failed);
+        self.completed_in_advance += 1;
+        true
+    }
+
+    fn pause(&mut self) -> bool {
+        self.pause_on_completion && self.completed_in_advance > 0
+    }
+
+    fn open_ended(&self) -> bool {
+        true
     }
 }
 
@@ -898,6 +942,7 @@ mod tests {
                         let mut buf = vec![0u8; (end - first) as usize];
                         let ftl = &r.engine.dev.ftl;
                         r.engine
+                            .io
                             .store
                             .read(first, &mut buf, |l| ftl.lookup(l))
                             .unwrap();

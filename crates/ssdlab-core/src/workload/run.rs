@@ -270,7 +270,7 @@ impl Source for JobSource {
         self.streams.iter().map(|s| s.outstanding).sum()
     }
 
-    fn completed(&mut self, c: &Completion, _now: SimTime) -> bool {
+    fn completed(&mut self, c: &Completion, _dev: &Device) -> bool {
         let k = (c.io.tag >> STREAM_SHIFT) as usize;
         self.streams[k].outstanding -= 1;
         self.refill.push_back(k);
