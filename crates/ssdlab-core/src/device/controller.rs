@@ -22,7 +22,7 @@ use super::scheduler::{Flash, HostRead, Scheduler};
 use super::{Completion, Event, HostIo, IoKind};
 use crate::config::{DriveConfig, Geometry};
 use crate::faults::{ExtraReads, FaultCounters, ReadFaults};
-use crate::ftl::{Ftl, UNMAPPED};
+use crate::ftl::{Ftl, HostWrite, UNMAPPED};
 use crate::host::HostInterface;
 use crate::sim::Kernel;
 use crate::time::SimTime;
@@ -454,7 +454,12 @@ impl Controller {
                 .host
                 .to_device(now, s.rmw_ready.max(now), bytes, first_chunk);
             let (ftl, mut flash) = b.ftl_and_flash(&mut self.processor);
-            ftl.write_units(s.next_unit, count, s.io.tag, arrived, &mut flash);
+            let first = HostWrite {
+                lba: s.next_unit,
+                tag: s.io.tag,
+                data_ready: arrived,
+            };
+            ftl.write_units(first, count, &mut flash);
             if let Some(f) = self.faults.as_mut() {
                 f.rewritten(s.next_unit..s.next_unit + count);
             }

@@ -394,20 +394,18 @@ impl Ftl {
         self.map_updated(lba, sink);
     }
 
-    /// Write logical units `first..first + count` of one host command, in order: exactly what
-    /// `write_unit` on each does. After a unit that leaves the host PU partly filled, the units
+    /// Write `count` logical units from `first.lba` on, of one host command (its tag and data
+    /// arrival in `first`), in order: exactly what `write_unit` on each does. After a unit that leaves the host PU partly filled, the units
     /// that fill it further (all but its last) are placed in a tight loop: nothing else
     /// happens between them (no allocation, program or collection; those come with the PU's
     /// first and last units, which take the general path). Not with a journal (the NBD
     /// store), which takes the general path throughout.
-    pub fn write_units<S: NandSink>(
-        &mut self,
-        first: u32,
-        count: u32,
-        tag: u64,
-        data_ready: SimTime,
-        sink: &mut S,
-    ) {
+    pub fn write_units<S: NandSink>(&mut self, first: HostWrite, count: u32, sink: &mut S) {
+        let HostWrite {
+            lba: first,
+            tag,
+            data_ready,
+        } = first;
         let end = first + count;
         let mut lba = first;
         while lba < end {

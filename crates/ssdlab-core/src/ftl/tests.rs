@@ -542,7 +542,12 @@ fn write_units_equals_unit_by_unit() {
         let count = 1 + rng.below(40) as u32;
         let first = rng.below((n - count) as u64) as u32;
         let ready = SimTime(i * 1000);
-        a.write_units(first, count, i, ready, &mut log_a);
+        let w = HostWrite {
+            lba: first,
+            tag: i,
+            data_ready: ready,
+        };
+        a.write_units(w, count, &mut log_a);
         for lba in first..first + count {
             let w = HostWrite {
                 lba,
