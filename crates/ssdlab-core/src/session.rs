@@ -175,7 +175,7 @@ impl Session {
         let now = dev.now();
         let measured = !self.ramping;
         let mut completions = std::mem::take(&mut self.completions);
-        completions.extend(dev.drain_completions());
+        dev.take_completions(&mut completions);
         for c in &completions {
             if source.completed(c, dev) && measured {
                 self.rec.record(c, now);

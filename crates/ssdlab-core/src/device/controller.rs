@@ -145,6 +145,14 @@ impl Controller {
         self.completions.drain(..)
     }
 
+    /// Hand the completions over by swapping buffers: `into` (empty) takes them, the
+    /// controller keeps `into`'s allocation for the next ones. No copy.
+    #[inline]
+    pub fn swap_completions(&mut self, into: &mut Vec<Completion>) {
+        debug_assert!(into.is_empty());
+        std::mem::swap(&mut self.completions, into);
+    }
+
     /// The logical units `[first, end)` a command covers: TRIM unmaps only whole units (the
     /// rest of a partly trimmed unit is data); reads and writes touch every unit they overlap.
     fn units_of(&self, io: &HostIo) -> (u32, u32) {

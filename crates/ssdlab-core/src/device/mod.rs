@@ -261,6 +261,13 @@ impl Device {
         self.controller.drain_completions()
     }
 
+    /// Completed commands since the last call, into `into` (which must be empty) by swapping
+    /// buffers: no copy, and `dev` stays free to read while they are handled.
+    #[inline]
+    pub fn take_completions(&mut self, into: &mut Vec<Completion>) {
+        self.controller.swap_completions(into);
+    }
+
     /// Programs a power cut now would interrupt or prevent: per die, those whose array time
     /// is running and those still queued. With [`crate::ftl::Ftl::buffered_host_ppns`] (host
     /// data in DRAM, in no program yet), what is not yet on the NAND.
