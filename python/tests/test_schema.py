@@ -17,6 +17,11 @@ def test_the_python_job_has_the_models_fields_and_defaults():
     model = json.loads(_ssdlab.job_defaults())
     python = {f.name: f.default for f in dataclasses.fields(Job)}
     assert python == model
+    # The schema: the same fields in the same order, each with its unit and accepted values.
+    schema = json.loads(_ssdlab.job_schema())
+    assert [f["name"] for f in schema] == [f.name for f in dataclasses.fields(Job)]
+    assert all(f["accepted"] and f["default"] == model[f["name"]] for f in schema)
+    assert {f["name"]: f["unit"] for f in schema}["runtime_s"] == "s (simulated)"
 
 
 def test_sizes_are_read_by_the_models_parser():

@@ -39,6 +39,20 @@ fn job_defaults() -> String {
     serde_json::to_string(&Job::default()).expect("a job serialises")
 }
 
+/// The job schema: each field's name, unit, accepted values and default, in order, as JSON.
+#[pyfunction]
+fn job_schema() -> String {
+    let defaults = serde_json::to_value(Job::default()).expect("a job serialises");
+    let fields: Vec<serde_json::Value> = ssdlab_core::workload::JOB_FIELDS
+        .iter()
+        .map(|f| {
+            serde_json::json!({"name": f.name, "unit": f.unit, "accepted": f.accepted,
+                               "default": defaults[f.name]})
+        })
+        .collect();
+    serde_json::to_string(&fields).expect("the schema serialises")
+}
+
 /// A fio size ("4k", "128KiB", "8g"; powers of 1024) in bytes: the one size parser.
 #[pyfunction]
 fn parse_size(text: &str) -> PyResult<u64> {
@@ -657,6 +671,7 @@ fn _ssdlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate_config, m)?)?;
     m.add_function(wrap_pyfunction!(describe_config, m)?)?;
     m.add_function(wrap_pyfunction!(job_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(job_schema, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(crashtest, m)?)?;
     m.add_function(wrap_pyfunction!(parse_faults, m)?)?;

@@ -47,6 +47,120 @@ pub struct Job {
     pub ss_ramp_s: f64,
 }
 
+/// One field of [`Job`] as data: its unit and what it accepts. With [`Job::default`] (the
+/// defaults) this is the job schema the Python API is checked against (`_ssdlab.job_schema`).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct JobField {
+    pub name: &'static str,
+    /// "" for names and counts without a unit.
+    pub unit: &'static str,
+    pub accepted: &'static str,
+}
+
+/// Every field of [`Job`], in declaration order.
+pub const JOB_FIELDS: &[JobField] = &[
+    JobField {
+        name: "name",
+        unit: "",
+        accepted: "any text (the job's label)",
+    },
+    JobField {
+        name: "rw",
+        unit: "",
+        accepted: "read, write, randread, randwrite, randrw, rw, readwrite, trim, randtrim",
+    },
+    JobField {
+        name: "bs",
+        unit: "bytes (fio size)",
+        accepted: "a size (4k, 128KiB), or READ,WRITE[,TRIM] sizes",
+    },
+    JobField {
+        name: "bssplit",
+        unit: "bytes/percent",
+        accepted: "SIZE/PCT pairs joined by ':' (4k/50:64k/50); overrides bs",
+    },
+    JobField {
+        name: "iodepth",
+        unit: "commands",
+        accepted: "1 or more",
+    },
+    JobField {
+        name: "offset",
+        unit: "bytes (fio size) or percent",
+        accepted: "a size or N% of the drive",
+    },
+    JobField {
+        name: "size",
+        unit: "bytes (fio size) or percent",
+        accepted: "a size or N% of the drive; none: to the end",
+    },
+    JobField {
+        name: "io_size",
+        unit: "bytes (fio size)",
+        accepted: "a size; none: size (unless time_based or number_ios)",
+    },
+    JobField {
+        name: "runtime_s",
+        unit: "s (simulated)",
+        accepted: "a positive number; none: until io_size",
+    },
+    JobField {
+        name: "time_based",
+        unit: "",
+        accepted: "true, false",
+    },
+    JobField {
+        name: "number_ios",
+        unit: "commands",
+        accepted: "1 or more; none: no limit",
+    },
+    JobField {
+        name: "rwmixread",
+        unit: "percent",
+        accepted: "0 to 100",
+    },
+    JobField {
+        name: "random_distribution",
+        unit: "",
+        accepted: "random, zipf:THETA, pareto:H",
+    },
+    JobField {
+        name: "randseed",
+        unit: "",
+        accepted: "a whole number",
+    },
+    JobField {
+        name: "log_interval_s",
+        unit: "s (simulated)",
+        accepted: "a positive number",
+    },
+    JobField {
+        name: "ramp_time_s",
+        unit: "s (simulated)",
+        accepted: "0 or more",
+    },
+    JobField {
+        name: "numjobs",
+        unit: "copies",
+        accepted: "1 or more",
+    },
+    JobField {
+        name: "ss",
+        unit: "",
+        accepted: "iops:P%, iops_slope:P%, bw:P%, bw_slope:P%; none: off",
+    },
+    JobField {
+        name: "ss_dur_s",
+        unit: "s (simulated)",
+        accepted: "a positive number with ss",
+    },
+    JobField {
+        name: "ss_ramp_s",
+        unit: "s (simulated)",
+        accepted: "0 or more",
+    },
+];
+
 /// A steady-state criterion (fio's `ss`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct SteadyCriterion {

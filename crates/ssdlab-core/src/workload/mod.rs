@@ -6,13 +6,29 @@ mod generator;
 mod job;
 mod run;
 
-pub use job::{parse_size, CompiledJob, Job, SteadyState};
+pub use job::{parse_size, CompiledJob, Job, JobField, SteadyState, JOB_FIELDS};
 pub use run::{run_job, JobResult, JobRun, JobSummary};
 
 #[cfg(test)]
 mod tests {
     use super::generator::Generator;
     use super::*;
+
+    #[test]
+    fn the_job_schema_names_every_field_of_the_job_in_order() {
+        let json = serde_json::to_value(Job::default()).unwrap();
+        let keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        let mut names: Vec<&str> = JOB_FIELDS.iter().map(|f| f.name).collect();
+        names.sort_unstable();
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        assert_eq!(names, sorted);
+    }
 
     #[test]
     fn sizes_parse_like_fio() {
