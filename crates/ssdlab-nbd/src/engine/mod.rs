@@ -156,6 +156,9 @@ pub(crate) struct Engine {
     /// what the host saw in model time (service times per operation, per-second series).
     session: Session,
     io: Io,
+    /// Completions taken outside the loop (after a submission, after idle time); the buffer is
+    /// reused, swapped with the controller's.
+    completions: Vec<Completion>,
 }
 
 /// Everything of the engine but the drive and the loop: the data, the connections and the
@@ -262,6 +265,7 @@ impl Engine {
             },
             session,
             dev,
+            completions: Vec::new(),
         }
     }
 
@@ -568,12 +572,16 @@ impl Engine {
     /// to the data, then reply to what completed. Returns how many completed.
     fn settle(&mut self) -> usize {
         self.io.stepped(&mut self.dev);
-        let completions: Vec<Completion> = self.dev.drain_completions().collect();
+        let mut completions = std::mem::take(&mut self.completions);
+        self.dev.take_completions(&mut completions);
         for c in &completions {
             self.session.rec.record(c, c.completed);
             self.io.completed(c, &self.dev);
         }
-        completions.len()
+        let n = completions.len();
+        completions.clear();
+        self.completions = completions;
+        n
     }
 
     fn snapshot(&self) -> ServeStats {
