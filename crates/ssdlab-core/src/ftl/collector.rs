@@ -1,10 +1,13 @@
 //! The collector's state: which blocks are candidates (the victim policy's sets), which block
 //! each die is collecting and how far, what copying is owed, and when collection runs (the
-//! schedule). The work itself (selection, copying, erasing) is in [`super::gc`], on the FTL,
-//! since it moves units through the map and the placement streams.
+//! schedule), and the choice of victim ([`Collector::select`], given the map and the blocks
+//! it reads). The copying and erasing are in [`super::gc`], on the FTL, since they move units
+//! through the map and the placement streams.
 
+use super::blocks::Blocks;
+use super::map::Map;
 use super::victim::Buckets;
-use super::NONE;
+use super::{BlockState, NONE};
 use crate::config::{FtlConfig, GcForegroundMode, GcPolicy, Geometry};
 use crate::rng::Rng;
 use crate::time::SimDuration;
@@ -127,5 +130,177 @@ impl Collector {
             ),
             rng: Rng::derive(seed, "ftl.gc"),
         }
+    }
+}
+
+/// A victim chosen by [`Collector::select`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Selected {
+    pub block: u32,
+    /// Its valid units when chosen.
+    pub valid: u32,
+    /// Chosen by static wear levelling rather than by the policy.
+    pub wear_leveling: bool,
+}
+
+impl Collector {
+    /// `block` of `die` is full: it becomes a candidate (sealed at write sequence `sequence`,
+    /// holding `valid` units).
+    pub fn seal(&mut self, die: u32, block: u32, valid: u32, blocks: &mut Blocks, sequence: u32) {
+        blocks.state[block as usize] = BlockState::Sealed;
+        blocks.sealed_at[block as usize] = sequence;
+        let d = &mut self.dies[die as usize];
+        blocks.sealed_pos[block as usize] = d.sealed_list.len() as u32;
+        d.sealed_list.push(block);
+        match self.policy.kind {
+            GcPolicy::Greedy => self.buckets.insert(die, block, valid),
+            GcPolicy::Fifo => d.sealed_fifo.push_back(block),
+            _ => {}
+        }
+    }
+
+    /// `block` of `die` (holding `valid` units) leaves the candidates.
+    pub fn unseal(&mut self, die: u32, block: u32, valid: u32, blocks: &mut Blocks) {
+        let d = &mut self.dies[die as usize];
+        let pos = blocks.sealed_pos[block as usize];
+        debug_assert_ne!(pos, NONE);
+        let last = d.sealed_list.pop().expect("sealed list holds the block");
+        if last != block {
+            d.sealed_list[pos as usize] = last;
+            blocks.sealed_pos[last as usize] = pos;
+        }
+        blocks.sealed_pos[block as usize] = NONE;
+        match self.policy.kind {
+            GcPolicy::Greedy => self.buckets.remove(die, block, valid),
+            GcPolicy::Fifo => {
+                if d.sealed_fifo.front() == Some(&block) {
+                    d.sealed_fifo.pop_front();
+                } else if let Some(i) = d.sealed_fifo.iter().position(|&b| b == block) {
+                    d.sealed_fifo.remove(i);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Choose `die`'s next victim and make it the die's victim (state Victim, out of the
+    /// candidates, copying owed at v / (capacity - v) per host unit). A block marked for
+    /// retirement goes first, then static wear levelling's coldest block when the die's wear
+    /// spread calls for it, then the policy's choice. None if the die has no sealed block.
+    /// `sequence`: the FTL's write sequence number now (cost-benefit's age).
+    pub fn select(
+        &mut self,
+        die: u32,
+        map: &Map,
+        blocks: &mut Blocks,
+        g: &Geometry,
+        sequence: u32,
+    ) -> Option<Selected> {
+        let dix = die as usize;
+        if self.dies[dix].sealed_list.is_empty() {
+            return None;
+        }
+        self.dies[dix].victim_selections += 1;
+        let mut wear_leveling = false;
+        // A block marked for retirement goes first: its data moves off failing flash.
+        let retiring = loop {
+            match self.dies[dix].retiring.pop() {
+                Some(b) if blocks.state[b as usize] == BlockState::Sealed => break Some(b),
+                Some(_) => continue, // already collected as an ordinary victim
+                None => break None,
+            }
+        };
+        let block = match retiring.or_else(|| {
+            let b = self.coldest_if_spread_exceeded(die, blocks, g);
+            wear_leveling = b.is_some();
+            b
+        }) {
+            Some(b) => b,
+            None => match self.policy.kind {
+                GcPolicy::Greedy => self.buckets.min(die).expect("sealed blocks are in buckets"),
+                GcPolicy::Fifo => *self.dies[dix]
+                    .sealed_fifo
+                    .front()
+                    .expect("sealed blocks are queued"),
+                GcPolicy::DChoices => {
+                    let list = &self.dies[dix].sealed_list;
+                    let mut best = list[self.rng.below(list.len() as u64) as usize];
+                    for _ in 1..self.policy.d_choices {
+                        let b = list[self.rng.below(list.len() as u64) as usize];
+                        if map.valid(b) < map.valid(best) {
+                            best = b;
+                        }
+                    }
+                    best
+                }
+                GcPolicy::CostBenefit => self.cost_benefit_victim(die, map, blocks, g, sequence),
+            },
+        };
+        let valid = map.valid(block);
+        self.unseal(die, block, valid, blocks);
+        blocks.state[block as usize] = BlockState::Victim;
+        let capacity = g.data_units_per_block;
+        let d = &mut self.dies[dix];
+        d.victim = block;
+        d.victim_cursor = 0;
+        d.victim_for_wear_leveling = wear_leveling;
+        d.gc_ratio = if valid >= capacity {
+            capacity as f64
+        } else {
+            valid as f64 / (capacity - valid) as f64
+        };
+        Some(Selected {
+            block,
+            valid,
+            wear_leveling,
+        })
+    }
+
+    /// Cost-benefit (Rosenblum and Ousterhout's LFS cleaner): the sealed block with the highest
+    /// (1 - u) / 2u x age; ties to the lowest block number.
+    fn cost_benefit_victim(
+        &self,
+        die: u32,
+        map: &Map,
+        blocks: &Blocks,
+        g: &Geometry,
+        sequence: u32,
+    ) -> u32 {
+        let capacity = g.data_units_per_block as f64;
+        let mut best = NONE;
+        let mut best_score = f64::NEG_INFINITY;
+        for &b in &self.dies[die as usize].sealed_list {
+            let u = map.valid(b) as f64 / capacity;
+            let age = sequence.wrapping_sub(blocks.sealed_at[b as usize]) as f64 + 1.0;
+            let score = if u == 0.0 {
+                f64::INFINITY
+            } else {
+                (1.0 - u) / (2.0 * u) * age
+            };
+            if score > best_score || (score == best_score && b < best) {
+                best = b;
+                best_score = score;
+            }
+        }
+        best
+    }
+
+    /// Static wear levelling: every 16th selection, if the die's erase-count spread is past the
+    /// threshold, the least-worn sealed block (cold data) is collected instead.
+    fn coldest_if_spread_exceeded(&self, die: u32, blocks: &Blocks, g: &Geometry) -> Option<u32> {
+        let d = &self.dies[die as usize];
+        if self.policy.static_spread_max == 0 || !d.victim_selections.is_multiple_of(16) {
+            return None;
+        }
+        let first = die * g.blocks_per_die;
+        let max = (first..first + g.blocks_per_die)
+            .map(|b| blocks.erase_count[b as usize])
+            .max()?;
+        let coldest = *d
+            .sealed_list
+            .iter()
+            .min_by_key(|&&b| (blocks.erase_count[b as usize], b))?;
+        (max - blocks.erase_count[coldest as usize] > self.policy.static_spread_max)
+            .then_some(coldest)
     }
 }

@@ -152,112 +152,23 @@ impl Ftl {
                 || free < self.collector.schedule.bg_free_target)
     }
 
+    /// The collector chooses `die`'s next victim; false if it has no sealed block.
     fn select_victim(&mut self, die: u32) -> bool {
-        let dix = die as usize;
-        if self.collector.dies[dix].sealed_list.is_empty() {
+        let Some(chosen) = self.collector.select(
+            die,
+            &self.map,
+            &mut self.blocks,
+            &self.geometry,
+            self.sequence,
+        ) else {
             return false;
-        }
-        self.collector.dies[dix].victim_selections += 1;
-        let mut wear_leveling = false;
-        // A block marked for retirement goes first: its data moves off failing flash.
-        let retiring = loop {
-            match self.collector.dies[dix].retiring.pop() {
-                Some(b) if self.blocks.state[b as usize] == BlockState::Sealed => break Some(b),
-                Some(_) => continue, // already collected as an ordinary victim
-                None => break None,
-            }
-        };
-        let block = match retiring.or_else(|| {
-            let b = self.coldest_if_spread_exceeded(die);
-            wear_leveling = b.is_some();
-            b
-        }) {
-            Some(b) => b,
-            None => match self.collector.policy.kind {
-                GcPolicy::Greedy => self
-                    .collector
-                    .buckets
-                    .min(die)
-                    .expect("sealed blocks are in buckets"),
-                GcPolicy::Fifo => *self.collector.dies[dix]
-                    .sealed_fifo
-                    .front()
-                    .expect("sealed blocks are queued"),
-                GcPolicy::DChoices => {
-                    let list = &self.collector.dies[dix].sealed_list;
-                    let mut best = list[self.collector.rng.below(list.len() as u64) as usize];
-                    for _ in 1..self.collector.policy.d_choices {
-                        let b = list[self.collector.rng.below(list.len() as u64) as usize];
-                        if self.map.valid(b) < self.map.valid(best) {
-                            best = b;
-                        }
-                    }
-                    best
-                }
-                GcPolicy::CostBenefit => self.cost_benefit_victim(die),
-            },
-        };
-        self.unseal(block);
-        self.blocks.state[block as usize] = BlockState::Victim;
-        let v = self.map.valid(block);
-        let capacity = self.geometry.data_units_per_block;
-        let d = &mut self.collector.dies[dix];
-        d.victim = block;
-        d.victim_cursor = 0;
-        d.victim_for_wear_leveling = wear_leveling;
-        d.gc_ratio = if v >= capacity {
-            capacity as f64
-        } else {
-            v as f64 / (capacity - v) as f64
         };
         self.counters.gc_victims += 1;
-        self.counters.gc_victim_valid_units += v as u64;
-        if wear_leveling {
+        self.counters.gc_victim_valid_units += chosen.valid as u64;
+        if chosen.wear_leveling {
             self.counters.wear_leveling_victims += 1;
         }
         true
-    }
-
-    fn cost_benefit_victim(&self, die: u32) -> u32 {
-        let capacity = self.geometry.data_units_per_block as f64;
-        let mut best = NONE;
-        let mut best_score = f64::NEG_INFINITY;
-        for &b in &self.collector.dies[die as usize].sealed_list {
-            let u = self.map.valid(b) as f64 / capacity;
-            let age = self
-                .sequence
-                .wrapping_sub(self.blocks.sealed_at[b as usize]) as f64
-                + 1.0;
-            let score = if u == 0.0 {
-                f64::INFINITY
-            } else {
-                (1.0 - u) / (2.0 * u) * age
-            };
-            if score > best_score || (score == best_score && b < best) {
-                best = b;
-                best_score = score;
-            }
-        }
-        best
-    }
-
-    /// Static wear levelling: every 16th selection, if the die's erase-count spread is past the
-    /// threshold, the least-worn sealed block (cold data) is collected instead.
-    fn coldest_if_spread_exceeded(&self, die: u32) -> Option<u32> {
-        let d = &self.collector.dies[die as usize];
-        if self.collector.policy.static_spread_max == 0 || !d.victim_selections.is_multiple_of(16) {
-            return None;
-        }
-        let first = die * self.geometry.blocks_per_die;
-        let max = (first..first + self.geometry.blocks_per_die)
-            .map(|b| self.blocks.erase_count[b as usize])
-            .max()?;
-        let coldest = *d
-            .sealed_list
-            .iter()
-            .min_by_key(|&&b| (self.blocks.erase_count[b as usize], b))?;
-        (max - self.blocks.erase_count[coldest as usize] > self.collector.policy.static_spread_max)
-            .then_some(coldest)
     }
 
     /// Copy up to one PU of valid units out of `die`'s victim; erase it when it is empty.

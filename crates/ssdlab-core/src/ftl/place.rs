@@ -228,43 +228,11 @@ impl Ftl {
         };
     }
 
+    /// `block` is full: it becomes a collection candidate.
     pub(super) fn seal(&mut self, block: u32) {
         let die = self.div.blocks_per_die.quotient(block);
-        self.blocks.state[block as usize] = BlockState::Sealed;
-        self.blocks.sealed_at[block as usize] = self.sequence;
-        let c = &mut self.collector;
-        let d = &mut c.dies[die as usize];
-        self.blocks.sealed_pos[block as usize] = d.sealed_list.len() as u32;
-        d.sealed_list.push(block);
-        match c.policy.kind {
-            GcPolicy::Greedy => c.buckets.insert(die, block, self.map.valid(block)),
-            GcPolicy::Fifo => d.sealed_fifo.push_back(block),
-            _ => {}
-        }
-    }
-
-    pub(super) fn unseal(&mut self, block: u32) {
-        let die = self.div.blocks_per_die.quotient(block);
-        let c = &mut self.collector;
-        let d = &mut c.dies[die as usize];
-        let pos = self.blocks.sealed_pos[block as usize];
-        debug_assert_ne!(pos, NONE);
-        let last = d.sealed_list.pop().expect("sealed list holds the block");
-        if last != block {
-            d.sealed_list[pos as usize] = last;
-            self.blocks.sealed_pos[last as usize] = pos;
-        }
-        self.blocks.sealed_pos[block as usize] = NONE;
-        match c.policy.kind {
-            GcPolicy::Greedy => c.buckets.remove(die, block, self.map.valid(block)),
-            GcPolicy::Fifo => {
-                if d.sealed_fifo.front() == Some(&block) {
-                    d.sealed_fifo.pop_front();
-                } else if let Some(i) = d.sealed_fifo.iter().position(|&b| b == block) {
-                    d.sealed_fifo.remove(i);
-                }
-            }
-            _ => {}
-        }
+        let valid = self.map.valid(block);
+        self.collector
+            .seal(die, block, valid, &mut self.blocks, self.sequence);
     }
 }
