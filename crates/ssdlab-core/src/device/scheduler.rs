@@ -17,7 +17,7 @@
 
 use super::processor::Processor;
 use super::Event;
-use crate::ftl::{NandSink, Program, ProgramKind};
+use crate::ftl::{GcRead, NandSink, Program, ProgramKind};
 use crate::nand::Nand;
 use crate::sim::Kernel;
 use crate::time::SimTime;
@@ -299,7 +299,7 @@ impl NandSink for Flash<'_> {
     }
 
     #[inline]
-    fn gc_read(&mut self, die: u32, planes: u32, units: u32) {
+    fn gc_read(&mut self, die: u32, GcRead { planes, units }: GcRead) {
         let bytes = units as u64 * self.sched.unit_bytes;
         let op = NandOp::GcRead {
             planes,

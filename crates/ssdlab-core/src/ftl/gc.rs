@@ -192,11 +192,11 @@ impl Ftl {
             let mut valid = std::mem::take(&mut self.scratch);
             let (mut n, mut c) = (0usize, cursor);
             while c < pu_end && (n as u32) < room {
-                let ppn = base + c;
+                let ppn = Ppn(base + c);
                 let lba = self.map.reverse(ppn);
                 self.map.prefetch_lookup_clamped(lba);
-                valid[n] = ppn;
-                n += (lba != UNMAPPED) as usize;
+                valid[n] = ppn.0;
+                n += !lba.is_none() as usize;
                 c += 1;
             }
             self.collector.dies[dix].victim_cursor = c;
@@ -205,16 +205,21 @@ impl Ftl {
             // caches by far on large drives).
             let next_end = (pu_end + units_per_pu).min(units_per_block);
             for ppn in base + pu_end..base + next_end {
-                self.map.prefetch_lookup_clamped(self.map.reverse(ppn));
+                self.map.prefetch_lookup_clamped(self.map.reverse(Ppn(ppn)));
             }
             if n == 0 {
                 self.scratch = valid;
                 continue;
             }
             let (first, last) = (valid[0], valid[n - 1]);
-            sink.gc_read(die, self.planes_spanned(first, last), n as u32);
+            let read = GcRead {
+                planes: self.planes_spanned(first, last),
+                units: n as u32,
+            };
+            sink.gc_read(die, read);
             // Moving a unit changes no other unit of the victim: the same ones are still valid.
             for &ppn in &valid[..n] {
+                let ppn = Ppn(ppn);
                 let lba = self.map.reverse(ppn);
                 // Out-of-band LBA checked against the map: the pair must agree.
                 assert_eq!(

@@ -11,10 +11,53 @@ use super::{MapChange, HELD, TAG_ERASE, UNMAPPED};
 use crate::config::Geometry;
 use crate::divisor::Divisor;
 
+/// A logical unit: the host's address in mapping units (LBA x sector size / unit size).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(transparent)]
+pub struct Lba(pub u32);
+
+/// A physical unit: `(die * blocks_per_die + block) * units_per_block + pu * units_per_pu +
+/// slot` (see [`super`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(transparent)]
+pub struct Ppn(pub u32);
+
+impl Lba {
+    /// No logical unit: what a free, stale, padding or parity physical unit holds.
+    pub const NONE: Lba = Lba(UNMAPPED);
+
+    #[inline(always)]
+    pub fn is_none(self) -> bool {
+        self.0 == UNMAPPED
+    }
+}
+
+impl Ppn {
+    /// No physical unit: where an unmapped logical unit is.
+    pub const NONE: Ppn = Ppn(UNMAPPED);
+
+    #[inline(always)]
+    pub fn is_none(self) -> bool {
+        self.0 == UNMAPPED
+    }
+}
+
+impl std::fmt::Display for Lba {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::fmt::Display for Ppn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// A mapped unit taken off the map by [`Map::unmap`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Unmapped {
-    pub ppn: u32,
+    pub ppn: Ppn,
     pub block: u32,
     /// The block's valid units before (the greedy victim buckets key on it).
     pub valid_before: u32,
@@ -55,33 +98,33 @@ impl Map {
 
     /// Physical unit of logical unit `lba`, or UNMAPPED.
     #[inline(always)]
-    pub fn lookup(&self, lba: u32) -> u32 {
-        self.l2p[lba as usize]
+    pub fn lookup(&self, lba: Lba) -> Ppn {
+        Ppn(self.l2p[lba.0 as usize])
     }
 
     /// The logical unit a physical unit holds (its out-of-band LBA), or UNMAPPED.
     #[inline(always)]
-    pub fn reverse(&self, ppn: u32) -> u32 {
-        self.p2l[ppn as usize]
+    pub fn reverse(&self, ppn: Ppn) -> Lba {
+        Lba(self.p2l[ppn.0 as usize])
     }
 
     /// Start loading the map entry of `lba` (a write or read of it is coming).
     #[inline]
-    pub fn prefetch_lookup(&self, lba: u32) {
-        crate::mem::prefetch(&self.l2p, lba as usize);
+    pub fn prefetch_lookup(&self, lba: Lba) {
+        crate::mem::prefetch(&self.l2p, lba.0 as usize);
     }
 
     /// The same for any `lba`, UNMAPPED included (then nothing useful is loaded): no branch.
     #[inline(always)]
-    pub fn prefetch_lookup_clamped(&self, lba: u32) {
-        crate::mem::prefetch_clamped(&self.l2p, lba as usize);
+    pub fn prefetch_lookup_clamped(&self, lba: Lba) {
+        crate::mem::prefetch_clamped(&self.l2p, lba.0 as usize);
     }
 
     /// Start loading what overwriting `lba` will touch: its current reverse-map entry. Call
     /// after `prefetch_lookup` has had time to land.
     #[inline]
-    pub fn prefetch_overwrite(&self, lba: u32) {
-        let ppn = self.l2p[lba as usize];
+    pub fn prefetch_overwrite(&self, lba: Lba) {
+        let ppn = self.l2p[lba.0 as usize];
         if ppn != UNMAPPED {
             crate::mem::prefetch(&self.p2l, ppn as usize);
         }
@@ -113,7 +156,7 @@ impl Map {
 
     /// Map `lba` (unmapped) to `ppn` (free) of `block`.
     #[inline(always)]
-    pub fn map(&mut self, lba: u32, ppn: u32, block: u32) {
+    pub fn map(&mut self, Lba(lba): Lba, Ppn(ppn): Ppn, block: u32) {
         debug_assert_eq!(
             self.p2l[ppn as usize], UNMAPPED,
             "ppn {ppn} already holds data"
@@ -128,7 +171,7 @@ impl Map {
 
     /// Take `lba` off the map: its copy goes stale. None if it was not mapped.
     #[inline]
-    pub fn unmap(&mut self, lba: u32) -> Option<Unmapped> {
+    pub fn unmap(&mut self, Lba(lba): Lba) -> Option<Unmapped> {
         let ppn = self.l2p[lba as usize];
         if ppn == UNMAPPED {
             return None;
@@ -145,7 +188,7 @@ impl Map {
         debug_assert!(v > 0);
         self.valid[block as usize] = v - 1;
         Some(Unmapped {
-            ppn,
+            ppn: Ppn(ppn),
             block,
             valid_before: v,
         })
@@ -155,7 +198,7 @@ impl Map {
     /// its logical unit) is about to be placed: the old copy goes stale and the logical unit
     /// is unmapped until [`Map::map`] places it again (no other change in between).
     #[inline(always)]
-    pub fn unmap_copy(&mut self, ppn: u32, block: u32) {
+    pub fn unmap_copy(&mut self, Ppn(ppn): Ppn, block: u32) {
         debug_assert_eq!(self.l2p[self.p2l[ppn as usize] as usize], ppn);
         self.l2p[self.p2l[ppn as usize] as usize] = UNMAPPED;
         self.p2l[ppn as usize] = UNMAPPED;
@@ -223,7 +266,7 @@ impl Map {
     /// may have erased the old copy's block: then the write goes in as two changes, around
     /// everything the placement journalled (see [`HELD`]).
     #[inline(never)]
-    pub fn record_host(&mut self, lba: u32, old_ppn: u32, tag: u64, mark: usize) {
+    pub fn record_host(&mut self, Lba(lba): Lba, Ppn(old_ppn): Ppn, tag: u64, mark: usize) {
         let new_ppn = self.l2p[lba as usize];
         let upb = self.units_per_block;
         let Some(journal) = &mut self.changes else {
@@ -257,7 +300,7 @@ impl Map {
 
     /// Journal the move of `lba` from `old_ppn` to where it maps now.
     #[inline]
-    pub fn record(&mut self, lba: u32, old_ppn: u32, tag: u64) {
+    pub fn record(&mut self, Lba(lba): Lba, Ppn(old_ppn): Ppn, tag: u64) {
         let new_ppn = self.l2p[lba as usize];
         self.push_change(MapChange {
             lba,

@@ -33,7 +33,7 @@ use crate::rng::Rng;
 use crate::time::SimTime;
 use blocks::Blocks;
 use collector::Collector;
-pub use map::{Map, Unmapped};
+pub use map::{Lba, Map, Ppn, Unmapped};
 pub use mount::{MountReport, Recovered};
 pub use persist::Persistence;
 use victim::FreePool;
@@ -92,12 +92,21 @@ impl HostWrite {
     }
 }
 
+/// One read of garbage collection: the valid units of one source PU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GcRead {
+    /// Planes the units span (one multi-plane read).
+    pub planes: u32,
+    /// Mapping units read.
+    pub units: u32,
+}
+
 /// Receives the flash operations the FTL decides, in decision order.
 pub trait NandSink {
     /// Program one PU (or, for metadata, `program.planes` pages) on `die`.
     fn program(&mut self, die: u32, program: Program);
     /// Read `units` mapping units of one PU on `die` for garbage collection.
-    fn gc_read(&mut self, die: u32, planes: u32, units: u32);
+    fn gc_read(&mut self, die: u32, read: GcRead);
     /// Erase one block of `die`; `gc_victim` for a collected victim (not a metadata block).
     fn erase(&mut self, die: u32, gc_victim: bool);
 }
@@ -107,7 +116,7 @@ pub struct NullSink;
 
 impl NandSink for NullSink {
     fn program(&mut self, _: u32, _: Program) {}
-    fn gc_read(&mut self, _: u32, _: u32, _: u32) {}
+    fn gc_read(&mut self, _: u32, _: GcRead) {}
     fn erase(&mut self, _: u32, _: bool) {}
 }
 
@@ -378,8 +387,8 @@ impl Ftl {
     /// stream's open PU on the current die. Full PUs are programmed, striped across dies.
     #[inline]
     pub fn write_unit<S: NandSink>(&mut self, w: HostWrite, sink: &mut S) {
-        let lba = w.lba;
-        debug_assert!((lba as u64) < self.geometry.logical_units);
+        let lba = Lba(w.lba);
+        debug_assert!((lba.0 as u64) < self.geometry.logical_units);
         let old = self.map.lookup(lba);
         self.invalidate(lba);
         let mark = self.map.changes_len();
@@ -427,9 +436,9 @@ impl Ftl {
             }
             let run = (self.geometry.units_per_pu - ob.fill - 1).min(end - lba);
             for l in lba..lba + run {
-                self.invalidate(l);
-                self.place(self.host_die, Stream::Host, l);
-                self.map_updated(l, sink);
+                self.invalidate(Lba(l));
+                self.place(self.host_die, Stream::Host, Lba(l));
+                self.map_updated(Lba(l), sink);
             }
             self.counters.host_units_written += run as u64;
             lba += run;
@@ -438,8 +447,9 @@ impl Ftl {
 
     /// TRIM one logical unit: it maps to nothing and reads as zeros. `tag` is the command's.
     pub fn trim_unit<S: NandSink>(&mut self, lba: u32, tag: u64, sink: &mut S) {
+        let lba = Lba(lba);
         let old = self.map.lookup(lba);
-        if old != UNMAPPED {
+        if !old.is_none() {
             self.invalidate(lba);
             self.counters.host_units_trimmed += 1;
             self.map.record(lba, old, tag);
@@ -450,9 +460,9 @@ impl Ftl {
     /// The map entry of `lba` changed: the firmware journals it (and checkpoints the map
     /// when the journal is long enough).
     #[inline]
-    fn map_updated<S: NandSink>(&mut self, lba: u32, sink: &mut S) {
+    fn map_updated<S: NandSink>(&mut self, lba: Lba, sink: &mut S) {
         if self.persist.enabled() {
-            self.persist.note_update(lba, &mut self.counters, sink);
+            self.persist.note_update(lba.0, &mut self.counters, sink);
         }
     }
 

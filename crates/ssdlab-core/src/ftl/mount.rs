@@ -120,17 +120,17 @@ impl Ftl {
                     r.ppn, r.lba, g.logical_units
                 ));
             }
-            if self.map.reverse(r.ppn) != UNMAPPED {
+            if !self.map.reverse(Ppn(r.ppn)).is_none() {
                 return Err(format!("unit {}: recorded twice", r.ppn));
             }
-            let held = self.map.lookup(r.lba);
-            if held != UNMAPPED {
+            let held = self.map.lookup(Lba(r.lba));
+            if !held.is_none() {
                 return Err(format!(
                     "logical unit {}: current in both unit {held} and unit {}",
                     r.lba, r.ppn
                 ));
             }
-            self.map.map(r.lba, r.ppn, block as u32);
+            self.map.map(Lba(r.lba), Ppn(r.ppn), block as u32);
         }
         for die in 0..g.dies {
             let first = die * g.blocks_per_die;

@@ -9,7 +9,7 @@ impl Ftl {
     /// The current copy of `lba` (if any) goes stale; a sealed block's place among the
     /// greedy victim candidates follows its valid count down.
     #[inline]
-    pub(super) fn invalidate(&mut self, lba: u32) {
+    pub(super) fn invalidate(&mut self, lba: Lba) {
         let Some(u) = self.map.unmap(lba) else {
             return;
         };
@@ -26,7 +26,7 @@ impl Ftl {
     /// Place `lba` in the open PU of `die`'s stream; program the PU when it is full.
     /// The hot path of every write and every GC copy: a few stores, no calls.
     #[inline]
-    pub(super) fn append<S: NandSink>(&mut self, die: u32, stream: Stream, lba: u32, sink: &mut S) {
+    pub(super) fn append<S: NandSink>(&mut self, die: u32, stream: Stream, lba: Lba, sink: &mut S) {
         if self.dies[die as usize].open(stream).block == NONE {
             self.allocate_block(die, stream, sink);
         }
@@ -38,7 +38,7 @@ impl Ftl {
     /// Map `lba` to the next unit of the open PU of `die`'s stream (there is one). True when
     /// that filled the PU: it is to be programmed.
     #[inline(always)]
-    pub(super) fn place(&mut self, die: u32, stream: Stream, lba: u32) -> bool {
+    pub(super) fn place(&mut self, die: u32, stream: Stream, lba: Lba) -> bool {
         let units_per_pu = self.geometry.units_per_pu;
         let ob = self.dies[die as usize].open(stream);
         let ppn = ob.pu_first_ppn(&self.geometry) + ob.fill;
@@ -46,7 +46,7 @@ impl Ftl {
         ob.fill += 1;
         ob.host_fill += (stream == Stream::Host) as u32;
         let full = ob.fill == units_per_pu;
-        self.map.map(lba, ppn, block);
+        self.map.map(lba, Ppn(ppn), block);
         full
     }
 
@@ -190,13 +190,13 @@ impl Ftl {
             self.seal(block);
         }
         for ppn in first_ppn..first_ppn + self.geometry.units_per_pu {
-            let lba = self.map.reverse(ppn);
-            if lba == UNMAPPED {
+            let lba = self.map.reverse(Ppn(ppn));
+            if lba.is_none() {
                 continue;
             }
             self.invalidate(lba);
             self.append(die, Stream::Gc, lba, sink);
-            self.map.record(lba, ppn, TAG_RELOCATION);
+            self.map.record(lba, Ppn(ppn), TAG_RELOCATION);
             self.map_updated(lba, sink);
             self.counters.program_fail_rewrites += 1;
         }

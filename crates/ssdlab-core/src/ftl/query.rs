@@ -21,26 +21,26 @@ impl Ftl {
     /// Physical unit of logical unit `lba`, or UNMAPPED.
     #[inline]
     pub fn lookup(&self, lba: u32) -> u32 {
-        self.map.lookup(lba)
+        self.map.lookup(Lba(lba)).0
     }
 
     /// Start loading the map entry of `lba` (a write or read of it is coming).
     #[inline]
     pub fn prefetch_lookup(&self, lba: u32) {
-        self.map.prefetch_lookup(lba);
+        self.map.prefetch_lookup(Lba(lba));
     }
 
     /// Start loading what overwriting `lba` will touch: its current reverse-map entry. Call
     /// after `prefetch_lookup` has had time to land.
     #[inline]
     pub fn prefetch_overwrite(&self, lba: u32) {
-        self.map.prefetch_overwrite(lba);
+        self.map.prefetch_overwrite(Lba(lba));
     }
 
     /// The logical unit a physical unit holds (its out-of-band LBA), or UNMAPPED.
     #[inline]
     pub fn reverse(&self, ppn: u32) -> u32 {
-        self.map.reverse(ppn)
+        self.map.reverse(Ppn(ppn)).0
     }
 
     #[inline]
