@@ -67,6 +67,50 @@ GC_MODE = {"crucial-m4": ("deferred", "drives.toml m4 note: not defragmenting on
 # 6 us AHCI, 2.8 us NVMe) plus the FPDMA queued protocol's frames and the firmware's command
 # and completion handling; PCIe 10 us.
 COMMAND_LATENCY_NS = {"sata": 20_000, "pcie": 10_000}
+
+# [power] of the SATA drives (crates/ssdlab-core/src/power.rs), per controller where a figure
+# is the controller's and per NAND generation where it is the part's. (value, source).
+# The PCIe drives have no power model yet (issue 23: their vendors rate maximum power and
+# power modes, which need the power budget of the scheduler first).
+NAND_POWER = [
+    ("nand_vcc_v", 3.3, "ONFI core supply (nand-parts.toml parts run VCC 2.7-3.6 V)"),
+    ("nand_icc_read_ma", 25.0, "Micron MLC datasheets, DC characteristics: ICC1 array read 25 mA typ (50 max)"),
+    ("nand_icc_program_ma", 25.0, "Micron MLC datasheets: ICC2 array program 25 mA typ (50 max)"),
+    ("nand_icc_erase_ma", 25.0, "Micron MLC datasheets: ICC3 erase 25 mA typ (50 max)"),
+    ("nand_vccq_v", 1.8, "ASSUMED: 1.8 V I/O, as the parts' synchronous ONFI 2/3 mode runs it"),
+    ("nand_iccq_io_ma", 20.0, "ASSUMED: I/O burst current at the bus rate (Micron datasheets give ICCQ per mode; not taken here)"),
+]
+# Idle powers and link timings: no vendor publishes them for these drives. The M500 and M550
+# datasheets rate "150 mW TYP: active average power measured during MobileMark with DIPM
+# enabled" (Micron m500_2_5_ssd.pdf Rev G and m550 datasheets, feature list note 4): a
+# mostly idle, DIPM workload, so the slumber figure is set to keep that average near 150 mW.
+CONTROLLER_POWER = {
+    # (controller_busy_w, idle_active_w, idle_partial_w, idle_slumber_w, idle_devsleep_w)
+    "marvell-88ss9174": (0.5, 1.0, 0.4, 0.15, 0.15, "ASSUMED: figures as the 9187's, slumber higher (older PHY); no DevSleep (drives.toml lists none): DEVSLP leaves it in Slumber"),
+    "marvell-88ss9187": (0.5, 1.0, 0.35, 0.10, 0.005, "ASSUMED, slumber set to the M500's 150 mW TYP MobileMark/DIPM rating less its bursts; DevSleep at the 5 mW the DevSleep feature targets"),
+    "marvell-88ss9189": (0.5, 0.8, 0.25, 0.08, 0.004, "ASSUMED, as the 9187's scaled down for the 9189's 'enhanced power management' and LPDDR2 (drives.toml notes, Tom's Hardware M550 review)"),
+}
+LINK_POWER = [
+    ("partial_exit_us", 10.0, "SATA 3.2 limit for Partial -> active (drives' own not published)"),
+    ("slumber_exit_us", 10000.0, "SATA 3.2 limit for Slumber -> active (drives' own not published)"),
+    ("devsleep_exit_us", 20000.0, "SATA 3.2 DevSleep exit timeout default (DETO 20 ms; drives' own not published)"),
+    ("dipm_partial_after_us", 100.0, "ASSUMED: firmware's DIPM timer to Partial"),
+    ("dipm_slumber_after_us", 10000.0, "ASSUMED: firmware's DIPM timer to Slumber"),
+]
+
+
+def power_lines(controller: str) -> list[str]:
+    """The [power] section of a SATA drive with this controller (empty for the others)."""
+    if controller not in CONTROLLER_POWER:
+        return []
+    busy, active, partial, slumber, devsleep, src = CONTROLLER_POWER[controller]
+    lines = ["[power]                         # crates/ssdlab-core/src/power.rs; docs/model.md 'Power'"]
+    lines += [f"{k} = {v}    # {why}" for k, v, why in NAND_POWER]
+    lines += [f"controller_busy_w = {busy}    # ASSUMED: the processor above idle while it works"]
+    for k, v in (("idle_active_w", active), ("idle_partial_w", partial), ("idle_slumber_w", slumber), ("idle_devsleep_w", devsleep)):
+        lines.append(f"{k} = {v}    # {src}")
+    lines += [f"{k} = {v}    # {why}" for k, v, why in LINK_POWER]
+    return lines + [""]
 MAP_JOURNAL_ENTRY_BYTES = 8   # ASSUMED: 4-byte LBA + 4-byte physical address per record
 
 
@@ -345,6 +389,7 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
         "[host]",
         *host_lines,
         "",
+        *power_lines(d["controller"]),
         *sheet,
         "",
     ]

@@ -57,7 +57,16 @@ def series_frame(series_json: str) -> pd.DataFrame:
                 "free_blocks": np.asarray(s["free_blocks"], dtype=np.int64),
             }
         )
+    energy_uj = np.asarray(s.get("energy_uj", []), dtype=np.float64)
+    if energy_uj.size == n and n > 0 and energy_uj.any():  # a drive with a power model
+        df["energy_j"] = energy_uj / 1e6
+        df["power_w"] = energy_uj / 1e6 / interval_s
+        df["link_state"] = [LINK_STATES[int(k)] for k in s["link_state"]]
     return df
+
+
+# The host link's power states, by the code the series carries (ssdlab_core::power::LinkState).
+LINK_STATES = ("active", "partial", "slumber", "devsleep")
 
 
 @dataclass
@@ -432,6 +441,16 @@ class Drive:
     def idle(self, seconds: float) -> None:
         """Leave the drive idle; background garbage collection may use the time."""
         self._sim.idle(seconds)
+
+    def set_link_power(self, policy: str) -> None:
+        """The host's link power management from now on: none, hipm, dipm, hipm+dipm or
+        devsleep (a job's ``link_power`` sets it for the job). Only a drive with a ``[power]``
+        section changes link state."""
+        self._sim.set_link_power(policy)
+
+    def energy_j(self) -> float | None:
+        """The drive's energy since power-on, joules; None for a drive without a power model."""
+        return self._sim.energy_j()
 
     def fault_counters(self) -> dict:
         """What seeded NAND faults did so far: read retries, uncorrectable pages, RAIN

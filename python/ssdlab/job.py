@@ -31,6 +31,8 @@ class Job:
     ss, ss_dur_s, ss_ramp_s : fio's steady-state detection ("iops:0.3%", "iops_slope:0.1%",
         "bw:..", "bw_slope:.."): the job stops once the last ss_dur_s meet it
     random_distribution : random, zipf:THETA, pareto:H
+    link_power : the host's link power management during the job (none, hipm, dipm,
+        hipm+dipm, devsleep); only a drive with a power model changes link state
     """
 
     name: str = "job"
@@ -53,6 +55,7 @@ class Job:
     ss: str | None = None
     ss_dur_s: float = 0.0
     ss_ramp_s: float = 0.0
+    link_power: str = "none"
 
     def to_json(self) -> str:
         """The job for the model; ValueError ("field: why") for a count out of its range."""

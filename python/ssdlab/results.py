@@ -71,11 +71,23 @@ class _JobSummary(TypedDict):
     run: dict
 
 
+class PowerSummary(TypedDict):
+    """A run's power on a drive with a power model (ssdlab_core::power::PowerSummary)."""
+
+    energy_j: float
+    average_w: float
+    peak_w: float
+    joules_per_gb: float
+    iops_per_w: float
+
+
 class JobSummary(_JobSummary, total=False):
     """`Result.summary`: everything one job measured, and what produced it (`run`);
-    `steady_state` when the job asked for steady-state detection."""
+    `steady_state` when the job asked for steady-state detection, `power` on a drive with
+    a power model."""
 
     steady_state: SteadyState
+    power: PowerSummary
 
 
 class ClassSummary(OpSummary):
@@ -114,6 +126,7 @@ class _ReplaySummary(TypedDict):
 
 class ReplaySummary(_ReplaySummary, total=False):
     """`ReplayResult.summary`: storage-bench metrics of a replay; `per_request` when the
-    replay wrote one row per request."""
+    replay wrote one row per request; `power` on a drive with a power model."""
 
     per_request: str
+    power: PowerSummary

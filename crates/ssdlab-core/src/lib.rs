@@ -25,6 +25,7 @@ pub mod ftl;
 pub mod host;
 mod mem;
 pub mod nand;
+pub mod power;
 pub mod power_loss;
 pub mod record;
 pub mod replay;

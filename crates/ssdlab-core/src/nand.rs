@@ -31,6 +31,11 @@ pub struct NandCounters {
     pub block_erases: u64,
     /// Bytes moved over all channel buses.
     pub bus_bytes: u64,
+    /// Array time of reads, programs and erases, summed over dies (ns): what the NAND's
+    /// supply currents flow for (`crate::power`).
+    pub read_array_ns: u64,
+    pub program_array_ns: u64,
+    pub erase_ns: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -137,8 +142,8 @@ impl Nand {
         let transfer = self.timing.bus_ns(bytes);
         let data_in_start = self.buses[channel].reserve(now, earliest, transfer);
         let array_start = (data_in_start + transfer).max(d.array_free);
-        let array_end =
-            array_start + SimDuration(self.timing.array_ns(self.timing.program_ns, planes));
+        let array = self.timing.array_ns(self.timing.program_ns, planes);
+        let array_end = array_start + SimDuration(array);
         d.array_free = array_end;
         d.cache_register_free = if self.timing.cache_program {
             array_start
@@ -146,6 +151,7 @@ impl Nand {
             array_end
         };
         self.counters.page_programs += planes as u64;
+        self.counters.program_array_ns += array;
         self.counters.bus_bytes += bytes;
         (d.cache_register_free, array_end)
     }
@@ -156,8 +162,8 @@ impl Nand {
         let channel = self.channel_of(die);
         let d = &mut self.dies[die as usize];
         let array_start = now.max(d.array_free);
-        let array_end =
-            array_start + SimDuration(self.timing.array_ns(self.timing.read_ns, planes));
+        let array = self.timing.array_ns(self.timing.read_ns, planes);
+        let array_end = array_start + SimDuration(array);
         let transfer = self.timing.bus_ns(bytes_out);
         let out_start = self.buses[channel].reserve(now, array_end, transfer);
         let out_end = out_start + transfer;
@@ -165,6 +171,7 @@ impl Nand {
         d.array_free = out_end;
         d.cache_register_free = out_end;
         self.counters.page_reads += planes as u64;
+        self.counters.read_array_ns += array;
         self.counters.bus_bytes += bytes_out;
         out_end
     }
@@ -177,6 +184,7 @@ impl Nand {
         d.array_free = end;
         d.cache_register_free = end;
         self.counters.block_erases += 1;
+        self.counters.erase_ns += self.timing.erase_ns;
         end
     }
 

@@ -20,6 +20,8 @@ pub struct Sample {
     pub host_units_written: u64,
     pub erases: u64,
     pub faults: crate::faults::FaultCounters,
+    /// Energy of the NAND and processor work started so far, joules (`crate::power`).
+    pub dynamic_energy_j: f64,
 }
 
 impl Sample {
@@ -32,6 +34,7 @@ impl Sample {
             host_units_written: dev.ftl.counters.host_units_written,
             erases: dev.ftl.counters.blocks_erased,
             faults: dev.fault_counters(),
+            dynamic_energy_j: dev.dynamic_energy_j(),
         }
     }
 }
@@ -51,6 +54,9 @@ pub struct Recorder {
     intervals_closed: usize,
     /// Where the first interval not yet closed ends (ns): no event before it closes one.
     next_close_ns: u64,
+    /// The drive's static energy at the end of the last interval closed (at the start before
+    /// any), joules.
+    static_j_at_close: f64,
     pub last_completion: SimTime,
 }
 
@@ -67,6 +73,7 @@ impl Recorder {
             at_interval: s,
             intervals_closed: 0,
             next_close_ns: start.ns().saturating_add(interval_ns.max(1)),
+            static_j_at_close: dev.static_energy_j(start.max(dev.now())),
             last_completion: start,
         }
     }
@@ -108,6 +115,23 @@ impl Recorder {
         self.series.nand_page_programs[upto - 1] = s.page_programs - self.at_interval.page_programs;
         self.series.gc_units_copied[upto - 1] = s.gc_units - self.at_interval.gc_units;
         self.series.free_blocks[upto - 1] = dev.ftl.free_blocks_total();
+        if dev.has_power_model() {
+            // Static energy by each interval's own span (the link's state is known at any
+            // instant); the work started since the last close in the last interval closed.
+            // Every edge closed now is after the last event, so after the link's last change.
+            let interval = self.series.interval_ns;
+            for i in self.intervals_closed..upto {
+                let edge = SimTime(self.start.ns() + (i as u64 + 1) * interval);
+                let static_j = dev.static_energy_j(edge);
+                let mut j = static_j - self.static_j_at_close;
+                self.static_j_at_close = static_j;
+                if i == upto - 1 {
+                    j += s.dynamic_energy_j - self.at_interval.dynamic_energy_j;
+                }
+                self.series.energy_uj[i] = (j * 1e6).round() as u64;
+                self.series.link_state[i] = dev.link_state(edge) as u64;
+            }
+        }
         self.at_interval = s;
         self.intervals_closed = upto;
         self.next_close_ns = (upto as u64 + 1)

@@ -214,6 +214,9 @@ pub struct ReplaySummary {
     pub gc_units_copied: u64,
     pub blocks_erased: u64,
     pub host_units_written: u64,
+    /// Energy and power (on a drive with a power model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power: Option<crate::power::PowerSummary>,
 }
 
 /// One row per completed request (`--per-request`), column-oriented; taken in batches.
@@ -375,6 +378,7 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
             gc_units_copied: s.gc_units - at.gc_units,
             blocks_erased: s.erases - at.erases,
             host_units_written: host_units,
+            power: crate::power::PowerSummary::of(&rec.series, dev.has_power_model()),
         };
         (summary, rec.series)
     }

@@ -236,6 +236,12 @@ pub struct IntervalSeries {
     pub gc_units_copied: Vec<u64>,
     /// Free blocks on the whole drive at the end of the interval.
     pub free_blocks: Vec<u64>,
+    /// The drive's energy in the interval, microjoules (0 without a power model): its power
+    /// is energy / interval.
+    pub energy_uj: Vec<u64>,
+    /// The host link's power state at the end of the interval (`power::LinkState` as a
+    /// number: 0 active, 1 partial, 2 slumber, 3 DevSleep).
+    pub link_state: Vec<u64>,
 }
 
 impl IntervalSeries {
@@ -257,7 +263,8 @@ impl IntervalSeries {
         fnv1a(digest, self.write_ios.iter().chain(&self.gc_units_copied))
     }
 
-    /// FNV-1a over every column, in declaration order (the golden tests' whole-series check).
+    /// FNV-1a over every performance column, in declaration order (the golden tests'
+    /// whole-series check; the power columns, which came later, have [`Self::digest_power`]).
     pub fn digest_all(&self, digest: u64) -> u64 {
         let columns = [
             &self.read_ios,
@@ -272,6 +279,11 @@ impl IntervalSeries {
             &self.free_blocks,
         ];
         fnv1a(digest, columns.into_iter().flatten())
+    }
+
+    /// FNV-1a over the power columns (energy, link state), continuing from `digest`.
+    pub fn digest_power(&self, digest: u64) -> u64 {
+        fnv1a(digest, self.energy_uj.iter().chain(&self.link_state))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -291,6 +303,8 @@ impl IntervalSeries {
             &mut self.nand_page_programs,
             &mut self.gc_units_copied,
             &mut self.free_blocks,
+            &mut self.energy_uj,
+            &mut self.link_state,
         ] {
             v.truncate(n);
         }
@@ -310,6 +324,8 @@ impl IntervalSeries {
             self.nand_page_programs.push(0);
             self.gc_units_copied.push(0);
             self.free_blocks.push(0);
+            self.energy_uj.push(0);
+            self.link_state.push(0);
         }
     }
 }

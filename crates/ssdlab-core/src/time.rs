@@ -29,6 +29,10 @@ impl SimTime {
 
 impl SimDuration {
     pub const ZERO: SimDuration = SimDuration(0);
+    pub fn secs_f64(self) -> f64 {
+        self.0 as f64 * 1e-9
+    }
+
     pub fn from_us(us: u64) -> Self {
         SimDuration(us * NS_PER_US)
     }

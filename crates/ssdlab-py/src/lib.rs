@@ -148,6 +148,25 @@ impl Simulation {
         Ok(())
     }
 
+    /// The host's link power management from now on: none, hipm, dipm, hipm+dipm, devsleep.
+    fn set_link_power(&mut self, policy: &str) -> PyResult<()> {
+        let p = ssdlab_core::power::LinkPolicy::parse(policy).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "link_power: '{policy}' is not a policy; accepted: {}",
+                ssdlab_core::power::LinkPolicy::NAMES
+            ))
+        })?;
+        self.dev.set_link_policy(p);
+        Ok(())
+    }
+
+    /// The drive's energy since power-on, joules (None without a power model).
+    fn energy_j(&self) -> Option<f64> {
+        self.dev
+            .has_power_model()
+            .then(|| self.dev.static_energy_j(self.dev.now()) + self.dev.dynamic_energy_j())
+    }
+
     /// Check a job (JSON of the Job fields) against this drive; raise ValueError naming the option.
     fn check_job(&self, job_json: &str) -> PyResult<()> {
         let job: Job =

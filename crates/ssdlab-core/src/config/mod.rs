@@ -61,6 +61,9 @@ pub struct DriveConfig {
     /// Seeded NAND faults (none by default): see [`crate::faults`].
     #[serde(default, skip_serializing_if = "is_default_faults")]
     pub faults: crate::faults::FaultConfig,
+    /// Power figures (`[power]`; none: no power model): see [`crate::power`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<crate::power::PowerConfig>,
 }
 
 fn is_default_faults(f: &crate::faults::FaultConfig) -> bool {
@@ -550,6 +553,7 @@ pub(crate) mod tests {
             },
             datasheet: Datasheet::default(),
             faults: Default::default(),
+            power: None,
         }
     }
 

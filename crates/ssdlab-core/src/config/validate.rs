@@ -17,6 +17,10 @@ impl DriveConfig {
         self.check_gc()?;
         self.check_controller()?;
         self.check_host()?;
+        if let Some(p) = &self.power {
+            p.check()
+                .map_err(|(field, message)| ConfigError { field, message })?;
+        }
         Ok(g)
     }
 

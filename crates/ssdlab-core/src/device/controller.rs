@@ -24,8 +24,9 @@ use crate::config::{DriveConfig, Geometry};
 use crate::faults::{ExtraReads, FaultCounters, ReadFaults};
 use crate::ftl::{Ftl, HostWrite, UNMAPPED};
 use crate::host::HostInterface;
+use crate::power::{Link, LinkPolicy};
 use crate::sim::Kernel;
-use crate::time::SimTime;
+use crate::time::{SimDuration, SimTime};
 use std::collections::VecDeque;
 
 /// What stands behind the controller, lent by the device for one call.
@@ -99,6 +100,8 @@ pub(super) struct Controller {
     /// First unit of the last write submitted (UNMAPPED: none), whose overwrite the next
     /// submission prefetches.
     overwrite_prefetch: u32,
+    /// The host link's power state and the drive's static energy (None: no `[power]`).
+    pub link: Option<Link>,
 }
 
 impl Controller {
@@ -125,6 +128,10 @@ impl Controller {
             idle_since: SimTime::ZERO,
             faults: ReadFaults::new(&config.faults),
             overwrite_prefetch: UNMAPPED,
+            link: config
+                .power
+                .as_ref()
+                .map(|p| Link::new(p, LinkPolicy::None, SimTime::ZERO)),
         }
     }
 
@@ -215,11 +222,18 @@ impl Controller {
     }
 
     fn start(&mut self, slot: u32, kernel: &mut Kernel<Event>) {
+        let now = kernel.now();
+        // The first command after an idle stretch wakes the link from its power state.
+        let wake = match (&mut self.link, self.in_device) {
+            (Some(link), 0) => link.wake(now),
+            _ => SimDuration(0),
+        };
         self.in_device += 1;
         // The command reaches the firmware after the latency outside the drive's resources
         // (it overlaps other commands' work), then queues for the processor.
-        let now = kernel.now();
-        let done = self.processor.command(now, now + self.host.command_latency);
+        let done = self
+            .processor
+            .command(now, now + wake + self.host.command_latency);
         kernel.schedule_usually_in_order(done, Event::Dispatch(slot));
     }
 
@@ -575,6 +589,9 @@ impl Controller {
         }
         if self.in_device == 0 {
             self.idle_since = now;
+            if let Some(link) = &mut self.link {
+                link.idle(now);
+            }
         }
     }
 }

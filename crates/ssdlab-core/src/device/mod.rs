@@ -16,6 +16,7 @@
 mod buffer;
 mod command;
 mod controller;
+mod power;
 mod processor;
 mod scheduler;
 mod untimed;

@@ -1,6 +1,7 @@
 //! Jobs as users write them (fio's option names and units), checked against a drive and
 //! turned into numbers ([`CompiledJob`]); fio's size syntax ([`parse_size`]).
 
+use crate::power::LinkPolicy;
 use crate::time::NS_PER_S;
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +46,9 @@ pub struct Job {
     pub ss: Option<String>,
     pub ss_dur_s: f64,
     pub ss_ramp_s: f64,
+    /// The host's link power management during the job (`crate::power::LinkPolicy`): none,
+    /// hipm, dipm, hipm+dipm, devsleep. Matters only on a drive with a power model.
+    pub link_power: String,
 }
 
 /// One field of [`Job`] as data: its unit and what it accepts. With [`Job::default`] (the
@@ -159,6 +163,11 @@ pub const JOB_FIELDS: &[JobField] = &[
         unit: "s (simulated)",
         accepted: "0 or more",
     },
+    JobField {
+        name: "link_power",
+        unit: "",
+        accepted: LinkPolicy::NAMES,
+    },
 ];
 
 /// A steady-state criterion (fio's `ss`).
@@ -206,6 +215,7 @@ impl Default for Job {
             ss: None,
             ss_dur_s: 0.0,
             ss_ramp_s: 0.0,
+            link_power: "none".into(),
         }
     }
 }
@@ -277,6 +287,7 @@ pub struct CompiledJob {
     pub(super) number_ios: Option<u64>,
     pub(super) distribution: Distribution,
     pub(super) interval_ns: u64,
+    pub(super) link_power: LinkPolicy,
 }
 
 impl CompiledJob {
@@ -521,6 +532,13 @@ impl Job {
         if self.log_interval_s.is_nan() || self.log_interval_s <= 0.0 {
             return Err("log_interval: must be a positive number of seconds".into());
         }
+        let link_power = LinkPolicy::parse(&self.link_power).ok_or_else(|| {
+            format!(
+                "link_power: '{}' is not a policy; accepted: {}",
+                self.link_power,
+                LinkPolicy::NAMES
+            )
+        })?;
         Ok(CompiledJob {
             job: self.clone(),
             pattern,
@@ -539,6 +557,7 @@ impl Job {
             number_ios: self.number_ios,
             distribution,
             interval_ns: (self.log_interval_s * NS_PER_S as f64) as u64,
+            link_power,
         })
     }
 }

@@ -31,6 +31,9 @@ pub struct JobSummary {
     /// Steady-state detection (`ss`), when the job asked for it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steady_state: Option<SteadyState>,
+    /// Energy and power (on a drive with a power model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power: Option<crate::power::PowerSummary>,
 }
 
 pub struct JobResult {
@@ -70,6 +73,7 @@ struct JobSource {
 
 impl JobRun {
     pub fn new(dev: &mut Device, job: &CompiledJob, seed: u64) -> JobRun {
+        dev.set_link_policy(job.link_power);
         // Measurement starts after the ramp; IOs are issued from now.
         let start = dev.now() + crate::time::SimDuration(job.ramp_ns);
         let streams = (0..job.job.numjobs)
@@ -163,6 +167,7 @@ impl JobRun {
                 host_units_written: host_units,
                 faults: s.faults.since(&at_start.faults),
                 steady_state: self.source.steady,
+                power: crate::power::PowerSummary::of(&rec.series, dev.has_power_model()),
             },
             series: rec.series,
         }

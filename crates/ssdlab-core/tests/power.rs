@@ -1,0 +1,181 @@
+//! The power model end to end, each check in the direction the physics says: energy grows with
+//! NAND work, idle power falls with deeper link states, the first command after idle pays its
+//! state's exit latency, the same seed gives the same figures, and a drive without `[power]`
+//! accounts nothing.
+
+use ssdlab_core::config::DriveConfig;
+use ssdlab_core::device::{Device, HostIo, IoKind};
+use ssdlab_core::power::{LinkPolicy, LinkState, PowerConfig};
+use ssdlab_core::time::SimDuration;
+use ssdlab_core::workload::{run_job, Job, JobResult};
+
+fn power() -> PowerConfig {
+    PowerConfig {
+        nand_vcc_v: 3.3,
+        nand_icc_read_ma: 25.0,
+        nand_icc_program_ma: 25.0,
+        nand_icc_erase_ma: 25.0,
+        nand_vccq_v: 1.8,
+        nand_iccq_io_ma: 20.0,
+        controller_busy_w: 0.5,
+        idle_active_w: 1.0,
+        idle_partial_w: 0.35,
+        idle_slumber_w: 0.1,
+        idle_devsleep_w: 0.005,
+        partial_exit_us: 10.0,
+        slumber_exit_us: 10_000.0,
+        devsleep_exit_us: 20_000.0,
+        dipm_partial_after_us: 100.0,
+        dipm_slumber_after_us: 10_000.0,
+    }
+}
+
+fn drive(with_power: bool) -> Device {
+    let mut cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
+    cfg.power = with_power.then(power);
+    Device::new(&cfg, 7).unwrap()
+}
+
+fn run(dev: &mut Device, rw: &str, seconds: f64, link_power: &str) -> JobResult {
+    let job = Job {
+        rw: rw.into(),
+        bs: "4k".into(),
+        iodepth: 32,
+        runtime_s: Some(seconds),
+        time_based: true,
+        log_interval_s: 0.1,
+        link_power: link_power.into(),
+        ..Job::default()
+    };
+    let compiled = job.compile(dev.user_bytes()).unwrap();
+    run_job(dev, &compiled, &mut |_| {})
+}
+
+fn energy_j(dev: &Device) -> f64 {
+    dev.static_energy_j(dev.now()) + dev.dynamic_energy_j()
+}
+
+#[test]
+fn a_job_that_does_more_nand_work_spends_more_energy_in_the_same_time() {
+    let summary = |iodepth: u32| {
+        let mut dev = drive(true);
+        dev.fill_untimed(0, (dev.user_bytes() / 4096) as u32);
+        let job = Job {
+            rw: "randread".into(),
+            iodepth,
+            runtime_s: Some(1.0),
+            time_based: true,
+            ..Job::default()
+        };
+        let compiled = job.compile(dev.user_bytes()).unwrap();
+        let r = run_job(&mut dev, &compiled, &mut |_| {});
+        (r.summary.read.ios, r.summary.power.unwrap())
+    };
+    let (ios_1, qd1) = summary(1);
+    let (ios_32, qd32) = summary(32);
+    // Four dies reading at once do more reads, and so spend more, in the same second.
+    assert!(ios_32 > 2 * ios_1, "{ios_1} vs {ios_32}");
+    assert!(qd32.energy_j > qd1.energy_j, "{qd1:?} vs {qd32:?}");
+    // Both above the idle floor (1 W for the 1 s run); the busiest second is the peak.
+    assert!(qd1.average_w > 1.0, "{qd1:?}");
+    assert!(qd32.peak_w >= qd32.average_w);
+    // Random writes to a full drive also collect (copy and erase): more energy per host byte.
+    let mut dev = drive(true);
+    dev.fill_untimed(0, (dev.user_bytes() / 4096) as u32);
+    let w = run(&mut dev, "randwrite", 1.0, "none")
+        .summary
+        .power
+        .unwrap();
+    assert!(w.joules_per_gb > qd32.joules_per_gb, "{w:?} vs {qd32:?}");
+}
+
+#[test]
+fn idle_power_falls_with_each_deeper_link_policy() {
+    let mut watts = Vec::new();
+    for policy in [
+        LinkPolicy::None,
+        LinkPolicy::Dipm,
+        LinkPolicy::HipmDipm,
+        LinkPolicy::DevSleep,
+    ] {
+        let mut dev = drive(true);
+        dev.set_link_policy(policy);
+        let from = dev.now();
+        let e0 = energy_j(&dev);
+        let until = from + SimDuration::from_secs_f64(5.0);
+        dev.idle_until(until);
+        let e1 = dev.static_energy_j(until) + dev.dynamic_energy_j();
+        watts.push((e1 - e0) / 5.0);
+    }
+    assert!((watts[0] - 1.0).abs() < 1e-9, "{watts:?}");
+    for pair in watts.windows(2) {
+        assert!(pair[1] < pair[0], "{watts:?}");
+    }
+    // Slumber at once (HIPM), DEVSLP after the host's 1 s: 0.1 W for 1 s, 0.005 W for 4 s.
+    assert!(
+        (watts[3] - (0.1 + 4.0 * 0.005) / 5.0).abs() < 1e-9,
+        "{watts:?}"
+    );
+}
+
+/// Latency of one 4 KiB read submitted after `idle` of idling under `policy`.
+fn read_after_idle(policy: LinkPolicy, idle: SimDuration) -> (u64, LinkState) {
+    let mut dev = drive(true);
+    dev.fill_untimed(0, 1024);
+    dev.set_link_policy(policy);
+    let at = dev.now() + idle;
+    dev.idle_until(at);
+    let state = dev.link_state(at);
+    dev.submit(
+        HostIo {
+            kind: IoKind::Read,
+            offset_bytes: 0,
+            length_bytes: 4096,
+            tag: 1,
+            fua: false,
+        },
+        at,
+    );
+    while dev.step() {}
+    let c = dev.drain_completions().next().unwrap();
+    (c.latency_ns(), state)
+}
+
+#[test]
+fn the_first_command_after_idle_pays_the_exit_latency_of_the_state_reached() {
+    let idle = SimDuration::from_secs_f64(0.5);
+    let (awake, s0) = read_after_idle(LinkPolicy::None, idle);
+    let (slumber, s1) = read_after_idle(LinkPolicy::Hipm, idle);
+    let (devsleep, s2) = read_after_idle(LinkPolicy::DevSleep, SimDuration::from_secs_f64(2.0));
+    assert_eq!(
+        (s0, s1, s2),
+        (LinkState::Active, LinkState::Slumber, LinkState::DevSleep)
+    );
+    assert_eq!(slumber - awake, 10_000_000, "slumber exit 10 ms");
+    assert_eq!(devsleep - awake, 20_000_000, "DevSleep exit 20 ms");
+}
+
+#[test]
+fn the_same_seed_gives_the_same_energy_series_bit_for_bit() {
+    let series = || {
+        let mut dev = drive(true);
+        run(&mut dev, "randwrite", 0.5, "hipm+dipm").series
+    };
+    let (a, b) = (series(), series());
+    assert!(a.energy_uj.iter().all(|&e| e > 0));
+    assert_eq!(a.digest_power(0), b.digest_power(0));
+    assert_eq!(a.energy_uj, b.energy_uj);
+}
+
+#[test]
+fn a_drive_without_a_power_model_accounts_nothing_and_runs_as_before() {
+    let mut plain = drive(false);
+    let r = run(&mut plain, "randwrite", 0.3, "devsleep");
+    assert!(r.summary.power.is_none());
+    assert!(r.series.energy_uj.iter().all(|&e| e == 0));
+    // The power model changes no timing while the link stays active.
+    let mut powered = drive(true);
+    let p = run(&mut powered, "randwrite", 0.3, "none");
+    assert_eq!(r.series.digest_all(0), p.series.digest_all(0));
+    assert_eq!(plain.now(), powered.now());
+}
