@@ -448,6 +448,11 @@ class Drive:
         section changes link state."""
         self._sim.set_link_power(policy)
 
+    def idle_power_w(self, policy: str = "none", seconds: float = 10.0) -> float | None:
+        """Leave the drive idle for `seconds` with the host's link power policy `policy` and
+        return its average power, watts (None for a drive without a power model)."""
+        return self._sim.idle_power_w(policy, seconds)
+
     def energy_j(self) -> float | None:
         """The drive's energy since power-on, joules; None for a drive without a power model."""
         return self._sim.energy_j()

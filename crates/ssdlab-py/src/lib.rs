@@ -160,6 +160,25 @@ impl Simulation {
         Ok(())
     }
 
+    /// Leave the drive idle for `seconds` under link power policy `policy` and return its
+    /// average power over them, watts (None without a power model). The policy stays set.
+    fn idle_power_w(&mut self, policy: &str, seconds: f64) -> PyResult<Option<f64>> {
+        self.set_link_power(policy)?;
+        self.idle_check()?;
+        if !(seconds > 0.0 && seconds.is_finite()) {
+            return Err(PyValueError::new_err("seconds: accepted: a positive number"));
+        }
+        let from = self.dev.now();
+        let until = from + SimDuration::from_secs_f64(seconds);
+        let e0 = self.dev.static_energy_j(from) + self.dev.dynamic_energy_j();
+        self.dev.idle_until(until);
+        let e1 = self.dev.static_energy_j(until) + self.dev.dynamic_energy_j();
+        Ok(self
+            .dev
+            .has_power_model()
+            .then(|| (e1 - e0) / (until - from).secs_f64()))
+    }
+
     /// The drive's energy since power-on, joules (None without a power model).
     fn energy_j(&self) -> Option<f64> {
         self.dev

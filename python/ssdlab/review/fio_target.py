@@ -28,6 +28,7 @@ NOT_ON_TARGETS = {
     "trim": "needs the model's TRIM of a live span and its per-slice timing; not run through fio",
     "endurance": "needs the drive's erase counts, which a real device does not expose",
     "storage-bench": "replays traces in the model only",
+    "power": "reads the model's energy accounting (a real drive's power needs a power meter)",
 }
 
 

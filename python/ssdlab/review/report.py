@@ -66,6 +66,22 @@ def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], 
             charts.append((proc, title, fig))
             data[proc] = pd.concat(frames, ignore_index=True)
 
+    if "power" in by:
+        # As the reviews draw it: horizontal bars, one group per state, a bar per drive.
+        fig = figure("Drive power (W)", {"title": {"text": "W"}, "rangemode": "tozero"},
+                     {"title": {"text": ""}, "autorange": "reversed"}, barmode="group", height=460,
+                     margin={"l": 230, "r": 20, "t": 50, "b": 50})
+        frames = []
+        for o in by["power"]:
+            t = o.tables["results"]
+            if t.empty:
+                continue  # a drive without a power model
+            fig["data"].append({**bar(t.state, t.watts, o.drive), "x": [float(v) for v in t.watts],
+                                "y": list(t.state), "orientation": "h"})
+            frames.append(t.assign(drive=o.drive, source=o.source))
+        charts.append(("power", "Power", fig))
+        data["power"] = pd.concat(frames, ignore_index=True)
+
     if "transfer-size" in by:
         sizes = sorted({int(b) for o in by["transfer-size"] for b in o.tables["curves"].bs_bytes})
         fig = figure("Sequential throughput vs transfer size, QD4", {"title": {"text": "transfer size (bytes, log scale)"}, "type": "log",

@@ -24,6 +24,7 @@ QUICK = {
     "trim": {"random_s": 300, "positions": 20},
     "qd-scaling": {"steady_drive_writes": 0.5, "precondition_s": 60, "topup_s": 60, "step_s": 20},
     "endurance": {"cycles": 5},
+    "power": {"idle_s": 10, "write_s": 20},
     "storage-bench": {"fraction": 0.01},
 }
 

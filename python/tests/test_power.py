@@ -1,0 +1,51 @@
+"""The power model through the Python API and the CLI: the power procedure's figures fall with
+deeper link states and rise with write work, the series carries power for a drive with a power
+model and not for one without, and a bad link policy is refused with the accepted names."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import ssdlab
+from ssdlab import Drive, Job
+
+
+def test_the_power_procedure_orders_idle_states_and_writes_as_physics_says(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "ssdlab.cli", "procedure", "power", "--drive", "crucial-m500-120",
+                        "--set", "idle_s=2", "--set", "write_s=2", "--out", str(tmp_path), "--quiet"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    s = json.loads((tmp_path / "power-summary.json").read_text())
+    row = s[0]["summary"] if isinstance(s, list) else s["summary"]
+    idle_none, idle_lpm, idle_devsleep = (row["idle, no link power management"], row["idle, HIPM+DIPM"],
+                                          row["idle, DevSleep"])
+    assert idle_none > idle_lpm > idle_devsleep > 0
+    assert row["128K sequential write QD32"] > idle_none
+    assert row["4K random write QD32"] > idle_none
+
+
+def test_a_run_on_a_drive_with_a_power_model_has_power_in_its_series_and_summary():
+    d = Drive.preset("crucial-m500-120")
+    r = d.run(Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=2, time_based=True, link_power="hipm+dipm"))
+    assert (r.series.power_w > 0).all()
+    assert set(r.series.link_state) <= {"active", "partial", "slumber", "devsleep"}
+    pw = r.summary["power"]
+    assert pw["peak_w"] >= pw["average_w"] > 0 and pw["energy_j"] > 0
+    assert pw["joules_per_gb"] > 0 and pw["iops_per_w"] > 0
+
+
+def test_a_drive_without_a_power_model_reports_none_rather_than_zero_watts():
+    d = Drive.preset("micron-p320h-175")
+    r = d.run(Job(rw="randread", bs="4k", iodepth=8, number_ios=2000))
+    assert "power_w" not in r.series.columns
+    assert "power" not in r.summary
+    assert d.energy_j() is None
+
+
+def test_a_bad_link_policy_names_the_accepted_ones():
+    d = Drive.preset("crucial-m500-120")
+    with pytest.raises((ssdlab.SsdlabError, ValueError)) as e:
+        d.run(Job(rw="randread", number_ios=10, link_power="sometimes"))
+    assert "link_power" in str(e.value) and "hipm+dipm" in str(e.value)
