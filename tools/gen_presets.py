@@ -99,6 +99,33 @@ LINK_POWER = [
 ]
 
 
+# [thermal] of the SATA drives (crates/ssdlab-core/src/thermal.rs).
+THERMAL = [
+    ("ambient_c", 25.0, "the air around the drive (edit for a hot case)"),
+    ("airflow_m_per_s", 0.0, "still air (edit for a fan)"),
+    ("resistance_still_air_c_per_w", 10.0, "ASSUMED: controller to ambient of a 2.5-inch drive in still air (not published)"),
+    ("capacitance_j_per_c", 60.0, "70 g drive (M500 datasheet: 70 g max), mostly aluminium case at 0.9 J/(g C): about 60 J/C"),
+]
+# Throttling where a source names it.
+THROTTLE = {
+    "crucial-m500": (70.0, "drives.toml: thermal throttling above 70 C controller temperature"),
+    "crucial-m550": (70.0, "ASSUMED 70 C as the M500's: the M550 datasheet lists 'adaptive thermal monitoring' without a threshold"),
+}
+
+
+def thermal_lines(key: str, controller: str) -> list[str]:
+    """The [thermal] section of a SATA drive (empty for the others)."""
+    if controller not in CONTROLLER_POWER:
+        return []
+    lines = ["[thermal]                       # crates/ssdlab-core/src/thermal.rs; docs/model.md 'Power'"]
+    lines += [f"{k} = {v}    # {why}" for k, v, why in THERMAL]
+    limit, src = THROTTLE.get(key, (0.0, "no throttling: drives.toml names none for this drive"))
+    lines.append(f"throttle_c = {limit}    # {src}")
+    lines.append(f"throttle_release_c = {limit - 5.0 if limit else 0.0}    # ASSUMED: 5 C of hysteresis")
+    lines.append("throttle_active_dies_pct = 50.0    # ASSUMED: how far the firmware slows the NAND (not published)")
+    return lines + [""]
+
+
 def power_lines(controller: str) -> list[str]:
     """The [power] section of a SATA drive with this controller (empty for the others)."""
     if controller not in CONTROLLER_POWER:
@@ -390,6 +417,7 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
         *host_lines,
         "",
         *power_lines(d["controller"]),
+        *thermal_lines(key, d["controller"]),
         *sheet,
         "",
     ]

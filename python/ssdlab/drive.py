@@ -62,6 +62,10 @@ def series_frame(series_json: str) -> pd.DataFrame:
         df["energy_j"] = energy_uj / 1e6
         df["power_w"] = energy_uj / 1e6 / interval_s
         df["link_state"] = [LINK_STATES[int(k)] for k in s["link_state"]]
+        temperature_mc = np.asarray(s.get("temperature_mc", []), dtype=np.float64)
+        if temperature_mc.size == n and temperature_mc.any():  # a drive with a heat model
+            df["temperature_c"] = temperature_mc / 1e3
+            df["throttled"] = np.asarray(s["throttled"], dtype=bool)
     return df
 
 
@@ -81,7 +85,9 @@ class Result:
         gc_units_copied, blocks_erased, elapsed_s (every key: ssdlab.results).
     series : pandas.DataFrame
         One row per interval: time_s, read/write IOPS and MB/s, mean latencies, NAND page
-        programs, GC copies, free blocks at the interval's end.
+        programs, GC copies, free blocks at the interval's end; on a drive with a power
+        model energy_j, power_w and link_state, with a heat model temperature_c and
+        throttled.
     """
 
     summary: JobSummary
@@ -439,7 +445,8 @@ class Drive:
         return ReplayResult(summary, series_frame(series_json), bins)
 
     def idle(self, seconds: float) -> None:
-        """Leave the drive idle; background garbage collection may use the time."""
+        """Leave the drive idle for `seconds`: background garbage collection may use the time,
+        the link drops to its power states, the drive cools; the next job starts after it."""
         self._sim.idle(seconds)
 
     def set_link_power(self, policy: str) -> None:

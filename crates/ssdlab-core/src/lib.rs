@@ -34,6 +34,7 @@ pub mod session;
 pub mod sim;
 pub mod stats;
 pub mod theory;
+pub mod thermal;
 pub mod time;
 pub mod timeline;
 pub mod workload;

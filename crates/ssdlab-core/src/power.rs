@@ -325,6 +325,12 @@ pub struct PowerSummary {
     pub joules_per_gb: f64,
     /// Host IOs per second per watt of average power.
     pub iops_per_w: f64,
+    /// With a heat model: the highest temperature at an interval's end, °C, and the time
+    /// spent throttled (intervals ending throttled x interval), seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature_c_max: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttled_s: Option<f64>,
 }
 
 impl PowerSummary {
@@ -354,6 +360,18 @@ impl PowerSummary {
             } else {
                 0.0
             },
+            temperature_c_max: series
+                .temperature_mc
+                .iter()
+                .copied()
+                .max()
+                .filter(|&t| t > 0)
+                .map(|t| t as f64 * 1e-3),
+            throttled_s: series
+                .temperature_mc
+                .iter()
+                .any(|&t| t > 0)
+                .then(|| series.throttled.iter().sum::<u64>() as f64 * interval_s),
         })
     }
 }

@@ -130,6 +130,10 @@ impl Recorder {
                 }
                 self.series.energy_uj[i] = (j * 1e6).round() as u64;
                 self.series.link_state[i] = dev.link_state(edge) as u64;
+                if let (Some(t), Some((on, _, _))) = (dev.temperature_c(), dev.throttling()) {
+                    self.series.temperature_mc[i] = (t * 1e3).round().max(0.0) as u64;
+                    self.series.throttled[i] = on as u64;
+                }
             }
         }
         self.at_interval = s;

@@ -242,6 +242,10 @@ pub struct IntervalSeries {
     /// The host link's power state at the end of the interval (`power::LinkState` as a
     /// number: 0 active, 1 partial, 2 slumber, 3 DevSleep).
     pub link_state: Vec<u64>,
+    /// The drive's temperature at the end of the interval, milli-°C (0 without a heat model).
+    pub temperature_mc: Vec<u64>,
+    /// 1 when thermal throttling was on at the end of the interval.
+    pub throttled: Vec<u64>,
 }
 
 impl IntervalSeries {
@@ -281,9 +285,16 @@ impl IntervalSeries {
         fnv1a(digest, columns.into_iter().flatten())
     }
 
-    /// FNV-1a over the power columns (energy, link state), continuing from `digest`.
+    /// FNV-1a over the power columns (energy, link state, temperature, throttling),
+    /// continuing from `digest`.
     pub fn digest_power(&self, digest: u64) -> u64 {
-        fnv1a(digest, self.energy_uj.iter().chain(&self.link_state))
+        let columns = [
+            &self.energy_uj,
+            &self.link_state,
+            &self.temperature_mc,
+            &self.throttled,
+        ];
+        fnv1a(digest, columns.into_iter().flatten())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -305,6 +316,8 @@ impl IntervalSeries {
             &mut self.free_blocks,
             &mut self.energy_uj,
             &mut self.link_state,
+            &mut self.temperature_mc,
+            &mut self.throttled,
         ] {
             v.truncate(n);
         }
@@ -326,6 +339,8 @@ impl IntervalSeries {
             self.free_blocks.push(0);
             self.energy_uj.push(0);
             self.link_state.push(0);
+            self.temperature_mc.push(0);
+            self.throttled.push(0);
         }
     }
 }

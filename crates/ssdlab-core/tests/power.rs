@@ -6,6 +6,7 @@
 use ssdlab_core::config::DriveConfig;
 use ssdlab_core::device::{Device, HostIo, IoKind};
 use ssdlab_core::power::{LinkPolicy, LinkState, PowerConfig};
+use ssdlab_core::thermal::ThermalConfig;
 use ssdlab_core::time::SimDuration;
 use ssdlab_core::workload::{run_job, Job, JobResult};
 
@@ -178,4 +179,69 @@ fn a_drive_without_a_power_model_accounts_nothing_and_runs_as_before() {
     let p = run(&mut powered, "randwrite", 0.3, "none");
     assert_eq!(r.series.digest_all(0), p.series.digest_all(0));
     assert_eq!(plain.now(), powered.now());
+}
+
+fn hot_drive(ambient_c: f64) -> Device {
+    let mut cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
+    cfg.power = Some(PowerConfig {
+        idle_active_w: 0.3,
+        ..power()
+    });
+    // A small, badly cooled drive (time constant 10 s), so a short run heats it.
+    cfg.thermal = Some(ThermalConfig {
+        ambient_c,
+        airflow_m_per_s: 0.0,
+        resistance_still_air_c_per_w: 50.0,
+        capacitance_j_per_c: 0.2,
+        throttle_c: 70.0,
+        throttle_release_c: 65.0,
+        throttle_active_dies_pct: 50.0,
+    });
+    Device::new(&cfg, 7).unwrap()
+}
+
+#[test]
+fn throttling_engages_when_hot_lowers_throughput_and_recovers_once_cool() {
+    let seq_write = |dev: &mut Device, seconds: f64| {
+        let job = Job {
+            rw: "write".into(),
+            bs: "128k".into(),
+            iodepth: 32,
+            runtime_s: Some(seconds),
+            time_based: true,
+            ..Job::default()
+        };
+        let compiled = job.compile(dev.user_bytes()).unwrap();
+        run_job(dev, &compiled, &mut |_| {})
+    };
+    let mut cool = hot_drive(20.0);
+    let c = seq_write(&mut cool, 40.0);
+    let mut hot = hot_drive(45.0);
+    let h = seq_write(&mut hot, 40.0);
+    let (cp, hp) = (c.summary.power.unwrap(), h.summary.power.unwrap());
+    // The cool drive never reaches 70 C; the hot one does and throttles.
+    assert_eq!(cp.throttled_s, Some(0.0), "{cp:?}");
+    assert!(hp.throttled_s.unwrap() > 5.0, "{hp:?}");
+    // Throttling holds it between the release and start thresholds.
+    assert!(hp.temperature_c_max.unwrap() > 65.0, "{hp:?}");
+    // Half the dies at a time: less written in the same time.
+    assert!(
+        h.summary.write.bytes < c.summary.write.bytes * 9 / 10,
+        "{} vs {}",
+        h.summary.write.bytes,
+        c.summary.write.bytes
+    );
+    // Throughput in throttled seconds is below that of the seconds before throttling began.
+    let first = h.series.throttled.iter().position(|&t| t == 1).unwrap();
+    let before = h.series.write_bytes[first - 2];
+    let during = h.series.write_bytes[h.series.len() - 2];
+    assert!(during < before, "{during} vs {before}");
+    // Left idle for a minute (settles near 60 C at idle), it cools and throttling ends.
+    assert_eq!(hot.throttling().unwrap().0, true);
+    let until = hot.now() + SimDuration::from_secs_f64(60.0);
+    hot.wait_until(until);
+    let r = run(&mut hot, "randread", 0.5, "none");
+    assert!(r.summary.read.ios > 0);
+    assert_eq!(hot.throttling().unwrap().0, false);
+    assert!(hot.temperature_c().unwrap() < 65.0);
 }

@@ -144,7 +144,7 @@ impl Simulation {
     fn idle(&mut self, seconds: f64) -> PyResult<()> {
         self.idle_check()?;
         let until = self.dev.now() + SimDuration::from_secs_f64(seconds);
-        self.dev.idle_until(until);
+        self.dev.wait_until(until);
         Ok(())
     }
 
@@ -166,12 +166,14 @@ impl Simulation {
         self.set_link_power(policy)?;
         self.idle_check()?;
         if !(seconds > 0.0 && seconds.is_finite()) {
-            return Err(PyValueError::new_err("seconds: accepted: a positive number"));
+            return Err(PyValueError::new_err(
+                "seconds: accepted: a positive number",
+            ));
         }
         let from = self.dev.now();
         let until = from + SimDuration::from_secs_f64(seconds);
         let e0 = self.dev.static_energy_j(from) + self.dev.dynamic_energy_j();
-        self.dev.idle_until(until);
+        self.dev.wait_until(until);
         let e1 = self.dev.static_energy_j(until) + self.dev.dynamic_energy_j();
         Ok(self
             .dev

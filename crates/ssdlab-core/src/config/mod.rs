@@ -64,6 +64,10 @@ pub struct DriveConfig {
     /// Power figures (`[power]`; none: no power model): see [`crate::power`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power: Option<crate::power::PowerConfig>,
+    /// Thermal figures and surroundings (`[thermal]`; needs `[power]`; none: no heat model):
+    /// see [`crate::thermal`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thermal: Option<crate::thermal::ThermalConfig>,
 }
 
 fn is_default_faults(f: &crate::faults::FaultConfig) -> bool {
@@ -554,6 +558,7 @@ pub(crate) mod tests {
             datasheet: Datasheet::default(),
             faults: Default::default(),
             power: None,
+            thermal: None,
         }
     }
 

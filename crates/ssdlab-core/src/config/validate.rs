@@ -21,6 +21,16 @@ impl DriveConfig {
             p.check()
                 .map_err(|(field, message)| ConfigError { field, message })?;
         }
+        if let Some(t) = &self.thermal {
+            if self.power.is_none() {
+                return Err(ConfigError {
+                    field: "thermal".into(),
+                    message: "a heat model needs the drive's power: add a [power] section".into(),
+                });
+            }
+            t.check()
+                .map_err(|(field, message)| ConfigError { field, message })?;
+        }
         Ok(g)
     }
 

@@ -68,6 +68,8 @@ pub struct Device {
     sched: Scheduler,
     /// Jobs with random streams started on this drive so far (each gets its own stream).
     jobs_started: u64,
+    /// The drive's temperature and throttling (None: no `[thermal]`).
+    thermal: Option<crate::thermal::Thermal>,
     /// Steps checked so far (the `verify` feature).
     #[cfg(feature = "verify")]
     steps_verified: u64,
@@ -86,6 +88,7 @@ impl Device {
             controller: Controller::new(config, &geometry),
             sched: Device::scheduler(config, &geometry),
             jobs_started: 0,
+            thermal: power::new_thermal(config),
             #[cfg(feature = "verify")]
             steps_verified: 0,
             geometry,
@@ -110,6 +113,7 @@ impl Device {
         self.sched = Device::scheduler(&self.config, &self.geometry);
         self.controller.power_cycle(&self.config, &self.geometry);
         self.jobs_started = 0;
+        self.thermal = power::new_thermal(&self.config);
         self.ftl.stop_map_changes();
     }
 
@@ -119,6 +123,7 @@ impl Device {
         let Some(event) = self.kernel.pop() else {
             return false;
         };
+        self.update_temperature_if_due();
         let (c, mut b) = self.parts();
         match event {
             Event::Dispatch(slot) => c.dispatch(slot, &mut b),
@@ -194,6 +199,17 @@ impl Device {
                 }
                 _ => break,
             }
+        }
+    }
+
+    /// The host sends nothing until `until` and then goes on from there: as `idle_until`, and
+    /// the clock moves to `until` (the link's state, the drive's energy and temperature
+    /// follow it). What `Drive.idle` does; a driver that idles between its own submissions
+    /// calls `idle_until` and submits at its time.
+    pub fn wait_until(&mut self, until: SimTime) {
+        self.idle_until(until);
+        if until > self.now() {
+            self.kernel.advance_to(until);
         }
     }
 

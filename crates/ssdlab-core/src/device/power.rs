@@ -3,8 +3,18 @@
 //! state, and the host's link power policy. See [`crate::power`].
 
 use super::Device;
+use crate::config::DriveConfig;
 use crate::power::{dynamic_energy_j, Activity, Link, LinkPolicy, LinkState};
+use crate::thermal::Thermal;
 use crate::time::SimTime;
+
+/// A drive's heat model at power-on: at ambient temperature (None without `[thermal]`).
+pub(super) fn new_thermal(config: &DriveConfig) -> Option<Thermal> {
+    config
+        .thermal
+        .as_ref()
+        .map(|t| Thermal::new(t, SimTime::ZERO, 0.0))
+}
 
 impl Device {
     /// Whether the drive has a power model (a `[power]` section).
@@ -48,6 +58,45 @@ impl Device {
             .power
             .as_ref()
             .map_or(0.0, |p| dynamic_energy_j(p, &self.activity()))
+    }
+
+    /// After each event: the temperature, when an update is due.
+    #[inline]
+    pub(super) fn update_temperature_if_due(&mut self) {
+        if self
+            .thermal
+            .as_ref()
+            .is_some_and(|t| self.kernel.now() >= t.next_update())
+        {
+            self.update_temperature();
+        }
+    }
+
+    /// Bring the temperature up to now; throttling starts or ends with it (the scheduler's
+    /// limit on dies running at once).
+    #[inline(never)]
+    fn update_temperature(&mut self) {
+        let now = self.kernel.now();
+        let energy = self.static_energy_j(now) + self.dynamic_energy_j();
+        let dies = self.geometry.dies;
+        if let Some(t) = &mut self.thermal {
+            if t.update(now, energy) {
+                let max = t.throttled.then(|| t.throttled_dies(dies));
+                self.sched.set_active_dies_max(max);
+            }
+        }
+    }
+
+    /// The drive's temperature at its last update, °C (None without a heat model).
+    pub fn temperature_c(&self) -> Option<f64> {
+        self.thermal.as_ref().map(|t| t.temperature_c())
+    }
+
+    /// Whether thermal throttling is on, how often it started and how long it lasted (ns).
+    pub fn throttling(&self) -> Option<(bool, u64, u64)> {
+        self.thermal
+            .as_ref()
+            .map(|t| (t.throttled, t.throttle_events, t.throttled_ns))
     }
 
     /// The host link's power state at `t` (Active without a power model).

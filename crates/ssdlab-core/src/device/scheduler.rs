@@ -69,6 +69,9 @@ pub(super) struct Scheduler {
     /// Host units in programs queued or running whose `ProgramDone` has not come yet (they
     /// hold write-buffer space).
     host_units_unreleased: u64,
+    /// At most this many dies run array operations at once (thermal throttling; None: no
+    /// limit).
+    active_dies_max: Option<u32>,
 }
 
 impl Scheduler {
@@ -80,7 +83,29 @@ impl Scheduler {
             dies: vec![DieQueue::default(); dies as usize],
             read_batches: Vec::new(),
             host_units_unreleased: 0,
+            active_dies_max: None,
         }
+    }
+
+    /// Let at most `max` dies run array operations at once from now on (None: all).
+    pub fn set_active_dies_max(&mut self, max: Option<u32>) {
+        self.active_dies_max = max;
+    }
+
+    /// With a limit on active dies and `die` not allowed to start now: when a running one
+    /// ends (the earliest a place frees), else None.
+    #[inline(never)]
+    fn must_wait(&self, die: u32, now: SimTime, max: u32) -> Option<SimTime> {
+        let busy_until = (0..self.dies.len() as u32)
+            .filter(|&x| x != die)
+            .map(|x| self.nand.die_free_at(x))
+            .filter(|&t| t > now);
+        let (mut busy, mut first_free) = (0u32, SimTime(u64::MAX));
+        for t in busy_until {
+            busy += 1;
+            first_free = first_free.min(t);
+        }
+        (busy >= max).then_some(first_free)
     }
 
     pub fn enqueue(&mut self, k: &mut Kernel<Event>, p: &mut Processor, die: u32, op: NandOp) {
@@ -116,6 +141,16 @@ impl Scheduler {
     }
 
     fn start_next(&mut self, k: &mut Kernel<Event>, p: &mut Processor, die: u32) {
+        if let Some(max) = self.active_dies_max {
+            let d = &self.dies[die as usize];
+            if !d.reads.is_empty() || !d.ops.is_empty() {
+                if let Some(at) = self.must_wait(die, k.now(), max) {
+                    self.dies[die as usize].wakeup_pending = true;
+                    k.schedule(at, Event::DieReady(die));
+                    return;
+                }
+            }
+        }
         let d = &mut self.dies[die as usize];
         let Some(op) = d.reads.pop_front().or_else(|| d.ops.pop_front()) else {
             return;
