@@ -87,8 +87,8 @@ NAND_POWER = [
 CONTROLLER_POWER = {
     # (controller_busy_w, idle_active_w, idle_partial_w, idle_slumber_w, idle_devsleep_w)
     "marvell-88ss9174": (0.5, 1.0, 0.4, 0.15, 0.15, "ASSUMED: figures as the 9187's, slumber higher (older PHY); no DevSleep (drives.toml lists none): DEVSLP leaves it in Slumber"),
-    "marvell-88ss9187": (0.5, 1.0, 0.35, 0.10, 0.005, "ASSUMED, slumber set to the M500's 150 mW TYP MobileMark/DIPM rating less its bursts; DevSleep at the 5 mW the DevSleep feature targets"),
-    "marvell-88ss9189": (0.5, 0.8, 0.25, 0.08, 0.004, "ASSUMED, as the 9187's scaled down for the 9189's 'enhanced power management' and LPDDR2 (drives.toml notes, Tom's Hardware M550 review)"),
+    "marvell-88ss9187": (0.5, 1.0, 0.35, 0.10, 0.005, "ASSUMED, slumber fitted to the M500's 150 mW TYP MobileMark/DIPM rating (validate --groups power: residual in docs/fidelity.md); DevSleep at the 5 mW the DevSleep feature targets"),
+    "marvell-88ss9189": (0.5, 0.8, 0.25, 0.11, 0.004, "ASSUMED, active and partial below the 9187's for the 9189's 'enhanced power management' and LPDDR2 (drives.toml notes); slumber fitted to the M550's 150 mW TYP MobileMark/DIPM rating (validate --groups power: residual in docs/fidelity.md)"),
 }
 LINK_POWER = [
     ("partial_exit_us", 10.0, "SATA 3.2 limit for Partial -> active (drives' own not published)"),
@@ -293,7 +293,19 @@ def datasheet_lines(key: str, i: int, d: dict) -> tuple[list[str], list[str]]:
         lines.append(f"endurance_tbw = {v:g}")
         if note:
             notes.append(f"endurance: {note}")
+    if key in POWER_RATINGS:
+        field, watts, source = POWER_RATINGS[key]
+        lines.append(f"{field} = {watts:g}")
+        lines.append(f'power_source = "{source}"')
     return lines, notes
+
+
+# Published power ratings (not in drives.toml): (field, watts, source).
+POWER_RATINGS = {
+    "crucial-m500": ("power_active_average_w", 0.150, "Micron M500 2.5-inch datasheet (m500_2_5_ssd.pdf Rev G): low power consumption 150mW TYP, active average power measured during MobileMark with DIPM enabled"),
+    "crucial-m550": ("power_active_average_w", 0.150, "Micron M550 datasheets (m550 M.2 2280 Rev E): low power consumption 150mW TYP, active average power (MobileMark with DIPM), as the M500's"),
+    "micron-p400m": ("power_typical_max_w", 7.5, "Micron P400m 2.5-inch datasheet: power consumption <7.5W (TYP)"),
+}
 
 
 def power_loss_protection(key: str, d: dict) -> tuple[str, str]:

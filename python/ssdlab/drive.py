@@ -71,6 +71,8 @@ def series_frame(series_json: str) -> pd.DataFrame:
 
 # The host link's power states, by the code the series carries (ssdlab_core::power::LinkState).
 LINK_STATES = ("active", "partial", "slumber", "devsleep")
+# The host's link power management policies (ssdlab_core::power::LinkPolicy; a job's link_power).
+LINK_POLICIES = ("none", "hipm", "dipm", "hipm+dipm", "devsleep")
 
 
 @dataclass

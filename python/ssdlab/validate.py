@@ -15,6 +15,9 @@ rating. Prints and writes (Markdown and JSON) a table of expected, simulated, er
   over 1400-2000 s (enterprise presets: the last third of 7200 s), and the calibration row
   (measurements.md, M500 960GB floor) with its residual. `--ablate MECHANISM` switches one
   firmware mechanism off in every preset, so each mechanism's contribution shows.
+- power: every published power rating against the model under the rating's conditions, within
+  15% (an upper bound such as "<7.5 W TYP" must not be exceeded); presets whose power is not
+  published are listed with their idle and write power as ASSUMED (not counted).
 """
 
 from __future__ import annotations
@@ -39,6 +42,12 @@ GREEDY_B = (32, 64, 128, 256)
 D_CHOICES = (1, 2, 5, 10)
 THEORY_TOLERANCE = 0.015
 DATASHEET_TOLERANCE = 0.10
+POWER_TOLERANCE = 0.15
+# The light client workload of an "active average power, MobileMark with DIPM" rating: the
+# benchmark's own IO is not published, so (ASSUMED) office-like IO: Poisson arrivals at
+# LIGHT_IOPS, 70% reads, 4-64 KiB, over the first 8 GiB, for LIGHT_S seconds, timed replay.
+LIGHT_IOPS = 5.0
+LIGHT_S = 600.0
 
 
 @dataclass
@@ -466,10 +475,78 @@ def consistency_markdown(rows: list[Row]) -> str:
     return "\n".join(out) + "\n"
 
 
+def light_client_trace(path: Path, seconds: float = LIGHT_S, iops: float = LIGHT_IOPS, seed: int = 1) -> Path:
+    """Write the light client workload (see LIGHT_IOPS) as a DiskSim ASCII trace."""
+    rng = np.random.default_rng(seed)
+    n = int(seconds * iops)
+    t = np.cumsum(rng.exponential(1e9 / iops, n)).astype(np.int64)
+    sectors = rng.choice([8, 16, 32, 64, 128], n, p=[0.4, 0.2, 0.2, 0.1, 0.1])
+    span = 8 * 2**30 // 512
+    start = (rng.integers(0, span // 8, n) * 8).astype(np.int64)
+    read = (rng.random(n) < 0.7).astype(int)
+    path.write_text("".join(f"{a} 0 {s} {c} {r}\n" for a, s, c, r in zip(t, start, sectors, read)))
+    return path
+
+
+def power_rows(presets: list[str], write_s: float = 5.0, light_s: float = LIGHT_S, progress=None) -> list[Row]:
+    """Published power ratings against the model; the others listed as ASSUMED."""
+    import tempfile
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = light_client_trace(Path(tmp) / "light-client.trace", seconds=light_s)
+        for i, name in enumerate(presets):
+            d = Drive.open(name)
+            sheet = d.config.get("datasheet", {})
+            if d.energy_j() is None:
+                rows.append(Row("power", f"{name}: no power model", float("nan"), float("nan"), "W", "ASSUMED", True,
+                                "no [power] section: the PCIe drives' power needs the scheduler's power budget first"))
+            else:
+                if sheet.get("power_active_average_w"):
+                    d.set_link_power("dipm")
+                    r = d.replay(str(trace), "timed", format="disksim")
+                    want = sheet["power_active_average_w"]
+                    got = r.summary["power"]["average_w"]
+                    rows.append(Row("power", f"{name}: active average power, light client IO with DIPM", want, got, "W",
+                                    f"{POWER_TOLERANCE:.0%}", abs(got - want) <= POWER_TOLERANCE * want,
+                                    sheet.get("power_source", "")))
+                d = Drive.open(name)
+                idle = d.idle_power_w("none", 1.0)
+                d.secure_erase()
+                r = d.run(Job(rw="write", bs="128k", iodepth=32, runtime_s=write_s, time_based=True))
+                seq = r.summary["power"]["average_w"]
+                d.secure_erase()
+                d.fill()
+                r = d.run(Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=write_s, time_based=True))
+                rand = r.summary["power"]["average_w"]
+                if sheet.get("power_typical_max_w"):
+                    want = sheet["power_typical_max_w"]
+                    rows.append(Row("power", f"{name}: power under load (sequential and random writes, QD32), at most", want,
+                                    max(seq, rand), "W", "<= rating", max(seq, rand) <= want, sheet.get("power_source", "")))
+                elif not sheet.get("power_active_average_w"):
+                    rows.append(Row("power", f"{name}: no published rating (idle {idle:.2f} W, 128K write {seq:.2f} W, 4K random write {rand:.2f} W)",
+                                    float("nan"), max(seq, rand), "W", "ASSUMED", True, "the preset's [power] figures are ASSUMED"))
+            if progress:
+                progress(i + 1, len(presets))
+    return rows
+
+
 def markdown(rows: list[Row]) -> str:
     out = []
     for group in dict.fromkeys(r.group for r in rows):
         g = [r for r in rows if r.group == group]
+        if group == "power":
+            checked = [r for r in g if r.tolerance != "ASSUMED"]
+            out.append(f"### power: {sum(r.passed for r in checked)} of {len(checked)} published ratings pass, "
+                       f"{len(g) - len(checked)} presets unpublished (ASSUMED)\n")
+            out.append("| check | expected | simulated | unit | error | tolerance | pass |")
+            out.append("|---|---:|---:|---|---:|---|---|")
+            for r in g:
+                checked_row = r.tolerance != "ASSUMED"
+                out.append(f"| {r.item} | {r.expected:,.4g} | {r.simulated:,.4g} | {r.unit} | "
+                           f"{(f'{r.error_pct:+.2f}%' if checked_row else '')} | {r.tolerance} | "
+                           f"{('yes' if r.passed else '**no**') if checked_row else 'ASSUMED'} |")
+            out.append("")
+            continue
         if group == "consistency":
             checked = [r for r in g if r.tolerance != "prediction"]
             out.append(f"### consistency: {sum(r.passed for r in checked)} of {len(checked)} calibration rows pass, "
@@ -523,8 +600,11 @@ def validate(groups=("theory", "physics", "datasheet"), presets: list[str] | Non
                 for (name, spare), iops in series.items():
                     per_drive.setdefault(name, {})[f"spare_{spare}_pct"] = iops
                 (Path(out) / "consistency_series.json").write_text(json.dumps(per_drive) + "\n")
+        elif g == "power":
+            rows += power_rows(presets, write_s=2.0 if quick else 5.0, light_s=120.0 if quick else LIGHT_S,
+                               progress=bar("power"))
         else:
-            raise SsdlabError(f"validate: unknown group '{g}'; accepted: theory, physics, datasheet, consistency")
+            raise SsdlabError(f"validate: unknown group '{g}'; accepted: theory, physics, datasheet, consistency, power")
     if out:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)

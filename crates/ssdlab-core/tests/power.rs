@@ -112,9 +112,10 @@ fn idle_power_falls_with_each_deeper_link_policy() {
     for pair in watts.windows(2) {
         assert!(pair[1] < pair[0], "{watts:?}");
     }
-    // Slumber at once (HIPM), DEVSLP after the host's 1 s: 0.1 W for 1 s, 0.005 W for 4 s.
+    // Partial after 0.1 ms (DIPM; HIPM's Slumber at the same time), DEVSLP after the host's
+    // 1 s: 1 W for 0.1 ms, 0.1 W to 1 s, 0.005 W for 4 s.
     assert!(
-        (watts[3] - (0.1 + 4.0 * 0.005) / 5.0).abs() < 1e-9,
+        (watts[3] - (1e-4 + 0.1 * (1.0 - 1e-4) + 4.0 * 0.005) / 5.0).abs() < 1e-9,
         "{watts:?}"
     );
 }
@@ -237,11 +238,11 @@ fn throttling_engages_when_hot_lowers_throughput_and_recovers_once_cool() {
     let during = h.series.write_bytes[h.series.len() - 2];
     assert!(during < before, "{during} vs {before}");
     // Left idle for a minute (settles near 60 C at idle), it cools and throttling ends.
-    assert_eq!(hot.throttling().unwrap().0, true);
+    assert!(hot.throttling().unwrap().0);
     let until = hot.now() + SimDuration::from_secs_f64(60.0);
     hot.wait_until(until);
     let r = run(&mut hot, "randread", 0.5, "none");
     assert!(r.summary.read.ios > 0);
-    assert_eq!(hot.throttling().unwrap().0, false);
+    assert!(!hot.throttling().unwrap().0);
     assert!(hot.temperature_c().unwrap() < 65.0);
 }

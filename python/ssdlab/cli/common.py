@@ -36,3 +36,15 @@ def out_dir(path: str | None) -> Path | None:
     return out
 
 
+
+
+def power_line(summary: dict) -> str | None:
+    """The power figures of a run's summary on one line (None for a drive without a power model)."""
+    p = summary.get("power")
+    if not p:
+        return None
+    line = (f"  power: average {p['average_w']:.2f} W, peak {p['peak_w']:.2f} W, {p['energy_j']:,.1f} J, "
+            f"{p['joules_per_gb']:.2f} J/GB moved, {p['iops_per_w']:,.0f} IOPS/W")
+    if p.get("temperature_c_max") is not None:
+        line += f"; up to {p['temperature_c_max']:.1f} C, throttled {p['throttled_s']:.0f} s"
+    return line

@@ -6,10 +6,10 @@ import argparse
 import json
 import sys
 
-from ..drive import FAULTS_HELP, PRECONDITIONS, Drive, device_label, format_faults
+from ..drive import FAULTS_HELP, LINK_POLICIES, PRECONDITIONS, Drive, device_label, format_faults
 from ..errors import SsdlabError
 from ..traces import trace_stats
-from .common import out_dir
+from .common import out_dir, power_line
 
 FORMATS = ("msr, spc, blkparse, blktrace (binary, per-CPU files read together), fio-iolog, disksim, "
            "alibaba, tencent, fiu, msprod")
@@ -55,6 +55,7 @@ def _replay(args: argparse.Namespace) -> int:
     if args.precondition != "none":
         drive.precondition(args.precondition, progress=not args.quiet)
     as_json = args.output_format in ("json", "json+")
+    drive.set_link_power(args.link_power)
     r = drive.replay(
         args.trace, args.mode, format=args.format, columns=args.columns, scale=args.scale, qd=args.qd,
         device=args.device, wrap=args.wrap, skip_bad_lines=args.skip_bad_lines, time_unit=unit,
@@ -82,6 +83,8 @@ def _replay(args: argparse.Namespace) -> int:
     faults = format_faults(s["faults"])
     if faults:
         print(faults)
+    if power_line(s):
+        print(power_line(s))
     table = r.table()
     table["requests"] = table["requests"].astype(int)
     print(table.to_string(float_format=lambda x: f"{x:,.1f}", formatters={"requests": "{:,}".format}))
@@ -204,6 +207,8 @@ def add_parsers(sub) -> None:
     t.add_argument("--wrap", action="store_true", help="fold requests past the end of the drive onto it (default: stop with an error)")
     t.add_argument("--per-request", metavar="FILE.parquet",
                    help="one row per request: arrival_us (recorded), submit_us, complete_us, offset_bytes, length_bytes, op, latency_us (streamed)")
+    t.add_argument("--link-power", default="none", choices=LINK_POLICIES,
+                   help="the host's link power management during the replay (a drive with a power model sleeps its link in idle gaps; timed mode)")
     t.add_argument("--precondition", default="none", choices=PRECONDITIONS)
     t.add_argument("--seed", type=_range("--seed", 0, 2**64 - 1))
     t.add_argument("--faults", metavar="SPEC", help=FAULTS_HELP)

@@ -6,10 +6,10 @@ import argparse
 import math
 import sys
 
-from ..drive import FAULTS_HELP, PRECONDITIONS, Drive, Result, describe_preset, format_faults, preset_names
+from ..drive import FAULTS_HELP, LINK_POLICIES, PRECONDITIONS, Drive, Result, describe_preset, format_faults, preset_names
 from ..errors import SsdlabError
 from ..job import Job, _seconds, job_error
-from .common import out_dir, whole
+from .common import out_dir, power_line, whole
 
 
 def _drives(args: argparse.Namespace) -> int:
@@ -53,6 +53,7 @@ def _job_from_args(args: argparse.Namespace) -> list[Job]:
         "randseed": args.seed if args.seed is not None else None,
         "log_interval_s": args.interval,
         "numjobs": args.numjobs,
+        "link_power": args.link_power,
     }
     for job in jobs:
         for k, v in overrides.items():
@@ -114,6 +115,8 @@ def _print_summary(result: Result) -> None:
               f"p99 {o['latency_us_p99']:.1f}  p99.9 {o['latency_us_p99_9']:.1f}  p99.99 {o['latency_us_p99_99']:.1f}  max {o['latency_us_max']:.1f}")
     if s["host_units_written"]:
         print(f"  write amplification {s['write_amplification']:.2f}  (GC copied {s['gc_units_copied']:,} units, {s['blocks_erased']:,} blocks erased)")
+    if power_line(s):
+        print(power_line(s))
     faults = format_faults(s.get("faults", {}))
     if faults:
         print(faults)
@@ -213,6 +216,8 @@ def add_parsers(sub) -> None:
     r.add_argument("--io-size", "--io_size", help="bytes to transfer")
     r.add_argument("--rwmixread", type=whole("--rwmixread"), help="percent reads for randrw/rw")
     r.add_argument("--random-distribution", "--random_distribution", help="random, zipf:THETA, pareto:H")
+    r.add_argument("--link-power", "--link_power", choices=LINK_POLICIES,
+                   help="the host's link power management during the job (default none; drives with a power model)")
     r.add_argument("--precondition", default="none", choices=PRECONDITIONS, help="drive state before the job (default none)")
     r.add_argument("--seed", type=int, help="root seed (same seed, same results)")
     r.add_argument("--faults", metavar="SPEC", help=FAULTS_HELP)

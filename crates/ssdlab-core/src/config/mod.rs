@@ -87,6 +87,14 @@ pub struct Datasheet {
     pub rand_write_iops: Option<f64>,
     /// Rated endurance, terabytes written.
     pub endurance_tbw: Option<f64>,
+    /// Average power the vendor rates under a light client workload with device-initiated
+    /// link power management (Micron's "active average power, MobileMark with DIPM"), W.
+    pub power_active_average_w: Option<f64>,
+    /// Typical power under load the vendor rates as an upper bound ("<7.5 W TYP"), W.
+    pub power_typical_max_w: Option<f64>,
+    /// Where the power ratings come from.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub power_source: String,
 }
 
 /// The NAND array: geometry and timing of one part, and how many dies sit on how many channels.
@@ -184,6 +192,14 @@ pub struct ControllerConfig {
     /// (`ssdlab crashtest`, docs/model.md "Power loss"). Default `none`.
     #[serde(default)]
     pub power_loss_protection: PowerLossProtection,
+    /// Always-on encryption of everything written (an inline AES engine at line rate: no cost
+    /// in time), so that a crypto erase (`Device::crypto_erase`) can make every earlier byte
+    /// unreadable by replacing the media key. Default false.
+    #[serde(default)]
+    pub self_encrypting: bool,
+    /// How long a crypto erase takes (a new media key, the map emptied), microseconds.
+    #[serde(default)]
+    pub crypto_erase_us: u64,
 }
 
 /// What survives a power cut, by the drive's design.
@@ -523,6 +539,8 @@ pub(crate) mod tests {
                 gc_copy_ns_per_unit: 0,
                 gc_victim_ns: 0,
                 power_loss_protection: PowerLossProtection::None,
+                self_encrypting: false,
+                crypto_erase_us: 0,
             },
             ftl: FtlConfig {
                 user_capacity_bytes: 4 * 64 * 32 * 16384 * 85 / 100,

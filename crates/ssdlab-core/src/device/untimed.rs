@@ -52,4 +52,30 @@ impl Device {
         self.ftl.secure_erase();
         self.controller.secure_erased();
     }
+
+    /// A crypto erase of a self-encrypting drive (ATA SANITIZE CRYPTO SCRAMBLE, TCG Opal
+    /// revert): what is buffered is programmed, the media key replaced, every unit unmapped;
+    /// the drive reads as fresh after `controller.crypto_erase_us`, with no block erased
+    /// (see `Ftl::crypto_erase`). Returns how long it took, or why it cannot run.
+    pub fn crypto_erase(&mut self) -> Result<crate::time::SimDuration, String> {
+        if !self.config.controller.self_encrypting {
+            return Err(format!(
+                "{}: not a self-encrypting drive (controller.self_encrypting = false); accepted: a drive with always-on encryption",
+                self.config.name
+            ));
+        }
+        if self.outstanding() > 0 {
+            return Err("crypto erase with commands outstanding".into());
+        }
+        let now = self.now();
+        self.submit(crate::device::HostIo::flush(u64::MAX), now);
+        self.run_until(SimTime(u64::MAX));
+        self.drain_completions().for_each(drop);
+        self.ftl.crypto_erase();
+        self.controller.secure_erased();
+        let took = crate::time::SimDuration::from_us(self.config.controller.crypto_erase_us);
+        let until = self.now() + took;
+        self.wait_until(until);
+        Ok(took)
+    }
 }

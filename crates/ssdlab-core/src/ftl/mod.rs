@@ -518,6 +518,21 @@ impl Ftl {
         }
     }
 
+    /// A crypto erase: the media key is replaced, so every unit on the NAND is noise. Every
+    /// mapped unit goes stale (reads return zeros); the blocks keep their state and are
+    /// erased when the collector takes them (they hold nothing valid, so nothing is copied).
+    /// Not journalled. Returns the units that were mapped.
+    pub fn crypto_erase(&mut self) -> u64 {
+        let mut mapped = 0;
+        for lba in 0..self.geometry.logical_units as u32 {
+            if !self.map.lookup(Lba(lba)).is_none() {
+                self.invalidate(Lba(lba));
+                mapped += 1;
+            }
+        }
+        mapped
+    }
+
     // ----- fills and verification ----------------------------------------------------------
 
     /// Write logical units `first..first + count` in order without timing: the state a timed
