@@ -126,6 +126,17 @@ def thermal_lines(key: str, controller: str) -> list[str]:
     return lines + [""]
 
 
+def encryption_lines(d: dict) -> list[str]:
+    """self_encrypting and crypto_erase_us of a drive whose features name always-on AES."""
+    aes = [f for f in d.get("features", []) if f.startswith("AES-256")]
+    if not aes:
+        return []
+    return [
+        f'self_encrypting = true         # drives.toml features: "{aes[0]}"; the engine is always on, so every rating already runs through it (no cost in time)',
+        "crypto_erase_us = 2000000       # ASSUMED: the datasheet says 'fast and secure erase' without a time",
+    ]
+
+
 def power_lines(controller: str) -> list[str]:
     """The [power] section of a SATA drive with this controller (empty for the others)."""
     if controller not in CONTROLLER_POWER:
@@ -407,6 +418,7 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
         f"gc_copy_ns_per_unit = {copy_ns}     # {family} firmware; {copy_src}",
         "gc_victim_ns = 0                # not separable from gc_copy_ns_per_unit with one measurement",
         f'power_loss_protection = "{plp}"   # {plp_src}',
+        *encryption_lines(d),
         "",
         "[ftl]",
         f"user_capacity_bytes = {cap * 10**9}",

@@ -462,6 +462,15 @@ class Drive:
         return its average power, watts (None for a drive without a power model)."""
         return self._sim.idle_power_w(policy, seconds)
 
+    def crypto_erase(self) -> float:
+        """Crypto erase a self-encrypting drive (``controller.self_encrypting``): a new media
+        key, every LBA reads as zeros, no block erased (the collector erases them as it goes).
+        Returns the simulated seconds it took; SsdlabError for a drive without encryption."""
+        try:
+            return self._sim.crypto_erase()
+        except ValueError as e:
+            raise SsdlabError(str(e)) from None
+
     def energy_j(self) -> float | None:
         """The drive's energy since power-on, joules; None for a drive without a power model."""
         return self._sim.energy_j()

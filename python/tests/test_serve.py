@@ -591,3 +591,67 @@ def test_kill_9_of_a_drive_without_full_protection_loses_only_unflushed_data(tmp
         kept += unit == unflushed
     assert kept < 5, "nothing unflushed was lost: the kill should take what the buffer held"
     s.stop()
+
+
+# ----- always-on encryption: data at rest and crypto erase ------------------------------------
+
+def test_a_self_encrypting_drive_keeps_ciphertext_at_rest_and_a_crypto_erase_leaves_nothing(tmp_path):
+    """A self-encrypting drive's store holds AES-XTS ciphertext: the pattern written through
+    qemu-io is not in the store's files, yet reads back across a restart; after `ssdlab
+    crypto-erase` no earlier byte reads back, through the server or from the files."""
+    _need("qemu-io")
+    toml = tmp_path / "sed.toml"
+    toml.write_text(TINY_TOML.replace('command_ns = 12500', 'command_ns = 12500\nself_encrypting = true\ncrypto_erase_us = 1000'))
+    store = tmp_path / "store"
+    pattern = "0x5c"
+    s = Served(tmp_path, str(toml), "--pace", "none", "--store", str(store), tag="1")
+    p = run(["qemu-io", "-f", "raw", s.uri, "-c", f"write -P {pattern} 0 2M", "-c", "flush"])
+    assert p.returncode == 0, p.stdout + p.stderr
+    s.stop()
+    files = {f.name: f.read_bytes() for f in store.iterdir() if f.is_file()}
+    assert len(files["media_key"]) == 64
+    assert json.loads(files["store.json"])["encrypted"] is True
+    plain = bytes([0x5C]) * 64
+    assert len(files["data"].strip(b"\0")) > 2 * 1024 * 1024 * 0.9, "the data is stored"
+    assert not any(plain in b for b in files.values()), "plaintext found in the store's files"
+    # Restarted on the same store: the data decrypts to what was written.
+    s = Served(tmp_path, str(toml), "--pace", "none", "--store", str(store), tag="2")
+    p = run(["qemu-io", "-f", "raw", s.uri, "-c", f"read -P {pattern} 0 2M"])
+    assert p.returncode == 0 and "fail" not in (p.stdout + p.stderr).lower(), p.stdout + p.stderr
+    # A running server's store is refused; a stopped one is crypto erased.
+    busy = run([sys.executable, "-m", "ssdlab.cli", "crypto-erase", "--store", str(store)])
+    assert busy.returncode != 0 and "stopped" in busy.stderr, busy.stderr
+    s.stop()
+    old_key = files["media_key"]
+    done = run([sys.executable, "-m", "ssdlab.cli", "crypto-erase", "--store", str(store)])
+    assert done.returncode == 0, done.stderr
+    assert (store / "media_key").read_bytes() != old_key
+    assert (store / "data").stat().st_size == 0 and (store / "oob").stat().st_size == 0
+    s = Served(tmp_path, str(toml), "--pace", "none", "--store", str(store), tag="3")
+    p = run(["qemu-io", "-f", "raw", s.uri, "-c", "read -P 0 0 2M"])
+    assert p.returncode == 0 and "fail" not in (p.stdout + p.stderr).lower(), p.stdout + p.stderr
+    s.stop()
+
+
+def test_crypto_erase_of_a_drive_without_encryption_is_refused(tmp_path, tiny_toml):
+    store = tmp_path / "store"
+    s = Served(tmp_path, str(tiny_toml), "--pace", "none", "--store", str(store))
+    s.stop()
+    p = run([sys.executable, "-m", "ssdlab.cli", "crypto-erase", "--store", str(store)])
+    assert p.returncode != 0 and "without always-on encryption" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_drive_crypto_erase_reads_as_fresh_in_the_stated_time():
+    d = ssdlab.Drive.preset("crucial-m500-120")
+    d.fill()
+    assert d.counters()["mapped_units"] > 0
+    erased = d.counters()["ftl"]["blocks_erased"]
+    took = d.crypto_erase()
+    assert took == 2.0
+    assert d.counters()["mapped_units"] == 0, "every LBA reads as zeros"
+    assert d.counters()["ftl"]["blocks_erased"] == erased, "no block erased"
+    r = d.run(ssdlab.Job(rw="randread", bs="4k", iodepth=4, number_ios=1000))
+    assert r.summary["read"]["ios"] == 1000
+    with pytest.raises(ssdlab.SsdlabError, match="not a self-encrypting drive"):
+        ssdlab.Drive.preset("crucial-m4-128").crypto_erase()

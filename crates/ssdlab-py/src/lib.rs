@@ -181,6 +181,15 @@ impl Simulation {
             .then(|| (e1 - e0) / (until - from).secs_f64()))
     }
 
+    /// Crypto erase (self-encrypting drives): returns the simulated seconds it took.
+    fn crypto_erase(&mut self) -> PyResult<f64> {
+        self.idle_check()?;
+        self.dev
+            .crypto_erase()
+            .map(|d| d.secs_f64())
+            .map_err(PyValueError::new_err)
+    }
+
     /// The drive's energy since power-on, joules (None without a power model).
     fn energy_j(&self) -> Option<f64> {
         self.dev
@@ -636,6 +645,12 @@ impl NbdServer {
 }
 
 /// Power cuts of a drive against a shadow copy (see ssdlab_nbd::crash); the report as JSON.
+/// Crypto erase a stopped store of a self-encrypting drive (`ssdlab_nbd::disk::crypto_erase_store`).
+#[pyfunction]
+fn crypto_erase_store(dir: &str) -> PyResult<String> {
+    ssdlab_nbd::disk::crypto_erase_store(std::path::Path::new(dir)).map_err(PyValueError::new_err)
+}
+
 #[pyfunction]
 #[pyo3(signature = (toml_text, name, dir, cycles, seed, commands_per_cycle, span_units, queue_depth, prefill))]
 #[allow(clippy::too_many_arguments)]
@@ -714,6 +729,7 @@ fn _ssdlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(job_schema, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(crashtest, m)?)?;
+    m.add_function(wrap_pyfunction!(crypto_erase_store, m)?)?;
     m.add_function(wrap_pyfunction!(parse_faults, m)?)?;
     m.add_function(wrap_pyfunction!(trace_stats, m)?)?;
     Ok(())

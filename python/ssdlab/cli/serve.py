@@ -103,7 +103,24 @@ def run_cli(args) -> int:
     return 0
 
 
+def _crypto_erase(args) -> int:
+    from .. import _ssdlab
+    from ..errors import SsdlabError
+    try:
+        print(_ssdlab.crypto_erase_store(args.store))
+    except ValueError as e:
+        raise SsdlabError(str(e)) from None
+    return 0
+
+
 def add_parser(sub) -> None:
+    c = sub.add_parser("crypto-erase", help="crypto erase a stopped --store of a self-encrypting drive (a new media key; nothing earlier readable)",
+                       description="Crypto erase the store of a self-encrypting drive (controller.self_encrypting): the data at rest "
+                                   "is AES-256-XTS under the store's media key; this drops every record and data byte and writes a new "
+                                   "key over the old one. The server must be stopped. The drive starts empty at its next serve.")
+    c.add_argument("--store", metavar="DIR", required=True, help="the store directory `ssdlab serve --store` made")
+    c.set_defaults(func=_crypto_erase)
+
     s = sub.add_parser("serve", help="serve a drive over NBD so real tools (qemu-io, nbdcopy, fio) use it as a disk",
                        description="Serve a modelled drive over the NBD protocol. Data written is kept where the FTL "
                                    "puts it and read back through its map; replies are paced to the model's completion times.")

@@ -35,8 +35,11 @@ use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+mod crypt;
 mod mount;
 mod records;
+pub use crypt::crypto_erase_store;
+use crypt::MediaKey;
 pub use mount::mount;
 use records::{parse_record, punch_hole, OobRecords};
 
@@ -66,6 +69,9 @@ struct StoreMeta {
     physical_units: u64,
     logical_units: u64,
     clean: bool,
+    /// Data at rest is encrypted under `media_key` (a self-encrypting drive; see `crypt`).
+    #[serde(default)]
+    encrypted: bool,
 }
 
 impl StoreMeta {
@@ -79,6 +85,7 @@ impl StoreMeta {
             physical_units: g.physical_units,
             logical_units: g.logical_units,
             clean: false,
+            encrypted: false,
         }
     }
 
@@ -86,6 +93,7 @@ impl StoreMeta {
         let strip = |m: &StoreMeta| StoreMeta {
             drive: String::new(),
             clean: false,
+            encrypted: false,
             ..m.clone()
         };
         strip(self) == strip(other)
@@ -111,6 +119,8 @@ pub struct DiskUnits {
     pending: BTreeMap<u32, u32>,
     /// Of those, units whose record also carries RUNNING.
     running: std::collections::BTreeSet<u32>,
+    /// The media key of a self-encrypting drive's store (None: data in the clear).
+    key: Option<MediaKey>,
     /// Tests: file writes left before the process "dies" (every later write fails).
     #[cfg(test)]
     pub(crate) writes_left: Option<u64>,
@@ -179,6 +189,7 @@ impl DiskUnits {
             unreadable: Default::default(),
             pending: BTreeMap::new(),
             running: Default::default(),
+            key: None,
             #[cfg(test)]
             writes_left: None,
         })
@@ -227,6 +238,9 @@ impl DiskUnits {
         let mut buf = vec![0u8; self.meta.unit_bytes as usize].into_boxed_slice();
         self.data
             .read_exact_at(&mut buf, ppn as u64 * self.meta.unit_bytes as u64)?;
+        if let Some(key) = &self.key {
+            key.decrypt(ppn, &mut buf);
+        }
         Ok(Some(buf))
     }
 
@@ -235,6 +249,12 @@ impl DiskUnits {
         self.check_readable(ppn)?;
         if !self.has(ppn) {
             dst.fill(0);
+            return Ok(());
+        }
+        if self.key.is_some() {
+            // XTS works on the whole unit: decrypt it, copy the part asked for.
+            let unit = self.load(ppn)?.expect("the unit holds data");
+            dst.copy_from_slice(&unit[within..within + dst.len()]);
             return Ok(());
         }
         self.data.read_exact_at(
@@ -296,8 +316,15 @@ impl DiskUnits {
         match data {
             Some(d) => {
                 self.spend()?;
-                self.data
-                    .write_all_at(d, ppn as u64 * self.meta.unit_bytes as u64)?;
+                let at = ppn as u64 * self.meta.unit_bytes as u64;
+                match &self.key {
+                    Some(key) => {
+                        let mut unit = d.to_vec();
+                        key.encrypt(ppn, &mut unit);
+                        self.data.write_all_at(&unit, at)?;
+                    }
+                    None => self.data.write_all_at(d, at)?,
+                }
                 self.stored += 1;
                 self.set_has(ppn, true);
             }

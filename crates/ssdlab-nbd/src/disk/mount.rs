@@ -27,7 +27,17 @@ pub fn mount(
             ));
         }
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let mut disk = DiskUnits::files(dir, wanted)?;
+        let encrypted = dev.config.controller.self_encrypting;
+        let mut disk = DiskUnits::files(
+            dir,
+            StoreMeta {
+                encrypted,
+                ..wanted
+            },
+        )?;
+        if encrypted {
+            disk.key = Some(MediaKey::create(dir)?);
+        }
         if fast_fill {
             disk.record_zero_fill(dev).map_err(|e| at(dir, "oob", e))?;
         }
@@ -83,6 +93,9 @@ pub fn mount(
     }
     let mut disk = DiskUnits::files(dir, found.clone())?;
     disk.meta.drive = drive.to_string();
+    if found.encrypted {
+        disk.key = Some(MediaKey::open(dir)?);
+    }
     // Erase counts.
     let mut ec = Vec::new();
     disk.erase_file
