@@ -137,17 +137,35 @@ def encryption_lines(d: dict) -> list[str]:
     ]
 
 
-def power_lines(controller: str) -> list[str]:
-    """The [power] section of a SATA drive with this controller (empty for the others)."""
-    if controller not in CONTROLLER_POWER:
-        return []
-    busy, active, partial, slumber, devsleep, src = CONTROLLER_POWER[controller]
+# The PCIe drives: no link power states modelled (PCIe ASPM is not), so every idle state is
+# the active one; a power budget where the datasheet rates the drive's power.
+PCIE_POWER = (2.0, 8.0, "ASSUMED: controller ASIC, DDR3 and PCIe PHY of a 32-channel card (not published)")
+POWER_LIMIT_W = {
+    ("micron-p420m", 700): (25.0, "P420m HHHL datasheet (p420m_hhhl.pdf Rev O): power 700GB 25W RMS; 256 dies could draw far more, so the firmware must hold the NAND to it"),
+    ("micron-p420m", 1400): (25.0, "P420m HHHL datasheet (p420m_hhhl.pdf Rev O): power 1.4TB 25W RMS; 256 dies could draw far more, so the firmware must hold the NAND to it"),
+}
+
+
+def power_lines(key: str, cap: int, controller: str) -> list[str]:
+    """The [power] section of a drive with this controller."""
     lines = ["[power]                         # crates/ssdlab-core/src/power.rs; docs/model.md 'Power'"]
     lines += [f"{k} = {v}    # {why}" for k, v, why in NAND_POWER]
-    lines += [f"controller_busy_w = {busy}    # ASSUMED: the processor above idle while it works"]
-    for k, v in (("idle_active_w", active), ("idle_partial_w", partial), ("idle_slumber_w", slumber), ("idle_devsleep_w", devsleep)):
-        lines.append(f"{k} = {v}    # {src}")
-    lines += [f"{k} = {v}    # {why}" for k, v, why in LINK_POWER]
+    if controller in CONTROLLER_POWER:
+        busy, active, partial, slumber, devsleep, src = CONTROLLER_POWER[controller]
+        lines += [f"controller_busy_w = {busy}    # ASSUMED: the processor above idle while it works"]
+        for k, v in (("idle_active_w", active), ("idle_partial_w", partial), ("idle_slumber_w", slumber), ("idle_devsleep_w", devsleep)):
+            lines.append(f"{k} = {v}    # {src}")
+        lines += [f"{k} = {v}    # {why}" for k, v, why in LINK_POWER]
+    else:
+        busy, active, src = PCIE_POWER
+        lines += [f"controller_busy_w = {busy}    # {src}"]
+        for k in ("idle_active_w", "idle_partial_w", "idle_slumber_w", "idle_devsleep_w"):
+            lines.append(f"{k} = {active}    # {src}; no link power states (ASPM not modelled)")
+        for k, _, _ in LINK_POWER:
+            lines.append(f"{k} = 0.0    # no link power states modelled for PCIe")
+    if (key, cap) in POWER_LIMIT_W:
+        limit, src = POWER_LIMIT_W[(key, cap)]
+        lines.append(f"power_limit_w = {limit}    # {src}")
     return lines + [""]
 MAP_JOURNAL_ENTRY_BYTES = 8   # ASSUMED: 4-byte LBA + 4-byte physical address per record
 
@@ -308,6 +326,10 @@ def datasheet_lines(key: str, i: int, d: dict) -> tuple[list[str], list[str]]:
         field, watts, source = POWER_RATINGS[key]
         lines.append(f"{field} = {watts:g}")
         lines.append(f'power_source = "{source}"')
+    elif (key, d["capacities_gb"][i]) in POWER_LIMIT_W:
+        watts, source = POWER_LIMIT_W[(key, d["capacities_gb"][i])]
+        lines.append(f"power_typical_max_w = {watts:g}")
+        lines.append(f'power_source = "{source}"')
     return lines, notes
 
 
@@ -440,7 +462,7 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
         "[host]",
         *host_lines,
         "",
-        *power_lines(d["controller"]),
+        *power_lines(key, cap, d["controller"]),
         *thermal_lines(key, d["controller"]),
         *sheet,
         "",

@@ -8,6 +8,7 @@ __all__ = [
     "NbdServer",
     "Simulation",
     "crashtest",
+    "crypto_erase_store",
     "describe_config",
     "job_defaults",
     "job_schema",

@@ -53,6 +53,11 @@ pub struct PowerConfig {
     /// to Slumber.
     pub dipm_partial_after_us: f64,
     pub dipm_slumber_after_us: f64,
+    /// The most the drive may draw, W, where its documents give one (a power budget): the
+    /// scheduler then lets only as many dies run array operations at once as fit in what is
+    /// left after the drive's active idle power and a busy processor (`dies_within`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_limit_w: Option<f64>,
 }
 
 impl PowerConfig {
@@ -84,7 +89,37 @@ impl PowerConfig {
                 ));
             }
         }
+        if let Some(limit) = self.power_limit_w {
+            if !(limit.is_finite() && self.dies_within(limit) >= 1) {
+                return Err((
+                    "power.power_limit_w".into(),
+                    format!(
+                        "{limit} W leaves no die running above the active idle power {} W and a busy processor {} W; accepted: enough for one die ({:.3} W more)",
+                        self.idle_active_w, self.controller_busy_w, self.die_active_w()
+                    ),
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// One die's power while its array works (the highest of read, program and erase) with
+    /// its bus moving data, W.
+    pub fn die_active_w(&self) -> f64 {
+        let icc = self
+            .nand_icc_read_ma
+            .max(self.nand_icc_program_ma)
+            .max(self.nand_icc_erase_ma);
+        (self.nand_vcc_v * icc + self.nand_vccq_v * self.nand_iccq_io_ma) * 1e-3
+    }
+
+    /// Dies that may run at once within `limit_w`.
+    pub fn dies_within(&self, limit_w: f64) -> u32 {
+        let spare = limit_w - self.idle_active_w - self.controller_busy_w;
+        if spare <= 0.0 || self.die_active_w() <= 0.0 {
+            return if spare > 0.0 { u32::MAX } else { 0 };
+        }
+        (spare / self.die_active_w()).floor().min(u32::MAX as f64) as u32
     }
 }
 
@@ -399,7 +434,19 @@ mod tests {
             devsleep_exit_us: 20000.0,
             dipm_partial_after_us: 100.0,
             dipm_slumber_after_us: 10000.0,
+            power_limit_w: None,
         }
+    }
+
+    #[test]
+    fn a_power_limit_admits_the_dies_that_fit_above_idle() {
+        // One die: 3.3 V x 25 mA + 1.8 V x 10 mA = 0.1005 W; 10 W - 1 W idle - 0.5 W busy.
+        let c = cfg();
+        assert_eq!(c.dies_within(10.0), 84);
+        assert_eq!(c.dies_within(1.2), 0);
+        let mut bad = cfg();
+        bad.power_limit_w = Some(1.2);
+        assert_eq!(bad.check().unwrap_err().0, "power.power_limit_w");
     }
 
     fn t_ms(ms: u64) -> SimTime {

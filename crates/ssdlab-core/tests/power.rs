@@ -28,6 +28,7 @@ fn power() -> PowerConfig {
         devsleep_exit_us: 20_000.0,
         dipm_partial_after_us: 100.0,
         dipm_slumber_after_us: 10_000.0,
+        power_limit_w: None,
     }
 }
 
@@ -245,4 +246,42 @@ fn throttling_engages_when_hot_lowers_throughput_and_recovers_once_cool() {
     assert!(r.summary.read.ios > 0);
     assert!(!hot.throttling().unwrap().0);
     assert!(hot.temperature_c().unwrap() < 65.0);
+}
+
+#[test]
+fn a_power_budget_caps_the_dies_running_at_once_and_so_throughput() {
+    let written = |limit: Option<f64>| {
+        let mut cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
+        cfg.power = Some(PowerConfig {
+            power_limit_w: limit,
+            ..power()
+        });
+        let mut dev = Device::new(&cfg, 7).unwrap();
+        let r = run(&mut dev, "write", 1.0, "none");
+        let job = Job {
+            rw: "write".into(),
+            bs: "128k".into(),
+            iodepth: 32,
+            runtime_s: Some(1.0),
+            time_based: true,
+            ..Job::default()
+        };
+        let compiled = job.compile(dev.user_bytes()).unwrap();
+        let seq = run_job(&mut dev, &compiled, &mut |_| {});
+        (
+            r.summary.write.bytes,
+            seq.summary.write.bytes,
+            seq.summary.power.unwrap(),
+        )
+    };
+    // One die draws 3.3 V x 25 mA + 1.8 V x 20 mA = 0.1185 W above the 1.5 W of active idle
+    // and a busy processor: 1.75 W leaves room for 2 of the 4 dies.
+    let (_, free, p_free) = written(None);
+    let (_, capped, p_capped) = written(Some(1.75));
+    assert!(capped < free * 3 / 4, "{capped} vs {free}");
+    assert!(p_capped.average_w < p_free.average_w);
+    assert!(p_capped.peak_w <= 1.75 + 0.05, "{p_capped:?}");
+    // A budget above what all dies draw changes nothing.
+    let (_, loose, _) = written(Some(100.0));
+    assert_eq!(loose, free);
 }

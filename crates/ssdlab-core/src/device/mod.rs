@@ -97,12 +97,14 @@ impl Device {
     }
 
     fn scheduler(config: &DriveConfig, geometry: &Geometry) -> Scheduler {
-        Scheduler::new(
+        let mut s = Scheduler::new(
             Nand::new(&config.nand, geometry),
             geometry.dies,
             geometry.mapping_unit_bytes as u64,
             config.nand.copyback,
-        )
+        );
+        s.set_power_dies_max(power::budget_dies(config, geometry));
+        s
     }
 
     /// Power off and on again: the clock, queues, buffer, NAND and host interface start afresh;

@@ -16,6 +16,13 @@ pub(super) fn new_thermal(config: &DriveConfig) -> Option<Thermal> {
         .map(|t| Thermal::new(t, SimTime::ZERO, 0.0))
 }
 
+/// Dies the drive's power budget lets run at once, when it has a budget smaller than its dies.
+pub(super) fn budget_dies(config: &DriveConfig, g: &crate::config::Geometry) -> Option<u32> {
+    let p = config.power.as_ref()?;
+    let dies = p.dies_within(p.power_limit_w?);
+    (dies < g.dies).then_some(dies.max(1))
+}
+
 impl Device {
     /// Whether the drive has a power model (a `[power]` section).
     pub fn has_power_model(&self) -> bool {
@@ -82,7 +89,7 @@ impl Device {
         if let Some(t) = &mut self.thermal {
             if t.update(now, energy) {
                 let max = t.throttled.then(|| t.throttled_dies(dies));
-                self.sched.set_active_dies_max(max);
+                self.sched.set_thermal_dies_max(max);
             }
         }
     }

@@ -69,9 +69,11 @@ pub(super) struct Scheduler {
     /// Host units in programs queued or running whose `ProgramDone` has not come yet (they
     /// hold write-buffer space).
     host_units_unreleased: u64,
-    /// At most this many dies run array operations at once (thermal throttling; None: no
-    /// limit).
+    /// At most this many dies run array operations at once: the lower of the power budget's
+    /// and thermal throttling's limits (None: no limit).
     active_dies_max: Option<u32>,
+    power_dies_max: Option<u32>,
+    thermal_dies_max: Option<u32>,
 }
 
 impl Scheduler {
@@ -84,12 +86,22 @@ impl Scheduler {
             read_batches: Vec::new(),
             host_units_unreleased: 0,
             active_dies_max: None,
+            power_dies_max: None,
+            thermal_dies_max: None,
         }
     }
 
-    /// Let at most `max` dies run array operations at once from now on (None: all).
-    pub fn set_active_dies_max(&mut self, max: Option<u32>) {
-        self.active_dies_max = max;
+    /// The drive's power budget lets at most `max` dies run array operations at once (None:
+    /// no budget).
+    pub fn set_power_dies_max(&mut self, max: Option<u32>) {
+        self.power_dies_max = max;
+        self.active_dies_max = min_limit(self.power_dies_max, self.thermal_dies_max);
+    }
+
+    /// Thermal throttling lets at most `max` dies run at once from now on (None: not throttled).
+    pub fn set_thermal_dies_max(&mut self, max: Option<u32>) {
+        self.thermal_dies_max = max;
+        self.active_dies_max = min_limit(self.power_dies_max, self.thermal_dies_max);
     }
 
     /// With a limit on active dies and `die` not allowed to start now: when a running one
@@ -306,6 +318,13 @@ impl Scheduler {
         let b = &mut self.read_batches[batch as usize];
         b.pending -= 1;
         (b.pending == 0).then_some(b.ready)
+    }
+}
+
+fn min_limit(a: Option<u32>, b: Option<u32>) -> Option<u32> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
     }
 }
 
