@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from . import _ssdlab
-from .drive import config_text, describe_text
+from .drive import LINK_POLICIES, config_text, describe_text
 from .errors import SsdlabError
 
 PACES = ("model", "none")
@@ -25,7 +25,8 @@ class Server:
                  bind: str = "127.0.0.1", pace: str = "model", precondition: str = "none",
                  seed: int = 0, log: bool = True, store: str | Path | None = None,
                  read_only: bool = False, max_connections: int = 32, io_timeout_s: float = 30.0,
-                 power_cut_after: int | None = None, faults: str | None = None, transport_us: float = 0.0):
+                 power_cut_after: int | None = None, faults: str | None = None, transport_us: float = 0.0,
+                 link_power: str = "none"):
         if pace not in PACES:
             raise SsdlabError(f"--pace '{pace}': accepted: {', '.join(PACES)}")
         if precondition not in PRECONDITIONS:
@@ -36,6 +37,8 @@ class Server:
             raise SsdlabError("--power-cut-after needs --store DIR (the drive is rebuilt from it)")
         if power_cut_after is not None and not 1 <= power_cut_after <= 2**62:
             raise SsdlabError(f"--power-cut-after {power_cut_after}: accepted: 1 or more commands")
+        if link_power not in LINK_POLICIES:
+            raise SsdlabError(f"--link-power '{link_power}': accepted: {', '.join(LINK_POLICIES)}")
         if not 0 <= transport_us <= 10_000:
             raise SsdlabError(f"--transport-us {transport_us}: accepted: 0 to 10000 microseconds")
         if not 0.001 <= io_timeout_s <= 86_400:
@@ -57,7 +60,7 @@ class Server:
                 bind=bind if port is not None else None, log=log,
                 store=str(store) if store is not None else None, read_only=read_only,
                 max_connections=max_connections, io_timeout_s=io_timeout_s, power_cut_after=power_cut_after,
-                transport_us=transport_us)
+                transport_us=transport_us, link_power=link_power)
         except ValueError as e:
             if str(e).startswith("store "):
                 raise SsdlabError(f"serve {self.name}: --{e}") from None

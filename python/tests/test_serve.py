@@ -655,3 +655,17 @@ def test_drive_crypto_erase_reads_as_fresh_in_the_stated_time():
     assert r.summary["read"]["ios"] == 1000
     with pytest.raises(ssdlab.SsdlabError, match="not a self-encrypting drive"):
         ssdlab.Drive.preset("crucial-m4-128").crypto_erase()
+
+
+def test_serve_reports_the_drives_power_with_the_hosts_link_policy(tmp_path):
+    _need("qemu-io")
+    s = Served(tmp_path, "crucial-m500-120", "--pace", "none", "--link-power", "hipm+dipm")
+    p = run(["qemu-io", "-f", "raw", s.uri, "-c", "write -P 0x33 0 4M", "-c", "read -P 0x33 0 4M"])
+    assert p.returncode == 0, p.stdout + p.stderr
+    stats = s.stop()
+    power = stats["power"]
+    assert power["energy_j"] > 0 and power["peak_w"] >= power["average_w"] > 0
+    assert "power: average" in s.output()
+    bad = run([sys.executable, "-m", "ssdlab.cli", "serve", "--drive", "crucial-m500-120", "--socket",
+               str(tmp_path / "x.sock"), "--link-power", "sometimes"])
+    assert bad.returncode != 0 and "hipm+dipm" in bad.stderr

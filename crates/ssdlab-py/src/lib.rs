@@ -499,7 +499,7 @@ struct NbdServer {
 #[pymethods]
 impl NbdServer {
     #[new]
-    #[pyo3(signature = (toml_text, seed, precondition, pace, export_name, description, socket=None, port=None, bind=None, log=true, store=None, read_only=false, max_connections=ssdlab_nbd::MAX_CONNECTIONS, io_timeout_s=ssdlab_nbd::IO_TIMEOUT.as_secs_f64(), power_cut_after=None, transport_us=0.0))]
+    #[pyo3(signature = (toml_text, seed, precondition, pace, export_name, description, socket=None, port=None, bind=None, log=true, store=None, read_only=false, max_connections=ssdlab_nbd::MAX_CONNECTIONS, io_timeout_s=ssdlab_nbd::IO_TIMEOUT.as_secs_f64(), power_cut_after=None, transport_us=0.0, link_power="none"))]
     fn new(
         py: Python<'_>,
         toml_text: &str,
@@ -518,6 +518,7 @@ impl NbdServer {
         io_timeout_s: f64,
         power_cut_after: Option<u64>,
         transport_us: f64,
+        link_power: &str,
     ) -> PyResult<Self> {
         if !(0.0..=10_000.0).contains(&transport_us) {
             return Err(PyValueError::new_err(format!(
@@ -531,6 +532,13 @@ impl NbdServer {
         }
         let cfg = DriveConfig::from_toml_str(toml_text).map_err(PyValueError::new_err)?;
         let mut dev = Device::new(&cfg, seed).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let policy = ssdlab_core::power::LinkPolicy::parse(link_power).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "link_power '{link_power}': accepted: {}",
+                ssdlab_core::power::LinkPolicy::NAMES
+            ))
+        })?;
+        dev.set_link_policy(policy);
         match precondition {
             "none" | "secure-erase" => {}
             "fast-fill" => {

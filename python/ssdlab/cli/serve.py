@@ -8,8 +8,9 @@ import sys
 import threading
 from pathlib import Path
 
-from ..drive import FAULTS_HELP, format_faults
+from ..drive import FAULTS_HELP, LINK_POLICIES, format_faults
 from ..serve import PACES, PRECONDITIONS, Server
+from .common import power_line
 
 
 def format_stats(s: dict) -> str:
@@ -35,6 +36,8 @@ def format_stats(s: dict) -> str:
         lines.append(faults)
     if s.get("store_error"):
         lines.append(f"  {s['store_error']}")
+    if power_line(s):
+        lines.append(power_line(s))
     if s["pace"] == "model":
         lines.append(f"  replies late behind the model: p50 {s['late_p50_us']:,.0f} us, "
                      f"p99 {s['late_p99_us']:,.0f} us, max {s['late_max_us']:,.0f} us")
@@ -63,7 +66,7 @@ def run_cli(args) -> int:
                     precondition=args.precondition, seed=args.seed or 0, log=not args.quiet,
                     store=args.store, read_only=args.read_only, max_connections=args.max_connections,
                     io_timeout_s=args.io_timeout, power_cut_after=args.power_cut_after, faults=args.faults,
-                    transport_us=args.transport_us)
+                    transport_us=args.transport_us, link_power=args.link_power)
     if server.mount is not None:
         print("ssdlab serve: " + format_mount(server.mount), flush=True)
     print(f"ssdlab serve: {server.name} ({server.user_bytes:,} bytes) at {server.uri} (pace {args.pace}"
@@ -144,6 +147,8 @@ def add_parser(sub) -> None:
     s.add_argument("--power-cut-after", type=int, metavar="N",
                    help="cut the power once after N commands (needs --store): what the drive's "
                         "power_loss_protection does not keep is lost, connections drop, the drive is rebuilt and served again")
+    s.add_argument("--link-power", default="none", choices=LINK_POLICIES,
+                   help="the host's link power management (drives with a power model): an idle link sleeps and the first command after pays its wake-up")
     s.add_argument("--transport-us", type=float, default=0.0, metavar="US",
                    help="pace model: reply this many microseconds before the model's completion, for what the "
                         "client and the NBD transport add to each round trip (a drive on the host's bus has no NBD "

@@ -124,6 +124,10 @@ pub struct ServeStats {
     pub model_read: ssdlab_core::stats::OpSummary,
     pub model_write: ssdlab_core::stats::OpSummary,
     pub model_trim: ssdlab_core::stats::OpSummary,
+    /// The drive's power since it was started (a drive with a power model); the peak is the
+    /// highest interval's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power: Option<ssdlab_core::power::PowerSummary>,
 }
 
 pub(crate) struct PlannedCut {
@@ -622,12 +626,47 @@ impl Engine {
         s.stored_bytes = self.io.store.stored_bytes();
         s.mapped_units = self.dev.ftl.mapped_units();
         s.faults = self.dev.fault_counters();
+        s.power = self.power_summary(&s);
         if self.io.pace == Pace::Model && self.io.late.count > 0 {
             s.late_p50_us = self.io.late.quantile(0.5) as f64 / 1e3;
             s.late_p99_us = self.io.late.quantile(0.99) as f64 / 1e3;
             s.late_max_us = self.io.late.max as f64 / 1e3;
         }
         s
+    }
+}
+
+impl Engine {
+    /// Energy from the drive's power-on to now over its simulated time, with the session's
+    /// bytes and commands.
+    fn power_summary(&self, s: &ServeStats) -> Option<ssdlab_core::power::PowerSummary> {
+        if !self.dev.has_power_model() {
+            return None;
+        }
+        let now = self.dev.now();
+        let span_s = now.seconds_f64();
+        let energy_j = self.dev.static_energy_j(now) + self.dev.dynamic_energy_j();
+        let average_w = if span_s > 0.0 { energy_j / span_s } else { 0.0 };
+        let series = ssdlab_core::power::PowerSummary::of(&self.session.rec.series, true);
+        let bytes = (s.bytes_read + s.bytes_written) as f64;
+        let ios = (s.reads + s.writes) as f64;
+        Some(ssdlab_core::power::PowerSummary {
+            energy_j,
+            average_w,
+            peak_w: series.map_or(average_w, |p| p.peak_w.max(average_w)),
+            joules_per_gb: if bytes > 0.0 {
+                energy_j / (bytes * 1e-9)
+            } else {
+                0.0
+            },
+            iops_per_w: if average_w > 0.0 && span_s > 0.0 {
+                ios / span_s / average_w
+            } else {
+                0.0
+            },
+            temperature_c_max: self.dev.temperature_c(),
+            throttled_s: self.dev.throttling().map(|(_, _, ns)| ns as f64 * 1e-9),
+        })
     }
 }
 
