@@ -54,3 +54,25 @@ def chromium_path() -> str | None:
         if p:
             return p
     return None
+
+
+def power_figure(series, title: str):
+    """Power and temperature over time of a run's series (a plotly Figure), or None when the
+    drive has no power model: watts on the left axis, °C on the right, throttled seconds shaded."""
+    if "power_w" not in series:
+        return None
+    import plotly.graph_objects as go
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=series.time_s, y=series.power_w, mode="lines", name="power (W)"))
+    layout = {"title": {"text": title}, "xaxis": {"title": {"text": "time (s)"}},
+              "yaxis": {"title": {"text": "W"}, "rangemode": "tozero"},
+              "legend": {"orientation": "h", "y": -0.2}, "height": 420}
+    if "temperature_c" in series:
+        fig.add_trace(go.Scatter(x=series.time_s, y=series.temperature_c, mode="lines", name="temperature (°C)",
+                                 yaxis="y2", line={"dash": "dot"}))
+        layout["yaxis2"] = {"title": {"text": "°C"}, "overlaying": "y", "side": "right"}
+        step = float(series.time_s.iloc[0]) if len(series) else 1.0
+        for t in series.time_s[series.throttled]:
+            fig.add_vrect(x0=float(t) - step, x1=float(t), fillcolor="red", opacity=0.12, line_width=0)
+    fig.update_layout(**layout)
+    return fig

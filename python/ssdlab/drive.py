@@ -130,6 +130,12 @@ class Result:
                           if len(self.series) else column, xaxis={"title": {"text": "time (s)"}}, yaxis=yaxis)
         return fig
 
+    def plot_power(self):
+        """Power (W) and temperature (°C) over the run, throttled seconds shaded, as a plotly
+        Figure; None for a drive without a power model."""
+        from .charts import power_figure
+        return power_figure(self.series, f"{self.summary.get('name', 'job')}: power and temperature")
+
     def __repr__(self) -> str:
         s = self.summary
         ops = ", ".join(f"{op} {s[op]['iops']:,.0f} IOPS {s[op]['mb_per_s']:,.1f} MB/s"
@@ -145,6 +151,10 @@ class Result:
         paths[0].write_text(json.dumps(self.summary, indent=2) + "\n")
         self.series.to_parquet(paths[1], index=False)
         self.series.to_csv(paths[2], index=False)
+        fig = self.plot_power()
+        if fig is not None:
+            paths.append(out / f"{prefix}power.html")
+            fig.write_html(paths[-1], include_plotlyjs=True)
         return paths
 
 

@@ -154,7 +154,8 @@ def consistency(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[O
         d.fill(span)
         r = d.run(Job(name="consistency", rw="randwrite", bs=p["bs"], iodepth=p["qd"], size=str(span),
                       runtime_s=duration, time_based=True), progress=tracker)
-        s = r.series[["time_s", "write_iops"]].rename(columns={"write_iops": "iops"})
+        power = [c for c in ("power_w", "temperature_c") if c in r.series]  # a drive with a power model
+        s = r.series[["time_s", "write_iops", *power]].rename(columns={"write_iops": "iops"})
         s["iops"] = s["iops"].round(3)
         outs.append(Outcome("consistency", label, f"spare {spare}%", consistency_summary(s, p["steady_window_s"], r.summary["write_amplification"]),
                             {"iops": s}, time.perf_counter() - t0))
