@@ -37,7 +37,12 @@ def test_a_run_on_a_drive_with_a_power_model_has_power_in_its_series_and_summary
 
 
 def test_a_drive_without_a_power_model_reports_none_rather_than_zero_watts():
-    d = Drive.preset("micron-p320h-175")
+    import tomllib
+
+    from ssdlab.drive import config_text, dump_toml
+    cfg = tomllib.loads(config_text("micron-p320h-175", None)[0])
+    del cfg["power"]
+    d = Drive(dump_toml(cfg))
     r = d.run(Job(rw="randread", bs="4k", iodepth=8, number_ios=2000))
     assert "power_w" not in r.series.columns
     assert "power" not in r.summary
