@@ -39,9 +39,14 @@ fn drive(with_power: bool) -> Device {
 }
 
 fn run(dev: &mut Device, rw: &str, seconds: f64, link_power: &str) -> JobResult {
+    run_bs(dev, rw, "4k", seconds, link_power)
+}
+
+/// `rw` of `bs` transfers at QD32 for `seconds` simulated, the host's link policy `link_power`.
+fn run_bs(dev: &mut Device, rw: &str, bs: &str, seconds: f64, link_power: &str) -> JobResult {
     let job = Job {
         rw: rw.into(),
-        bs: "4k".into(),
+        bs: bs.into(),
         iodepth: 32,
         runtime_s: Some(seconds),
         time_based: true,
@@ -204,18 +209,7 @@ fn hot_drive(ambient_c: f64) -> Device {
 
 #[test]
 fn throttling_engages_when_hot_lowers_throughput_and_recovers_once_cool() {
-    let seq_write = |dev: &mut Device, seconds: f64| {
-        let job = Job {
-            rw: "write".into(),
-            bs: "128k".into(),
-            iodepth: 32,
-            runtime_s: Some(seconds),
-            time_based: true,
-            ..Job::default()
-        };
-        let compiled = job.compile(dev.user_bytes()).unwrap();
-        run_job(dev, &compiled, &mut |_| {})
-    };
+    let seq_write = |dev: &mut Device, seconds: f64| run_bs(dev, "write", "128k", seconds, "none");
     let mut cool = hot_drive(20.0);
     let c = seq_write(&mut cool, 40.0);
     let mut hot = hot_drive(45.0);
@@ -257,31 +251,17 @@ fn a_power_budget_caps_the_dies_running_at_once_and_so_throughput() {
             ..power()
         });
         let mut dev = Device::new(&cfg, 7).unwrap();
-        let r = run(&mut dev, "write", 1.0, "none");
-        let job = Job {
-            rw: "write".into(),
-            bs: "128k".into(),
-            iodepth: 32,
-            runtime_s: Some(1.0),
-            time_based: true,
-            ..Job::default()
-        };
-        let compiled = job.compile(dev.user_bytes()).unwrap();
-        let seq = run_job(&mut dev, &compiled, &mut |_| {});
-        (
-            r.summary.write.bytes,
-            seq.summary.write.bytes,
-            seq.summary.power.unwrap(),
-        )
+        let seq = run_bs(&mut dev, "write", "128k", 1.0, "none");
+        (seq.summary.write.bytes, seq.summary.power.unwrap())
     };
     // One die draws 3.3 V x 25 mA + 1.8 V x 20 mA = 0.1185 W above the 1.5 W of active idle
     // and a busy processor: 1.75 W leaves room for 2 of the 4 dies.
-    let (_, free, p_free) = written(None);
-    let (_, capped, p_capped) = written(Some(1.75));
+    let (free, p_free) = written(None);
+    let (capped, p_capped) = written(Some(1.75));
     assert!(capped < free * 3 / 4, "{capped} vs {free}");
     assert!(p_capped.average_w < p_free.average_w);
     assert!(p_capped.peak_w <= 1.75 + 0.05, "{p_capped:?}");
     // A budget above what all dies draw changes nothing.
-    let (_, loose, _) = written(Some(100.0));
+    let (loose, _) = written(Some(100.0));
     assert_eq!(loose, free);
 }
