@@ -41,7 +41,7 @@ def timed(fn):
 
 def measure(name: str, runtime: float, steady_s: float) -> dict:
     """The baseline, the consistency run and a stretch of steady state on one drive."""
-    drive = ssdlab.Drive.preset(name)
+    drive = ssdlab.Drive.open(name)
 
     # Baseline: the event loop and host interface alone.
     drive.secure_erase()
