@@ -41,13 +41,25 @@ impl Device {
         self.controller.buffer.held_changed(before, after);
     }
 
-    /// Secure erase: every block erased, the map empty (untimed).
+    /// Secure erase (ATA SECURITY ERASE UNIT): on a self-encrypting drive a crypto erase (a
+    /// new media key, every unit unmapped, no block erased, `controller.crypto_erase_us`);
+    /// on others every block erased and the map empty (untimed).
     pub fn secure_erase(&mut self) {
         assert_eq!(
             self.outstanding(),
             0,
             "secure erase with commands outstanding"
         );
+        if self.config.controller.self_encrypting {
+            self.crypto_erase().expect("a self-encrypting drive");
+            return;
+        }
+        self.block_erase();
+    }
+
+    /// Every block erased and the map empty, whatever the drive (untimed): a factory-fresh
+    /// drive.
+    pub fn block_erase(&mut self) {
         self.run_until(SimTime(u64::MAX));
         self.ftl.secure_erase();
         self.controller.secure_erased();
