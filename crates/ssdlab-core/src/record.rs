@@ -82,6 +82,9 @@ impl Recorder {
     pub fn restart_counters(&mut self, dev: &Device) {
         self.at_start = Sample::of(dev);
         self.at_interval = self.at_start;
+        // The static energy at the start was foreseen when the ramp began; now (before the
+        // first event at or past the start, after the link's last change) it is known.
+        self.static_j_at_close = dev.static_energy_j(self.start.max(dev.now()));
     }
 
     pub fn intervals_closed(&self) -> usize {

@@ -265,3 +265,38 @@ fn a_power_budget_caps_the_dies_running_at_once_and_so_throughput() {
     let (loose, _) = written(Some(100.0));
     assert_eq!(loose, free);
 }
+
+#[test]
+fn a_ramp_under_link_power_management_is_not_counted_in_the_measured_energy() {
+    // The recorder foresees the static energy at the measurement's start when the ramp
+    // begins (the link idle then); it must take it again once the ramp is over.
+    let measured = |ramp_s: f64| {
+        let mut dev = drive(true);
+        let job = Job {
+            rw: "randwrite".into(),
+            iodepth: 4,
+            runtime_s: Some(0.5),
+            time_based: true,
+            ramp_time_s: ramp_s,
+            log_interval_s: 0.1,
+            link_power: "hipm+dipm".into(),
+            ..Job::default()
+        };
+        let compiled = job.compile(dev.user_bytes()).unwrap();
+        run_job(&mut dev, &compiled, &mut |_| {})
+            .summary
+            .power
+            .unwrap()
+    };
+    let (plain, ramped) = (measured(0.0), measured(0.5));
+    // The link is busy throughout: about the same power either way, not the ramp's energy
+    // folded into the first interval.
+    assert!(
+        (ramped.average_w - plain.average_w).abs() < 0.1 * plain.average_w,
+        "{plain:?} vs {ramped:?}"
+    );
+    assert!(
+        ramped.peak_w < 1.2 * plain.peak_w,
+        "{plain:?} vs {ramped:?}"
+    );
+}
