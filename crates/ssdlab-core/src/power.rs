@@ -292,6 +292,11 @@ impl Link {
 
     /// Static energy up to `t` (no earlier than the last change), joules.
     pub fn static_energy_j(&self, t: SimTime) -> f64 {
+        debug_assert!(
+            t >= self.accounted_to,
+            "static energy asked at {t:?}, before the link's last change at {:?}",
+            self.accounted_to
+        );
         self.static_j + self.static_j_to(t)
     }
 
