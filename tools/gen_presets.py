@@ -146,6 +146,10 @@ POWER_LIMIT_W = {
 }
 
 
+DRAM_LINE = ("dram_pj_per_byte = 160.0    # ASSUMED: DDR3 read/write energy of the order of 20 pJ per bit "
+             "(I/O and core); idle and refresh are in the idle figures")
+
+
 def power_lines(key: str, cap: int, controller: str) -> list[str]:
     """The [power] section of a drive with this controller."""
     lines = ["[power]                         # crates/ssdlab-core/src/power.rs; docs/model.md 'Power'"]
@@ -153,12 +157,13 @@ def power_lines(key: str, cap: int, controller: str) -> list[str]:
     if controller in CONTROLLER_POWER:
         busy, active, partial, slumber, devsleep, src = CONTROLLER_POWER[controller]
         lines += [f"controller_busy_w = {busy}    # ASSUMED: the processor above idle while it works"]
+        lines += [DRAM_LINE]
         for k, v in (("idle_active_w", active), ("idle_partial_w", partial), ("idle_slumber_w", slumber), ("idle_devsleep_w", devsleep)):
             lines.append(f"{k} = {v}    # {src}")
         lines += [f"{k} = {v}    # {why}" for k, v, why in LINK_POWER]
     else:
         busy, active, src = PCIE_POWER
-        lines += [f"controller_busy_w = {busy}    # {src}"]
+        lines += [f"controller_busy_w = {busy}    # {src}", DRAM_LINE]
         for k in ("idle_active_w", "idle_partial_w", "idle_slumber_w", "idle_devsleep_w"):
             lines.append(f"{k} = {active}    # {src}; no link power states (ASPM not modelled)")
         for k, _, _ in LINK_POWER:

@@ -40,6 +40,10 @@ pub struct PowerConfig {
     pub nand_iccq_io_ma: f64,
     /// The processor's power above idle while it works (per command, per GC copy and victim).
     pub controller_busy_w: f64,
+    /// DRAM access energy per byte that crosses the controller's buffer (every byte to or
+    /// from the NAND), picojoules; its idle and refresh power are in the idle figures.
+    #[serde(default)]
+    pub dram_pj_per_byte: f64,
     /// The whole drive idling with its link in each state.
     pub idle_active_w: f64,
     pub idle_partial_w: f64,
@@ -71,6 +75,7 @@ impl PowerConfig {
             ("nand_vccq_v", self.nand_vccq_v),
             ("nand_iccq_io_ma", self.nand_iccq_io_ma),
             ("controller_busy_w", self.controller_busy_w),
+            ("dram_pj_per_byte", self.dram_pj_per_byte),
             ("idle_active_w", self.idle_active_w),
             ("idle_partial_w", self.idle_partial_w),
             ("idle_slumber_w", self.idle_slumber_w),
@@ -338,6 +343,8 @@ pub struct Activity {
     pub erase_ns: u64,
     pub bus_ns: u64,
     pub processor_ns: u64,
+    /// Bytes moved to and from the NAND (through the controller's DRAM buffer).
+    pub dram_bytes: u64,
 }
 
 /// Joules of `a` for a drive with figures `cfg`.
@@ -352,6 +359,7 @@ pub fn dynamic_energy_j(cfg: &PowerConfig, a: &Activity) -> f64 {
             + cfg.nand_icc_erase_ma * a.erase_ns as f64)
         + cfg.nand_vccq_v * cfg.nand_iccq_io_ma * ma * ns * a.bus_ns as f64
         + cfg.controller_busy_w * ns * a.processor_ns as f64
+        + cfg.dram_pj_per_byte * 1e-12 * a.dram_bytes as f64
 }
 
 /// A run's power, from its interval series (`energy_uj`).
@@ -430,6 +438,7 @@ mod tests {
             nand_vccq_v: 1.8,
             nand_iccq_io_ma: 10.0,
             controller_busy_w: 0.5,
+            dram_pj_per_byte: 0.0,
             idle_active_w: 1.0,
             idle_partial_w: 0.5,
             idle_slumber_w: 0.1,
@@ -516,6 +525,16 @@ mod tests {
             ..a
         };
         assert!(dynamic_energy_j(&cfg(), &b) > dynamic_energy_j(&cfg(), &a));
+        // DRAM: 1 GB through the buffer at 100 pJ per byte is 0.1 J.
+        let dram = PowerConfig {
+            dram_pj_per_byte: 100.0,
+            ..cfg()
+        };
+        let c = Activity {
+            dram_bytes: 1_000_000_000,
+            ..Activity::default()
+        };
+        assert!((dynamic_energy_j(&dram, &c) - 0.1).abs() < 1e-12);
     }
 
     #[test]

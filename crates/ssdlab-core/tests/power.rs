@@ -19,6 +19,7 @@ fn power() -> PowerConfig {
         nand_vccq_v: 1.8,
         nand_iccq_io_ma: 20.0,
         controller_busy_w: 0.5,
+        dram_pj_per_byte: 0.0,
         idle_active_w: 1.0,
         idle_partial_w: 0.35,
         idle_slumber_w: 0.1,

@@ -47,6 +47,7 @@ impl Device {
             erase_ns: n.erase_ns,
             bus_ns: self.sched.nand.bus_busy_ns(),
             processor_ns: self.controller.processor.busy_ns(),
+            dram_bytes: n.bus_bytes,
         }
     }
 
