@@ -140,7 +140,11 @@ def encryption_lines(d: dict) -> list[str]:
 # The PCIe drives: no link power states modelled (PCIe ASPM is not), so every idle state is
 # the active one; a power budget where the datasheet rates the drive's power.
 PCIE_POWER = (2.0, 8.0, "ASSUMED: controller ASIC, DDR3 and PCIe PHY of a 32-channel card (not published)")
+P320H_POWER = ("P320h HHHL datasheet (realssd_p320h_hhhl_distribution.pdf Rev V): 25 W, 10 ms RMS "
+               "('transient peaks above 25W are possible under heavy write workloads')")
 POWER_LIMIT_W = {
+    ("micron-p320h", 350): (25.0, P320H_POWER),
+    ("micron-p320h", 700): (25.0, P320H_POWER),
     ("micron-p420m", 700): (25.0, "P420m HHHL datasheet (p420m_hhhl.pdf Rev O): power 700GB 25W RMS; 256 dies could draw far more, so the firmware must hold the NAND to it"),
     ("micron-p420m", 1400): (25.0, "P420m HHHL datasheet (p420m_hhhl.pdf Rev O): power 1.4TB 25W RMS; 256 dies could draw far more, so the firmware must hold the NAND to it"),
 }
