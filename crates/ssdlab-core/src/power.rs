@@ -394,21 +394,8 @@ impl PowerSummary {
         let peak_uj = series.energy_uj.iter().copied().max().unwrap_or(0);
         let bytes: u64 = series.read_bytes.iter().chain(&series.write_bytes).sum();
         let ios: u64 = series.read_ios.iter().chain(&series.write_ios).sum();
-        let average_w = energy_j / span_s;
         Some(PowerSummary {
-            energy_j,
-            average_w,
             peak_w: peak_uj as f64 * 1e-6 / interval_s,
-            joules_per_gb: if bytes > 0 {
-                energy_j / (bytes as f64 * 1e-9)
-            } else {
-                0.0
-            },
-            iops_per_w: if average_w > 0.0 {
-                ios as f64 / span_s / average_w
-            } else {
-                0.0
-            },
             temperature_c_max: series
                 .temperature_mc
                 .iter()
@@ -421,7 +408,32 @@ impl PowerSummary {
                 .iter()
                 .any(|&t| t > 0)
                 .then(|| series.throttled.iter().sum::<u64>() as f64 * interval_s),
+            ..PowerSummary::over(energy_j, span_s, bytes, ios)
         })
+    }
+
+    /// `energy_j` spent over `span_s` seconds in which the host moved `bytes` in `ios`
+    /// commands: the average and the per-byte and per-watt figures (peak = average, no
+    /// temperature; the caller fills in what it knows better).
+    pub fn over(energy_j: f64, span_s: f64, bytes: u64, ios: u64) -> PowerSummary {
+        let average_w = if span_s > 0.0 { energy_j / span_s } else { 0.0 };
+        PowerSummary {
+            energy_j,
+            average_w,
+            peak_w: average_w,
+            joules_per_gb: if bytes > 0 {
+                energy_j / (bytes as f64 * 1e-9)
+            } else {
+                0.0
+            },
+            iops_per_w: if average_w > 0.0 {
+                ios as f64 / span_s / average_w
+            } else {
+                0.0
+            },
+            temperature_c_max: None,
+            throttled_s: None,
+        }
     }
 }
 

@@ -60,7 +60,7 @@ fn run_bs(dev: &mut Device, rw: &str, bs: &str, seconds: f64, link_power: &str) 
 }
 
 fn energy_j(dev: &Device) -> f64 {
-    dev.static_energy_j(dev.now()) + dev.dynamic_energy_j()
+    dev.energy_j(dev.now())
 }
 
 #[test]
@@ -112,7 +112,7 @@ fn idle_power_falls_with_each_deeper_link_policy() {
         let e0 = energy_j(&dev);
         let until = from + SimDuration::from_secs_f64(5.0);
         dev.idle_until(until);
-        let e1 = dev.static_energy_j(until) + dev.dynamic_energy_j();
+        let e1 = dev.energy_j(until);
         watts.push((e1 - e0) / 5.0);
     }
     assert!((watts[0] - 1.0).abs() < 1e-9, "{watts:?}");

@@ -172,9 +172,9 @@ impl Simulation {
         }
         let from = self.dev.now();
         let until = from + SimDuration::from_secs_f64(seconds);
-        let e0 = self.dev.static_energy_j(from) + self.dev.dynamic_energy_j();
+        let e0 = self.dev.energy_j(from);
         self.dev.wait_until(until);
-        let e1 = self.dev.static_energy_j(until) + self.dev.dynamic_energy_j();
+        let e1 = self.dev.energy_j(until);
         Ok(self
             .dev
             .has_power_model()
@@ -194,7 +194,7 @@ impl Simulation {
     fn energy_j(&self) -> Option<f64> {
         self.dev
             .has_power_model()
-            .then(|| self.dev.static_energy_j(self.dev.now()) + self.dev.dynamic_energy_j())
+            .then(|| self.dev.energy_j(self.dev.now()))
     }
 
     /// Check a job (JSON of the Job fields) against this drive; raise ValueError naming the option.

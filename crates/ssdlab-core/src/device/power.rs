@@ -60,6 +60,12 @@ impl Device {
             .map_or(0.0, |l: &Link| l.static_energy_j(t))
     }
 
+    /// The drive's energy (joules) from power-on to `t` (as for `static_energy_j`): static
+    /// and dynamic.
+    pub fn energy_j(&self, t: SimTime) -> f64 {
+        self.static_energy_j(t) + self.dynamic_energy_j()
+    }
+
     /// Dynamic energy (joules) of everything started so far; 0 without a power model.
     pub fn dynamic_energy_j(&self) -> f64 {
         self.config
@@ -85,7 +91,7 @@ impl Device {
     #[inline(never)]
     fn update_temperature(&mut self) {
         let now = self.kernel.now();
-        let energy = self.static_energy_j(now) + self.dynamic_energy_j();
+        let energy = self.energy_j(now);
         let dies = self.geometry.dies;
         if let Some(t) = &mut self.thermal {
             if t.update(now, energy) {

@@ -644,28 +644,18 @@ impl Engine {
             return None;
         }
         let now = self.dev.now();
-        let span_s = now.seconds_f64();
-        let energy_j = self.dev.static_energy_j(now) + self.dev.dynamic_energy_j();
-        let average_w = if span_s > 0.0 { energy_j / span_s } else { 0.0 };
+        let over = ssdlab_core::power::PowerSummary::over(
+            self.dev.energy_j(now),
+            now.seconds_f64(),
+            s.bytes_read + s.bytes_written,
+            s.reads + s.writes,
+        );
         let series = ssdlab_core::power::PowerSummary::of(&self.session.rec.series, true);
-        let bytes = (s.bytes_read + s.bytes_written) as f64;
-        let ios = (s.reads + s.writes) as f64;
         Some(ssdlab_core::power::PowerSummary {
-            energy_j,
-            average_w,
-            peak_w: series.map_or(average_w, |p| p.peak_w.max(average_w)),
-            joules_per_gb: if bytes > 0.0 {
-                energy_j / (bytes * 1e-9)
-            } else {
-                0.0
-            },
-            iops_per_w: if average_w > 0.0 && span_s > 0.0 {
-                ios / span_s / average_w
-            } else {
-                0.0
-            },
+            peak_w: series.map_or(over.peak_w, |p| p.peak_w.max(over.average_w)),
             temperature_c_max: self.dev.temperature_c(),
             throttled_s: self.dev.throttling().map(|(_, _, ns)| ns as f64 * 1e-9),
+            ..over
         })
     }
 }
