@@ -29,33 +29,69 @@ CONTROLLER_COMMAND_NS = {
     "idt-32ch-pcie": (1_270, "1e9 / 785K IOPS: P320h random-read rating"),
 }
 
-# Controller data-path rates (MB/s; 0 = only the link limits), calibrated once per controller
-# on the sequential ratings of its drives where the NAND is far from the limit. See
-# docs/fidelity.md for the residuals.
-CONTROLLER_DATA_PATH = {
-    "marvell-88ss9174": (405, 0, "read: 405 MB/s, the middle of the P400m (380) and P400e (430-440) sequential-read ratings; "
-                                 "write: none (the m4 256GB 250, P400e 240 and P400m 310 MB/s disagree by 29%)"),
-    "marvell-88ss9187": (500, 400, "M500 480GB/960GB sequential ratings (500 read, 400 write), 32-64 dies: NAND far from the limit"),
-    "marvell-88ss9189": (550, 500, "M550 512GB/1TB sequential ratings (550 read, 500 write)"),
-    "idt-32ch-pcie": (3250, 0, "read: the middle of P320h 3200 and P420m 3300 MB/s; write: none (P320h SLC 1900, P420m MLC 600-630)"),
+# Firmware families: the firmware a drive line runs on its controller (Micron's client,
+# enterprise, XPERT and PCIe firmware differ on the same silicon: the M500 and M500DC share
+# the 88SS9187; the P320h's SLC firmware and the P420m's MLC firmware share the IDT controller).
+FAMILY = {
+    "crucial-m4": "client", "crucial-m500": "client", "crucial-m550": "client",
+    "micron-m500dc": "enterprise", "micron-p400e": "enterprise",
+    "micron-p400m": "enterprise-xpert", "micron-p320h": "enterprise-slc", "micron-p420m": "enterprise-mlc",
+}
+
+# Per controller and firmware family, each value with where it comes from. Every value is
+# fitted once, on the one rating of that family where it binds and the NAND does not
+# (docs/fidelity.md "Calibrated parameters" lists the fits and their residuals):
+# - read_mb_per_s / write_mb_per_s: the data path (ECC, DRAM, DMA; end-to-end protection in
+#   the enterprise firmware), MB/s; 0 = only the link limits.
+# - read_extra_ns / write_extra_ns: processor time a read / a write costs beyond command_ns
+#   (the enterprise read path's LBA check; a write's map and buffer bookkeeping).
+# - gc_copy_ns: processor time per unit garbage collection copies.
+FIRMWARE = {
+    ("marvell-88ss9174", "client"): {
+        "read_mb_per_s": (0, "m4 note (drives.toml): firmware 0009 raised sequential read past 500 MB/s: only the link limits"),
+        "write_mb_per_s": (250, "fitted: m4 256GB fresh sequential write, 250 MB/s measured (drives.toml spec_seq_write_mbps_measured_fob; 32 dies could program 400)"),
+        "gc_copy_ns": (None, "carried"),
+    },
+    ("marvell-88ss9174", "enterprise"): {
+        "read_mb_per_s": (430, "fitted: P400e 100-400GB sequential read rating 430 MB/s"),
+        "write_mb_per_s": (240, "fitted: P400e 200/400GB sequential write rating 240 MB/s"),
+        "gc_copy_ns": (None, "carried"),
+    },
+    ("marvell-88ss9174", "enterprise-xpert"): {
+        "read_mb_per_s": (380, "fitted: P400m sequential 64KB read rating 380 MB/s (all capacities)"),
+        "write_mb_per_s": (310, "fitted: P400m 200/400GB sequential 64KB write rating 310 MB/s"),
+        "gc_copy_ns": (None, "carried"),
+    },
+    ("marvell-88ss9187", "client"): {
+        "read_mb_per_s": (500, "fitted: M500 480GB/960GB sequential read rating (32-64 dies: NAND far from the limit)"),
+        "write_mb_per_s": (400, "fitted: M500 480GB/960GB sequential write rating"),
+        "gc_copy_ns": (33_000, "calibrated: M500 960GB consistency floor (measurements.md)"),
+    },
+    ("marvell-88ss9187", "enterprise"): {
+        "read_mb_per_s": (425, "fitted: M500DC sequential read rating 425 MB/s (all capacities; end-to-end data path ECC, drives.toml features)"),
+        "write_mb_per_s": (375, "fitted: M500DC 480GB/800GB sequential write rating 375 MB/s"),
+        "read_extra_ns": (3_400, "fitted: M500DC 480GB random read 63K IOPS = 1e9 / (12,500 + 3,400) (LBA stored with each page and checked against the map on read, drives.toml features)"),
+        "gc_copy_ns": (21_000, "calibrated: M500DC 480GB/800GB steady-state random-write ratings"),
+    },
+    ("marvell-88ss9189", "client"): {
+        "read_mb_per_s": (550, "fitted: M550 512GB/1TB sequential read rating"),
+        "write_mb_per_s": (500, "fitted: M550 512GB/1TB sequential write rating"),
+        "write_extra_ns": (1_260, "fitted: M550 512GB/1TB random write 85K IOPS = 1e9 / (10,500 + 1,260), below their 95K reads with 32-64 dies"),
+        "gc_copy_ns": (None, "carried"),
+    },
+    ("idt-32ch-pcie", "enterprise-slc"): {
+        "read_mb_per_s": (3250, "fitted: the middle of P320h 3200 and P420m 3300 MB/s (the controller's read path)"),
+        "write_mb_per_s": (1900, "fitted: P320h 700GB sequential write rating 1900 MB/s"),
+        "gc_copy_ns": (None, "carried"),
+    },
+    ("idt-32ch-pcie", "enterprise-mlc"): {
+        "read_mb_per_s": (3250, "fitted: the middle of P320h 3200 and P420m 3300 MB/s (the controller's read path)"),
+        "write_mb_per_s": (630, "fitted: P420m 1.4TB sequential write rating 630 MB/s (MLC firmware)"),
+        "gc_copy_ns": (None, "carried"),
+    },
 }
 
 
-# Firmware behaviour under sustained load, per controller and firmware family (client drives
-# are rated fresh, enterprise drives at steady state; the M500 and M500DC share the 88SS9187
-# with different firmware). `gc_copy_ns` is the processor time per unit garbage collection
-# copies (controller.gc_copy_ns_per_unit), calibrated once per family on the 88SS9187: the
-# client family on the one client steady-state measurement (measurements.md: M500 960GB
-# consistency floor about 2,600 IOPS), the enterprise family on the M500DC steady-state
-# random-write ratings of the capacities the NAND does not bound (480GB 35K, 800GB 24K IOPS).
-# Controllers without such data carry the nearest family's value over, scaled by their
-# per-command firmware time (the same processor work on a slower or faster processor):
-# ASSUMED. docs/fidelity.md gives the fits and their residuals.
-GC_COPY_NS_9187 = {"client": 33_000, "enterprise": 21_000}
-FIRMWARE_SOURCE = {
-    ("marvell-88ss9187", "client"): "calibrated: M500 960GB consistency floor (measurements.md)",
-    ("marvell-88ss9187", "enterprise"): "calibrated: M500DC 480GB/800GB steady-state random-write ratings",
-}
 # When foreground collection runs (ftl.gc_foreground_mode). The m4's firmware defers cleanup
 # (drives.toml: fast random writes "achieved by not defragmenting on the fly"; a sequential
 # pass after random writes is far slower, a second one recovers); the others collect paced
@@ -67,6 +103,11 @@ GC_MODE = {"crucial-m4": ("deferred", "drives.toml m4 note: not defragmenting on
 # 6 us AHCI, 2.8 us NVMe) plus the FPDMA queued protocol's frames and the firmware's command
 # and completion handling; PCIe 10 us.
 COMMAND_LATENCY_NS = {"sata": 20_000, "pcie": 10_000}
+# Link time of a command's own frames on PCIe (host.link_command_ns; SATA keeps the default
+# 1,000 ns of FIS exchanges): submission entry, completion entry, doorbells and interrupt are
+# a few transaction-layer packets of 16-64 bytes plus about 24 bytes of header each, about
+# 400 bytes at gen2 x8's 4 GB/s: 100 ns.
+PCIE_LINK_COMMAND_NS = 100
 
 # [power] of the SATA drives (crates/ssdlab-core/src/power.rs), per controller where a figure
 # is the controller's and per NAND generation where it is the part's. (value, source).
@@ -179,14 +220,22 @@ def power_lines(key: str, cap: int, controller: str) -> list[str]:
 MAP_JOURNAL_ENTRY_BYTES = 8   # ASSUMED: 4-byte LBA + 4-byte physical address per record
 
 
-def firmware(controller: str, family: str) -> tuple[int, str]:
-    """gc_copy_ns_per_unit of a controller's firmware family, and where it comes from."""
-    if (controller, family) in FIRMWARE_SOURCE:
-        return GC_COPY_NS_9187[family], FIRMWARE_SOURCE[(controller, family)]
-    ratio = CONTROLLER_COMMAND_NS[controller][0] / CONTROLLER_COMMAND_NS["marvell-88ss9187"][0]
-    value = int(round(GC_COPY_NS_9187[family] * ratio, -2))
-    return value, (f"ASSUMED: 88SS9187 {family} firmware's {GC_COPY_NS_9187[family]} ns carried over, "
-                   f"x {ratio:.3f} (command_ns ratio)")
+def firmware(controller: str, family: str) -> dict:
+    """The firmware values of a controller's family: {field: (value, source)}. A family
+    without its own garbage-collection fit carries the 88SS9187's value of its kind (client or
+    enterprise) over, scaled by the per-command firmware time (the same work on a slower or
+    faster processor): ASSUMED."""
+    fw = dict(FIRMWARE[(controller, family)])
+    value, src = fw["gc_copy_ns"]
+    if value is None:
+        kind = "client" if family == "client" else "enterprise"
+        base = FIRMWARE[("marvell-88ss9187", kind)]["gc_copy_ns"][0]
+        ratio = CONTROLLER_COMMAND_NS[controller][0] / CONTROLLER_COMMAND_NS["marvell-88ss9187"][0]
+        fw["gc_copy_ns"] = (int(round(base * ratio, -2)),
+                            f"ASSUMED: 88SS9187 {kind} firmware's {base} ns carried over, x {ratio:.3f} (command_ns ratio)")
+    fw.setdefault("read_extra_ns", (0, "reads cost command_ns"))
+    fw.setdefault("write_extra_ns", (0, "writes cost command_ns"))
+    return fw
 
 
 def map_blocks_per_die(logical_units: int, dies: int, block_bytes: int) -> int:
@@ -208,12 +257,32 @@ def bus_mb_per_s(controller: str, onfi: str) -> float:
 
 
 # imft-34nm-slc: nand-parts.toml says geometry and timing are not published and asks for
-# typical 34nm SLC values, stated as such. ASSUMED: 32 Gbit die, 4 KiB page, 64 pages per
+# typical 34nm SLC values, stated as such. The die is 16 Gb (P320h HHHL datasheet Rev V,
+# table 1: 64 packages x 4 or 8 dies of 16 Gb 34 nm SLC). ASSUMED: 4 KiB page, 64 pages per
 # block, tR 25 us, tPROG 250 us, tBERS 1.5 ms, 2 planes, ONFI 2.x bus, 100K P/E.
 SLC_34NM = {
-    "die_capacity_gbit": 32, "page_size_kib": 4, "pages_per_block": 64, "read_page_us_max": 25,
+    "die_capacity_gbit": 16, "page_size_kib": 4, "pages_per_block": 64, "read_page_us_max": 25,
     "program_page_us_typ": 250, "erase_block_ms_typ": 1.5, "planes_per_die": 2, "onfi": "2.x",
     "pe_cycles_rated": 100_000, "bits_per_cell": 1,
+}
+
+
+# Dies of another capacity than the part drives.toml names, where the drive's own documents
+# say so: (part name in the preset, die Gbit, source). Everything else is the named part's.
+DIE_OVERRIDE = {
+    "micron-p420m": ("imft-25nm-32gbit-mlc", 32,
+                     "32 Gb dies: P420m HHHL datasheet Rev O part-number chart (NAND component AG = 32Gb MLC 25nm) and "
+                     "Tom's Hardware's teardown (eight 32 Gb dies per package on the 1.4TB); page, block and timing "
+                     "ASSUMED those of the 25nm 64 Gb part drives.toml names"),
+}
+
+# Effective array times per NAND part: the datasheet gives tPROG typical and tR maximum, the
+# drive sees the average over lower and upper MLC pages (and read levels) as its firmware
+# drives them. Fitted once per part on the drive where that part alone binds the figure (the
+# fewest dies, far from every controller limit); the datasheet value stays in the preset as
+# program_page_us_typ (`ssdlab validate --ablate effective-tprog` puts it back).
+EFFECTIVE_PROGRAM_US = {
+    "imft-20nm-128gbit-mlc": (1860.0, "fitted: M500 120GB sequential write 130 MB/s (8 dies, the part binds)"),
 }
 
 
@@ -223,7 +292,7 @@ def part_values(parts: dict, name: str) -> tuple[dict, list[str]]:
     p = dict(parts[name])
     if name == "imft-34nm-slc":
         p.update(SLC_34NM)
-        notes.append("ASSUMED: whole part (typical 34nm SLC values; nand-parts.toml publishes none)")
+        notes.append("16 Gb dies: P320h HHHL datasheet Rev V table 1; ASSUMED: the rest of the part (typical 34nm SLC values; nand-parts.toml publishes none)")
     if "read_page_us_max" not in p:
         p["read_page_us_max"] = 115
         notes.append("ASSUMED: read_page_us = 115 (tR of the 128Gbit 20nm part with the same page size)")
@@ -255,18 +324,32 @@ def drive_variants(drives: dict):
             if "raw_nand_gib" in d:
                 raw = d["raw_nand_gib"][i]
             elif key == "micron-p400m":
-                # 200GB model: 336 GiB raw (raw_nand_gib_known); the others scale with capacity.
-                raw = 336 * cap // 200
-                notes.append(f"ASSUMED: raw NAND {raw} GiB, scaled from the 200GB model's 336 GiB")
+                # 200GB: 336 GiB (drives.toml raw_nand_gib_known); 400GB: twice that (Tom's
+                # Hardware P400m review, endurance table: 340 / 680 GB raw for 200 / 400 GB).
+                raw = {100: 168, 200: 336, 400: 672}[cap]
+                if cap == 100:
+                    notes.append("ASSUMED: raw NAND 168 GiB, half the 200GB model's 336 GiB (the 70% over-provisioning Tom's Hardware gives for every capacity)")
+                elif cap == 400:
+                    notes.append("raw NAND 672 GiB: Tom's Hardware P400m review (680 GB raw for 400 GB, twice the 200GB's 336 GiB)")
             elif key == "micron-p400e":
                 raw = {50: 64, 100: 128, 200: 256, 400: 512}[cap]
                 notes.append(f"ASSUMED: raw NAND {raw} GiB (next power of two; not published)")
             elif key == "micron-p320h":
+                # P320h HHHL datasheet (Rev V, table 1): 350GB = 64 packages x 4 dies, 700GB =
+                # 64 x 8, of 16 Gb 34 nm SLC; Tom's Hardware P320h review: 1 TB on the 700GB.
                 raw = {175: 256, 350: 512, 700: 1024}[cap]
-                notes.append(f"ASSUMED: raw NAND {raw} GiB (not published)")
+                if cap == 175:
+                    notes.append("ASSUMED: raw NAND 256 GiB, 64 packages x 2 dies of 16 Gb (half the 350GB; the 175GB is not in the HHHL datasheet)")
+                else:
+                    notes.append(f"raw NAND {raw} GiB: P320h HHHL datasheet Rev V table 1 (64 packages x {raw // 128} dies of 16 Gb SLC)")
             elif key == "micron-p420m":
+                # Tom's Hardware P420m review (teardown): 64 packages of eight 32 Gb dies on the
+                # 1.4TB (2048 GB raw), four on the 700GB.
                 raw = {350: 512, 700: 1024, 1400: 2048}[cap]
-                notes.append(f"ASSUMED: raw NAND {raw} GiB (not published)")
+                if cap == 350:
+                    notes.append("ASSUMED: raw NAND 512 GiB, half the 700GB's (the 2.5-inch 350GB was not torn down)")
+                else:
+                    notes.append(f"raw NAND {raw} GiB: Tom's Hardware P420m review (64 packages x {raw // 256} dies of 32 Gb)")
             else:
                 raise SystemExit(f"{key}: no raw capacity")
             rain = 0
@@ -281,7 +364,16 @@ def drive_variants(drives: dict):
                     "RAIN parity and defect reserve, about 7% left; 1/16 = 6.25% of raw for parity "
                     "leaves 7.4% spare over user capacity at every capacity"
                 )
-            elif key in ("crucial-m4", "micron-p400m", "micron-p400e", "micron-p320h", "micron-p420m"):
+            elif key == "micron-p320h":
+                rain = 7
+                notes.append("RAIN 7:1: Tom's Hardware P320h review (RAIN takes 128 GB, 12.5%, of the 700GB's 1 TB: 7+1) and Micron's enterprise SSD FAQ")
+            elif key == "micron-p400m":
+                rain = 15
+                notes.append("RAIN 15:1: The SSD Review, P400m review (a 15+1 scheme)")
+            elif key == "micron-p420m":
+                rain = 15
+                notes.append("ASSUMED RAIN 15:1: Micron's enterprise SSD FAQ (stripes of 15 data pages + 1 parity; the P320h alone 7+1); the P420m datasheet lists RAIN without the stripe")
+            elif key in ("crucial-m4", "micron-p400e"):
                 if key != "crucial-m4":
                     notes.append("ASSUMED: no RAIN (not published)")
             yield f"{key}-{cap}", key, i, cap, raw, rain, notes
@@ -308,6 +400,21 @@ def rating(value, i: int, n: int) -> tuple[float | None, str]:
         return (nums[0] if i == 0 else nums[1]), f"ASSUMED: '{value}' read as the first figure for the smallest capacity, the second for the larger ones"
     v = nums[min(i, len(nums) - 1)]
     return v, f"ASSUMED: '{value}' ({len(nums)} figures for {n} capacities) read in capacity order, the last repeated"
+
+
+# The conditions each vendor rates under (queue depth in all, workers, sequential transfer
+# size), and where they are written. `ssdlab validate --groups datasheet` measures under them.
+SATA_QD32 = "Micron SATA SSD datasheets: Iometer at queue depth 32 (NCQ's 32 slots)"
+CONDITIONS = {
+    "crucial-m500": (32, 1, 128, SATA_QD32 + "; 128KB sequential; fresh out of box (drives.toml)"),
+    "crucial-m550": (32, 1, 128, SATA_QD32 + "; 128KB sequential; fresh out of box (drives.toml)"),
+    "crucial-m4": (32, 1, 128, SATA_QD32 + "; fresh out of box"),
+    "micron-m500dc": (32, 1, 128, SATA_QD32 + "; full drive, steady state (drives.toml rating_condition)"),
+    "micron-p400m": (32, 1, 64, "P400m datasheet: steady state, sequential 64KB read/write, random 4KB; " + SATA_QD32),
+    "micron-p400e": (32, 1, 128, "P400e: steady state; ASSUMED 128KB sequential and " + SATA_QD32),
+    "micron-p320h": (256, 1, 128, "P320h HHHL datasheet Rev V, performance note 4: FIO, steady state (SNIA PTS 1.0), preconditioned, queue depth 256, raw device"),
+    "micron-p420m": (256, 1, 128, "ASSUMED as the P320h (same controller and driver; P420m datasheet: up to 256 outstanding commands, 128KB sequential, steady state; Tom's Hardware: peak performance not before QD256)"),
+}
 
 
 def datasheet_lines(key: str, i: int, d: dict) -> tuple[list[str], list[str]]:
@@ -339,6 +446,9 @@ def datasheet_lines(key: str, i: int, d: dict) -> tuple[list[str], list[str]]:
         watts, source = POWER_LIMIT_W[(key, d["capacities_gb"][i])]
         lines.append(f"power_typical_max_w = {watts:g}")
         lines.append(f'power_source = "{source}"')
+    qd, workers, seq_kib, source = CONDITIONS[key]
+    lines += [f"queue_depth = {qd}", f"workers = {workers}", f"seq_transfer_kib = {seq_kib}",
+              f'conditions_source = "{source}"']
     return lines, notes
 
 
@@ -366,9 +476,20 @@ def power_loss_protection(key: str, d: dict) -> tuple[str, str]:
     return "none", "ASSUMED: drives.toml lists no power-loss protection for this drive"
 
 
+def program_lines(part_name: str, part: dict) -> list[str]:
+    """program_page_us (effective where fitted) and the datasheet's typical value."""
+    typ = float(part["program_page_us_typ"])
+    value, src = EFFECTIVE_PROGRAM_US.get(part_name, (typ, "nand-parts.toml program_page_us_typ"))
+    return [f"program_page_us = {value}       # {src}",
+            f"program_page_us_typ = {typ}   # nand-parts.toml program_page_us_typ (datasheet typical)"]
+
+
 def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> str:
     part_name = listed(d["nand"], i)
     part, part_notes = part_values(parts, part_name)
+    if key in DIE_OVERRIDE:
+        part_name, part["die_capacity_gbit"], src = DIE_OVERRIDE[key]
+        part_notes.append(src)
     ctrl = controllers[d["controller"]]
     die_gib = part["die_capacity_gbit"] // 8
     dies = raw_gib // die_gib
@@ -401,6 +522,7 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
             f"pcie_generation = {gen}            # drives.toml controller host = pcie-gen2-x8",
             f"pcie_lanes = {lanes}",
             "queue_depth_max = 1024          # ASSUMED",
+            f"link_command_ns = {PCIE_LINK_COMMAND_NS}           # PCIe: a command, its completion and doorbells are a few small packets (about 400 bytes with headers) at 4 GB/s",
             f"command_latency_ns = {COMMAND_LATENCY_NS['pcie']}     # ASSUMED: driver ~3 us + doorbell, interrupt and firmware command path",
         ]
         buffer = 16 << 20
@@ -410,8 +532,8 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
         "# Edit a copy freely: every field is documented in crates/ssdlab-core/src/config/mod.rs.",
     ]
     sheet, sheet_notes = datasheet_lines(key, i, d)
-    family = "enterprise" if key in ENTERPRISE else "client"
-    copy_ns, copy_src = firmware(d["controller"], family)
+    family = FAMILY[key]
+    fw = firmware(d["controller"], family)
     gc_mode, gc_mode_src = GC_MODE.get(key, ("paced", "ASSUMED: collects paced with host writes (see docs/fidelity.md)"))
     page_bytes = page
     block_bytes = planes * ppb * page_bytes
@@ -433,7 +555,7 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
         f"pages_per_block = {ppb}",
         f"page_size_bytes = {page}",
         f"read_page_us = {float(part['read_page_us_max'])}           # nand-parts.toml read_page_us_max",
-        f"program_page_us = {float(part['program_page_us_typ'])}       # nand-parts.toml program_page_us_typ",
+        *program_lines(part_name, part),
         f"erase_block_us = {float(part['erase_block_ms_typ']) * 1000}       # nand-parts.toml erase_block_ms_typ",
         f"bus_mb_per_s = {bus_mb_per_s(d['controller'], part['onfi'])}           # ONFI {part['onfi']} as the controller runs it (nand-parts.toml header)",
         "multi_plane_overhead_pct = 2.0  # nand-parts.toml header: two-plane overhead about 2%",
@@ -444,9 +566,11 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
         f'name = "{d["controller"]}"',
         f"command_ns = {command_ns}             # calibrated per controller: {command_src}",
         f"dram_bytes = {dram_bytes}",
-        f"read_mb_per_s = {CONTROLLER_DATA_PATH[d['controller']][0]}             # calibrated per controller: see the note below",
-        f"write_mb_per_s = {CONTROLLER_DATA_PATH[d['controller']][1]}            # {CONTROLLER_DATA_PATH[d['controller']][2]}",
-        f"gc_copy_ns_per_unit = {copy_ns}     # {family} firmware; {copy_src}",
+        f"read_mb_per_s = {fw['read_mb_per_s'][0]}             # {family} firmware: {fw['read_mb_per_s'][1]}",
+        f"write_mb_per_s = {fw['write_mb_per_s'][0]}            # {family} firmware: {fw['write_mb_per_s'][1]}",
+        f"read_extra_ns = {fw['read_extra_ns'][0]}             # {family} firmware: {fw['read_extra_ns'][1]}",
+        f"write_extra_ns = {fw['write_extra_ns'][0]}            # {family} firmware: {fw['write_extra_ns'][1]}",
+        f"gc_copy_ns_per_unit = {fw['gc_copy_ns'][0]}     # {family} firmware; {fw['gc_copy_ns'][1]}",
         "gc_victim_ns = 0                # not separable from gc_copy_ns_per_unit with one measurement",
         f'power_loss_protection = "{plp}"   # {plp_src}',
         *encryption_lines(d),

@@ -34,8 +34,8 @@ def run_cli(args) -> int:
         return 0
     if args.ablate and args.ablate not in ABLATIONS:
         raise SsdlabError(f"--ablate: unknown mechanism '{args.ablate}'; accepted: {', '.join(ABLATIONS)}")
-    if args.ablate and "consistency" not in groups:
-        raise SsdlabError("--ablate applies to the consistency group: add --groups consistency")
+    if args.ablate and not {"consistency", "datasheet"} & set(groups):
+        raise SsdlabError("--ablate applies to the consistency and datasheet groups: add --groups consistency or datasheet")
     rows = validate(groups, presets, args.out, args.quick, not args.quiet, ablate=args.ablate, jobs=args.jobs)
     print(markdown(rows))
     for g in dict.fromkeys(r.group for r in rows):

@@ -95,6 +95,16 @@ pub struct Datasheet {
     /// Where the power ratings come from.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub power_source: String,
+    /// The conditions the vendor rates under (`ssdlab validate --groups datasheet` measures
+    /// under them): outstanding commands in all (default 32, SATA NCQ) ...
+    pub queue_depth: Option<u32>,
+    /// ... spread over this many workers (fio jobs; default 1) ...
+    pub workers: Option<u32>,
+    /// ... and the sequential figures' transfer size, KiB (default 128).
+    pub seq_transfer_kib: Option<u32>,
+    /// Where those conditions are written.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub conditions_source: String,
 }
 
 /// The NAND array: geometry and timing of one part, and how many dies sit on how many channels.
@@ -119,8 +129,13 @@ pub struct NandConfig {
     pub page_size_bytes: u32,
     /// Array read time tR, microseconds.
     pub read_page_us: f64,
-    /// Array program time tPROG, microseconds.
+    /// Array program time tPROG the model uses, microseconds: the part's effective program
+    /// time (lower and upper MLC pages alternate; docs/fidelity.md "Effective program time").
     pub program_page_us: f64,
+    /// The part's datasheet typical tPROG, microseconds, kept for reference (and for
+    /// `ssdlab validate --ablate effective-tprog`); the model does not read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program_page_us_typ: Option<f64>,
     /// Block erase time tBERS, microseconds.
     pub erase_block_us: f64,
     /// Channel bus throughput as the controller runs it, MB/s (10^6 bytes per second).
@@ -188,6 +203,19 @@ pub struct ControllerConfig {
     /// erase bookkeeping), nanoseconds, on the same processor.
     #[serde(default)]
     pub gc_victim_ns: u64,
+    /// Extra firmware time per host read command on the same processor, nanoseconds: the
+    /// enterprise read path, which checks the LBA stored with the data against the map and
+    /// carries end-to-end protection through the controller (M500DC: "LBA stored with each
+    /// page and checked against the mapping table on read", "end-to-end data path ECC").
+    /// 0: a read costs `command_ns`.
+    #[serde(default)]
+    pub read_extra_ns: u64,
+    /// Extra firmware time per host write command on the same processor, nanoseconds (the
+    /// buffer and map bookkeeping of a write beyond a read's; calibrated per controller where
+    /// its drives rate random writes below random reads with the NAND far from the limit).
+    /// 0: a write costs `command_ns`.
+    #[serde(default)]
+    pub write_extra_ns: u64,
     /// What the drive's hold-up energy (capacitors) covers at a power cut
     /// (`ssdlab crashtest`, docs/model.md "Power loss"). Default `none`.
     #[serde(default)]
@@ -522,6 +550,7 @@ pub(crate) mod tests {
                 page_size_bytes: 8192,
                 read_page_us: 50.0,
                 program_page_us: 1000.0,
+                program_page_us_typ: None,
                 erase_block_us: 3000.0,
                 bus_mb_per_s: 200.0,
                 bus_command_ns: 200,
@@ -538,6 +567,8 @@ pub(crate) mod tests {
                 write_mb_per_s: 0.0,
                 gc_copy_ns_per_unit: 0,
                 gc_victim_ns: 0,
+                read_extra_ns: 0,
+                write_extra_ns: 0,
                 power_loss_protection: PowerLossProtection::None,
                 self_encrypting: false,
                 crypto_erase_us: 0,

@@ -231,9 +231,10 @@ impl Controller {
         self.in_device += 1;
         // The command reaches the firmware after the latency outside the drive's resources
         // (it overlaps other commands' work), then queues for the processor.
+        let read = self.slots[slot as usize].io.kind == IoKind::Read;
         let done = self
             .processor
-            .command(now, now + wake + self.host.command_latency);
+            .command(now, now + wake + self.host.command_latency, read);
         kernel.schedule_usually_in_order(done, Event::Dispatch(slot));
     }
 

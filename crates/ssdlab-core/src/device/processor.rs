@@ -1,7 +1,9 @@
 //! The controller's processor: the firmware's one command processor, shared by host commands
 //! and garbage collection.
 //!
-//! Each host command costs `controller.command_ns` (which caps IOPS at 1e9 / command_ns). Each
+//! Each host command costs `controller.command_ns` (which caps IOPS at 1e9 / command_ns), plus
+//! `read_extra_ns` for a read or `write_extra_ns` for a write (trims and flushes cost what a
+//! write does). Each
 //! mapping unit garbage collection copies costs `controller.gc_copy_ns_per_unit` once its data
 //! is in the controller (validity check against the map, ECC decode and re-encode, the map
 //! update), and each victim `controller.gc_victim_ns`. All of it queues for the same
@@ -18,9 +20,10 @@ use crate::timeline::GapTimeline;
 #[derive(Clone, Debug)]
 pub struct Processor {
     timeline: GapTimeline,
-    command: SimDuration,
     gc_copy_per_unit: SimDuration,
     gc_victim: SimDuration,
+    read_command: SimDuration,
+    write_command: SimDuration,
     /// Processor time spent on garbage collection, nanoseconds.
     pub gc_busy_ns: u64,
 }
@@ -29,17 +32,24 @@ impl Processor {
     pub fn new(cfg: &ControllerConfig) -> Processor {
         Processor {
             timeline: GapTimeline::default(),
-            command: SimDuration(cfg.command_ns),
             gc_copy_per_unit: SimDuration(cfg.gc_copy_ns_per_unit),
             gc_victim: SimDuration(cfg.gc_victim_ns),
+            read_command: SimDuration(cfg.command_ns + cfg.read_extra_ns),
+            write_command: SimDuration(cfg.command_ns + cfg.write_extra_ns),
             gc_busy_ns: 0,
         }
     }
 
     /// The firmware takes up a host command that reaches it at `earliest` (decided at `now`);
-    /// returns when it is processed.
-    pub fn command(&mut self, now: SimTime, earliest: SimTime) -> SimTime {
-        self.timeline.reserve(now, earliest, self.command) + self.command
+    /// returns when it is processed. Reads and writes each add their own extra
+    /// (`controller.read_extra_ns`, `write_extra_ns`) to `command_ns`.
+    pub fn command(&mut self, now: SimTime, earliest: SimTime, read: bool) -> SimTime {
+        let d = if read {
+            self.read_command
+        } else {
+            self.write_command
+        };
+        self.timeline.reserve(now, earliest, d) + d
     }
 
     /// `units` copied units whose data is in the controller from `earliest`; returns when the
