@@ -23,7 +23,7 @@ GIB = 1 << 30
 # 4 KiB random-read rating of the controller's largest client drive, where the NAND is far
 # from the limit, so 1e9 / rating is the command cost. See docs/fidelity.md.
 CONTROLLER_COMMAND_NS = {
-    "marvell-88ss9174": (16_700, "1e9 / 60K IOPS: P400m 400GB random-read rating (the m4 has no rating)"),
+    "marvell-88ss9174": (17_950, "1e9 / 55.7K IOPS: the P400m's random-read ratings 52K / 54K / 60K (100/200/400GB; NAND far from the limit), the value with the least largest error (+-7.1%); the m4 has no rating"),
     "marvell-88ss9187": (12_500, "1e9 / 80K IOPS: M500 480GB/960GB random-read rating"),
     "marvell-88ss9189": (10_500, "1e9 / 95K IOPS: M550 512GB/1TB random-read rating"),
     "idt-32ch-pcie": (1_270, "1e9 / 785K IOPS: P320h random-read rating"),
@@ -54,13 +54,14 @@ FIRMWARE = {
     },
     ("marvell-88ss9174", "enterprise"): {
         "read_mb_per_s": (430, "fitted: P400e 100-400GB sequential read rating 430 MB/s"),
+        "read_extra_ns": (3_300, "fitted: P400e 200GB/400GB random read 47K IOPS = 1e9 / (17,950 + 3,300) (the P400m's XPERT firmware, on which command_ns is fitted, reads faster)"),
         "write_mb_per_s": (240, "fitted: P400e 200/400GB sequential write rating 240 MB/s"),
-        "gc_copy_ns": (None, "carried"),
+        "gc_copy_ns": (83_000, "calibrated: P400e 200GB steady-state random write 9.5K IOPS"),
     },
     ("marvell-88ss9174", "enterprise-xpert"): {
         "read_mb_per_s": (380, "fitted: P400m sequential 64KB read rating 380 MB/s (all capacities)"),
         "write_mb_per_s": (310, "fitted: P400m 200/400GB sequential 64KB write rating 310 MB/s"),
-        "gc_copy_ns": (None, "carried"),
+        "gc_copy_ns": (48_000, "calibrated: P400m 400GB steady-state random write 26K IOPS"),
     },
     ("marvell-88ss9187", "client"): {
         "read_mb_per_s": (500, "fitted: M500 480GB/960GB sequential read rating (32-64 dies: NAND far from the limit)"),
@@ -82,7 +83,7 @@ FIRMWARE = {
     ("idt-32ch-pcie", "enterprise-slc"): {
         "read_mb_per_s": (3250, "fitted: the middle of P320h 3200 and P420m 3300 MB/s (the controller's read path)"),
         "write_mb_per_s": (1900, "fitted: P320h 700GB sequential write rating 1900 MB/s"),
-        "gc_copy_ns": (None, "carried"),
+        "gc_copy_ns": (3_500, "calibrated: P320h 700GB steady-state random write 205K IOPS at QD256"),
     },
     ("idt-32ch-pcie", "enterprise-mlc"): {
         "read_mb_per_s": (3250, "fitted: the middle of P320h 3200 and P420m 3300 MB/s (the controller's read path)"),
@@ -280,9 +281,14 @@ DIE_OVERRIDE = {
 # drive sees the average over lower and upper MLC pages (and read levels) as its firmware
 # drives them. Fitted once per part on the drive where that part alone binds the figure (the
 # fewest dies, far from every controller limit); the datasheet value stays in the preset as
-# program_page_us_typ (`ssdlab validate --ablate effective-tprog` puts it back).
+# program_page_us_typ and read_page_us_max (`ssdlab validate --ablate effective-times` puts
+# them back).
 EFFECTIVE_PROGRAM_US = {
     "imft-20nm-128gbit-mlc": (1860.0, "fitted: M500 120GB sequential write 130 MB/s (8 dies, the part binds)"),
+    "imft-20nm-64gbit-mlc-16k": (1460.0, "fitted: M550 128GB sequential write 350 MB/s (16 dies, the part binds)"),
+}
+EFFECTIVE_READ_US = {
+    "imft-20nm-128gbit-mlc": (101.0, "fitted: M500 120GB random read 62K IOPS (8 dies, the part binds); datasheet tR is a maximum"),
 }
 
 
@@ -484,6 +490,14 @@ def program_lines(part_name: str, part: dict) -> list[str]:
             f"program_page_us_typ = {typ}   # nand-parts.toml program_page_us_typ (datasheet typical)"]
 
 
+def read_lines(part_name: str, part: dict) -> list[str]:
+    """read_page_us (effective where fitted) and the datasheet's maximum."""
+    tmax = float(part["read_page_us_max"])
+    value, src = EFFECTIVE_READ_US.get(part_name, (tmax, "nand-parts.toml read_page_us_max"))
+    return [f"read_page_us = {value}           # {src}",
+            f"read_page_us_max = {tmax}       # nand-parts.toml read_page_us_max (datasheet maximum)"]
+
+
 def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> str:
     part_name = listed(d["nand"], i)
     part, part_notes = part_values(parts, part_name)
@@ -554,7 +568,7 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
         f"blocks_per_plane = {blocks_per_plane}          # die capacity / (planes x pages per block x page size)",
         f"pages_per_block = {ppb}",
         f"page_size_bytes = {page}",
-        f"read_page_us = {float(part['read_page_us_max'])}           # nand-parts.toml read_page_us_max",
+        *read_lines(part_name, part),
         *program_lines(part_name, part),
         f"erase_block_us = {float(part['erase_block_ms_typ']) * 1000}       # nand-parts.toml erase_block_ms_typ",
         f"bus_mb_per_s = {bus_mb_per_s(d['controller'], part['onfi'])}           # ONFI {part['onfi']} as the controller runs it (nand-parts.toml header)",

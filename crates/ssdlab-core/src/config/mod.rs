@@ -127,13 +127,18 @@ pub struct NandConfig {
     pub pages_per_block: u32,
     /// Bytes of user data per page (spare/OOB bytes not counted). Multiple of the mapping unit.
     pub page_size_bytes: u32,
-    /// Array read time tR, microseconds.
+    /// Array read time tR the model uses, microseconds (the part's effective read time where
+    /// fitted: docs/fidelity.md "Effective array times").
     pub read_page_us: f64,
+    /// The part's datasheet maximum tR, microseconds, kept for reference (and for
+    /// `ssdlab validate --ablate effective-times`); the model does not read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_page_us_max: Option<f64>,
     /// Array program time tPROG the model uses, microseconds: the part's effective program
     /// time (lower and upper MLC pages alternate; docs/fidelity.md "Effective program time").
     pub program_page_us: f64,
     /// The part's datasheet typical tPROG, microseconds, kept for reference (and for
-    /// `ssdlab validate --ablate effective-tprog`); the model does not read it.
+    /// `ssdlab validate --ablate effective-times`); the model does not read it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program_page_us_typ: Option<f64>,
     /// Block erase time tBERS, microseconds.
@@ -549,6 +554,7 @@ pub(crate) mod tests {
                 pages_per_block: 32,
                 page_size_bytes: 8192,
                 read_page_us: 50.0,
+                read_page_us_max: None,
                 program_page_us: 1000.0,
                 program_page_us_typ: None,
                 erase_block_us: 3000.0,

@@ -473,9 +473,14 @@ impl Controller {
             let first_chunk = s.next_unit == (s.io.offset_bytes / unit) as u32;
             let count = self.buffer.take((s.end_unit - s.next_unit) as u64) as u32;
             let bytes = (count as u64 * unit).min(s.io.length_bytes);
-            let arrived = self
+            let crossed = self
                 .host
                 .to_device(now, s.rmw_ready.max(now), bytes, first_chunk);
+            // The data streams on through the write data path, which garbage collection's
+            // copies share: it is in the buffer when both are done.
+            let through = self.processor.write_path_duration(bytes);
+            let start = SimTime(crossed.0.saturating_sub(through.0)).max(s.rmw_ready.max(now));
+            let arrived = crossed.max(self.processor.write_path(now, start, bytes));
             let (ftl, mut flash) = b.ftl_and_flash(&mut self.processor);
             let first = HostWrite {
                 lba: s.next_unit,

@@ -1,6 +1,9 @@
 //! The controller's processor: the firmware's one command processor, shared by host commands
 //! and garbage collection.
 //!
+//! The write data path (`controller.write_mb_per_s`) is the controller's too: host writes and
+//! the units garbage collection copies share it, so heavy collection takes write bandwidth.
+//!
 //! Each host command costs `controller.command_ns` (which caps IOPS at 1e9 / command_ns), plus
 //! `read_extra_ns` for a read or `write_extra_ns` for a write (trims and flushes cost what a
 //! write does). Each
@@ -14,7 +17,7 @@
 //! afterwards.
 
 use crate::config::ControllerConfig;
-use crate::time::{SimDuration, SimTime};
+use crate::time::{transfer_duration, SimDuration, SimTime};
 use crate::timeline::GapTimeline;
 
 #[derive(Clone, Debug)]
@@ -24,6 +27,11 @@ pub struct Processor {
     gc_victim: SimDuration,
     read_command: SimDuration,
     write_command: SimDuration,
+    /// The write data path (buffer, ECC encode, RAIN parity, DMA to the channels): host
+    /// writes and every unit garbage collection copies cross it, at `controller.write_mb_per_s`
+    /// (0: no limit). Its own timeline, beside the processor's.
+    write_path: GapTimeline,
+    write_path_bytes_per_s: u64,
     /// Processor time spent on garbage collection, nanoseconds.
     pub gc_busy_ns: u64,
 }
@@ -36,6 +44,8 @@ impl Processor {
             gc_victim: SimDuration(cfg.gc_victim_ns),
             read_command: SimDuration(cfg.command_ns + cfg.read_extra_ns),
             write_command: SimDuration(cfg.command_ns + cfg.write_extra_ns),
+            write_path: GapTimeline::default(),
+            write_path_bytes_per_s: (cfg.write_mb_per_s.max(0.0) * 1e6) as u64,
             gc_busy_ns: 0,
         }
     }
@@ -61,6 +71,25 @@ impl Processor {
         let d = SimDuration(self.gc_copy_per_unit.0 * units as u64);
         self.gc_busy_ns += d.0;
         self.timeline.reserve(now, earliest, d) + d
+    }
+
+    /// `bytes` cross the write data path, no earlier than `earliest`; returns when they are
+    /// through (at once where the path has no limit).
+    pub fn write_path(&mut self, now: SimTime, earliest: SimTime, bytes: u64) -> SimTime {
+        if self.write_path_bytes_per_s == 0 {
+            return earliest;
+        }
+        let d = transfer_duration(bytes, self.write_path_bytes_per_s);
+        self.write_path.reserve(now, earliest, d) + d
+    }
+
+    /// How long `bytes` take on the write data path (zero where it has no limit).
+    pub fn write_path_duration(&self, bytes: u64) -> SimDuration {
+        if self.write_path_bytes_per_s == 0 {
+            SimDuration(0)
+        } else {
+            transfer_duration(bytes, self.write_path_bytes_per_s)
+        }
     }
 
     /// Bookkeeping of one collected victim, from `now`.

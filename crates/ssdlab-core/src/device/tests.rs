@@ -433,6 +433,57 @@ fn controller_data_path_caps_sequential_throughput() {
     assert!(w <= 50.0 * 1.001, "{w}");
 }
 
+#[test]
+fn read_and_write_extras_cost_only_their_own_commands() {
+    // The enterprise read path (read_extra_ns) lowers processor-bound random reads and leaves
+    // writes alone; a write's extra (write_extra_ns) does the reverse.
+    let mut cfg = example();
+    cfg.controller.command_ns = 60_000; // the processor binds (16.7K IOPS), not the NAND
+    let figures = |cfg: &DriveConfig| {
+        let rr = run(&mut filled(cfg, 1), job("randread", "4k", 32, 3000))
+            .summary
+            .read
+            .iops;
+        let rw = run(&mut Device::new(cfg, 1).unwrap(), job("randwrite", "4k", 32, 3000))
+            .summary
+            .write
+            .iops;
+        (rr, rw)
+    };
+    let (rr0, rw0) = figures(&cfg);
+    assert!((rr0 - 16_667.0).abs() < 800.0, "processor-bound reads {rr0}");
+    assert!((rw0 - 16_667.0).abs() < 800.0, "processor-bound writes {rw0}");
+    let mut read_path = cfg.clone();
+    read_path.controller.read_extra_ns = 20_000;
+    let (rr1, rw1) = figures(&read_path);
+    // 1e9 / 80 us = 12.5K.
+    assert!((rr1 - 12_500.0).abs() < 600.0, "{rr1}");
+    assert!((rw1 / rw0 - 1.0).abs() < 0.01, "{rw1} vs {rw0}");
+    let mut write_cmd = cfg.clone();
+    write_cmd.controller.write_extra_ns = 20_000;
+    let (rr2, rw2) = figures(&write_cmd);
+    assert!((rw2 - 12_500.0).abs() < 600.0, "{rw2}");
+    assert!((rr2 / rr0 - 1.0).abs() < 0.01, "{rr2} vs {rr0}");
+}
+
+#[test]
+fn garbage_collection_copies_share_the_write_data_path() {
+    // A drive whose write data path binds: at steady state every copied unit crosses the
+    // path too, so host writes get only the path's rate over (1 + copies per host write).
+    let mut cfg = example();
+    cfg.controller.write_mb_per_s = 40.0;
+    let (r, _) = random_write_series(&cfg, 3.0, 1000);
+    let host = r.summary.write.ios as f64 * 4096.0;
+    let copied = r.summary.gc_units_copied as f64 * 4096.0;
+    let elapsed = r.summary.elapsed_s;
+    assert!(copied > 0.3 * host, "collection copies: {copied} vs {host}");
+    let path_mb_s = (host + copied) / elapsed / 1e6;
+    // The path is the bound: host and copies together fill it (less the run's edges) ...
+    assert!(path_mb_s > 0.9 * 40.0 && path_mb_s < 40.0 * 1.02, "{path_mb_s}");
+    // ... and the host gets less than the path's rate.
+    assert!(host / elapsed / 1e6 < 0.8 * 40.0);
+}
+
 // ----- firmware mechanisms (issue: firmware under sustained load) ------------------------------
 
 /// The example drive with every firmware mechanism on.
