@@ -8,7 +8,12 @@ golden/validate_quick.json is `ssdlab validate` (theory, physics, datasheet, --q
 presets, one client and one enterprise drive. Changed since, each with its reason: issue 23
 made a self-encrypting drive's secure erase a crypto erase (no block erased; the collector
 erases them as it reclaims them), so the M500 120GB's fresh random write row moved from
-37,164 to 37,160 IOPS (-0.01%)."""
+37,164 to 37,160 IOPS (-0.01%). Issue 24 (fidelity, second round) moved the physics and
+datasheet rows of both presets, the theory rows not at all: the 128 Gbit part's effective
+array times (M500 120GB sequential write 152 -> 131 MB/s, random read 55.3K -> 62.0K), the P320h
+built as its datasheet has it (16 Gb dies, RAIN 7:1), PCIe command frames of 100 ns instead of
+1 us (random reads at QD256 442K -> 735K), rating conditions per preset (QD256 for the P320h)
+and garbage collection's copies on the write data path."""
 
 import json
 from dataclasses import asdict

@@ -114,10 +114,10 @@ def test_ablating_the_gc_cost_lifts_the_steady_state():
     """Switching the controller's GC cost off (`--ablate gc-cost`) shows its contribution: the
     client steady state rises toward what the NAND alone allows."""
     from ssdlab.validate import consistency_rows
-    with_cost = consistency_rows(["crucial-m500-120"], spares=(0,), jobs=1)[0].extra
-    without = consistency_rows(["crucial-m500-120"], spares=(0,), mechanism="gc-cost", jobs=1)[0].extra
-    # The 120GB (8 dies) is close to its NAND bound too, so the lift is moderate here.
-    assert without["mean_iops"] > 1.2 * with_cost["mean_iops"], (with_cost, without)
+    with_cost = consistency_rows(["crucial-m500-960"], spares=(0,), jobs=1)[0].extra
+    without = consistency_rows(["crucial-m500-960"], spares=(0,), mechanism="gc-cost", jobs=1)[0].extra
+    # The 960GB (64 dies) is far from its NAND bound: the processor's copying holds it down.
+    assert without["mean_iops"] > 3 * with_cost["mean_iops"], (with_cost, without)
 
 
 def test_extra_spare_area_lifts_the_steady_state():
