@@ -261,14 +261,19 @@ def datasheet_rows(presets: list[str], seconds: float = 5.0, steady_drive_writes
 # Parameters whose value is calibrated or assumed rather than read off the reference data.
 SENSITIVITY_PARAMETERS = (
     ("controller", "command_ns", "calibrated per controller"),
-    ("controller", "read_mb_per_s", "calibrated per controller"),
-    ("controller", "write_mb_per_s", "calibrated per controller"),
+    ("controller", "read_extra_ns", "calibrated per firmware family"),
+    ("controller", "write_extra_ns", "calibrated per firmware family"),
+    ("controller", "read_mb_per_s", "calibrated per firmware family"),
+    ("controller", "write_mb_per_s", "calibrated per firmware family"),
+    ("controller", "gc_copy_ns_per_unit", "calibrated per firmware family (or carried, ASSUMED)"),
     ("host", "link_protocol_efficiency", "ASSUMED"),
     ("ftl", "write_buffer_bytes", "ASSUMED"),
-    ("nand", "program_page_us", "nand-parts.toml typical"),
-    ("nand", "read_page_us", "nand-parts.toml maximum"),
+    ("nand", "program_page_us", "effective per part (fitted) or nand-parts.toml typical"),
+    ("nand", "read_page_us", "effective per part (fitted) or nand-parts.toml maximum"),
 )
-SENSITIVITY_PRESETS = ("micron-p400e-50", "crucial-m500-120", "crucial-m550-128", "micron-p320h-175")  # one per controller, the smallest rated
+# One per controller, the smallest rated, and the M500DC for the 88SS9187's enterprise firmware
+# (its read path).
+SENSITIVITY_PRESETS = ("micron-p400e-50", "crucial-m500-120", "micron-m500dc-120", "crucial-m550-128", "micron-p320h-175")
 
 
 def sensitivity(presets=SENSITIVITY_PRESETS, step: float = 0.10, seconds: float = 3.0, steady_drive_writes: float = 1.0,
@@ -612,7 +617,23 @@ def markdown(rows: list[Row]) -> str:
         for r in g:
             out.append(f"| {r.item} | {r.expected:,.4g} | {r.simulated:,.4g} | {r.unit} | {r.error_pct:+.2f}% | {r.tolerance} | {'yes' if r.passed else '**no**'} |")
         out.append("")
+        if group == "datasheet":
+            out.append(conditions_markdown(g))
     return "\n".join(out)
+
+
+def conditions_markdown(rows: list[Row]) -> str:
+    """Where each row's rating conditions are written: one line per source, with its drives."""
+    by_source: dict[str, list[str]] = {}
+    for r in rows:
+        if r.note.startswith("conditions: "):
+            drive = r.item.split(":")[0]
+            drives = by_source.setdefault(r.note.removeprefix("conditions: "), [])
+            if drive not in drives:
+                drives.append(drive)
+    lines = ["Rating conditions (each preset's `[datasheet]` queue_depth, workers, seq_transfer_kib, conditions_source):\n"]
+    lines += [f"- {', '.join(drives)}: {source}" for source, drives in by_source.items()]
+    return "\n".join(lines) + "\n"
 
 
 def _bar(label):

@@ -444,15 +444,24 @@ fn read_and_write_extras_cost_only_their_own_commands() {
             .summary
             .read
             .iops;
-        let rw = run(&mut Device::new(cfg, 1).unwrap(), job("randwrite", "4k", 32, 3000))
-            .summary
-            .write
-            .iops;
+        let rw = run(
+            &mut Device::new(cfg, 1).unwrap(),
+            job("randwrite", "4k", 32, 3000),
+        )
+        .summary
+        .write
+        .iops;
         (rr, rw)
     };
     let (rr0, rw0) = figures(&cfg);
-    assert!((rr0 - 16_667.0).abs() < 800.0, "processor-bound reads {rr0}");
-    assert!((rw0 - 16_667.0).abs() < 800.0, "processor-bound writes {rw0}");
+    assert!(
+        (rr0 - 16_667.0).abs() < 800.0,
+        "processor-bound reads {rr0}"
+    );
+    assert!(
+        (rw0 - 16_667.0).abs() < 800.0,
+        "processor-bound writes {rw0}"
+    );
     let mut read_path = cfg.clone();
     read_path.controller.read_extra_ns = 20_000;
     let (rr1, rw1) = figures(&read_path);
@@ -479,7 +488,10 @@ fn garbage_collection_copies_share_the_write_data_path() {
     assert!(copied > 0.3 * host, "collection copies: {copied} vs {host}");
     let path_mb_s = (host + copied) / elapsed / 1e6;
     // The path is the bound: host and copies together fill it (less the run's edges) ...
-    assert!(path_mb_s > 0.9 * 40.0 && path_mb_s < 40.0 * 1.02, "{path_mb_s}");
+    assert!(
+        path_mb_s > 0.9 * 40.0 && path_mb_s < 40.0 * 1.02,
+        "{path_mb_s}"
+    );
     // ... and the host gets less than the path's rate.
     assert!(host / elapsed / 1e6 < 0.8 * 40.0);
 }
