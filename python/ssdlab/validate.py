@@ -365,7 +365,7 @@ ABLATIONS = {
     "write-command": ({"controller": {"write_extra_ns": 0}}, "a write costs the processor no more than a read"),
     "data-path": ({"controller": {"read_mb_per_s": 0, "write_mb_per_s": 0}},
                   "no firmware data-path limit: data moves at the link's rate (the NAND and processor still bind)"),
-    "power-budget": (lambda cfg: {"power": {"power_limit_w": 0.0}} if cfg.get("power") else {},
+    "power-budget": (lambda cfg: (cfg.get("power", {}).pop("power_limit_w", None), {})[1],
                      "no power budget: every die may run at once"),
 }
 

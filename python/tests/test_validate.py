@@ -205,3 +205,13 @@ def test_ablate_applies_to_the_datasheet_group():
     assert all(r.note.startswith("conditions: Micron SATA SSD datasheets") for r in rows)
     reads = {r.item.split(": ")[1].split(" QD")[0]: r.simulated for r in rows}
     assert reads["128K sequential read"] > 520   # the link's 570, not the data path's 500
+
+
+@pytest.mark.parametrize("preset", ["crucial-m500-120", "micron-p420m-700", "micron-m500dc-480"])
+def test_every_ablation_gives_a_valid_drive(preset):
+    """Each --ablate mechanism switches its part off and leaves a configuration the model takes."""
+    from ssdlab.validate import ABLATIONS, ablated_text
+    text, _, cfg = _preset(preset)
+    for mechanism in ABLATIONS:
+        _ssdlab.validate_config(ablated_text(text, mechanism))
+    assert "power_limit_w" not in ablated_text(text, "power-budget")

@@ -57,7 +57,7 @@ def add_parser(sub) -> None:
                                     "datasheet; consistency runs the 2000 s / 7200 s test on every preset twice: hours on two "
                                     "cores, about 1.5 h with --quick)")
     v.add_argument("--ablate", metavar="MECHANISM",
-                   help="with the consistency group: switch one firmware mechanism off in every preset; one of: "
+                   help="with the consistency or datasheet group: switch one mechanism off in every preset; one of: "
                         + ", ".join(f"{k} ({v[1]})" for k, v in ABLATIONS.items()))
     v.add_argument("--jobs", type=int, help="parallel runs (default: all cores)")
     v.add_argument("--out", help="directory for validation.md and validation.json")
