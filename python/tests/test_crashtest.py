@@ -58,6 +58,25 @@ def test_crashtest_argument_errors(args, message):
     assert "Traceback" not in p.stderr
 
 
+def test_crashtest_leaves_a_directory_it_did_not_make_alone(tmp_path):
+    """`--store DIR` of unrelated files (or a `serve` store) is refused with a clear error and
+    nothing in it touched; crashtest's own store is taken again (issue 25, item 2)."""
+    other = tmp_path / "photos"
+    (other / "2019").mkdir(parents=True)
+    (other / "2019" / "a.jpg").write_bytes(b"precious")
+    p = subprocess.run([sys.executable, "-m", "ssdlab.cli", "crashtest", "--drive", "crucial-m4-128",
+                        "--cycles", "1", "--store", str(other)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "not empty and not a store crashtest made" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+    assert (other / "2019" / "a.jpg").read_bytes() == b"precious"
+    own = tmp_path / "own"
+    for _ in range(2):
+        p = subprocess.run([sys.executable, "-m", "ssdlab.cli", "crashtest", "--drive", "crucial-m4-128",
+                            "--cycles", "1", "--commands", "50", "--store", str(own)],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+
+
 def test_power_cuts_through_program_and_erase_failures_keep_the_promise(tmp_path):
     """With seeded program and erase failures (data written again elsewhere, blocks marked for
     retirement; the prefill programs fail too) the M500 still keeps what it promises at every cut."""

@@ -171,7 +171,37 @@ struct Flight {
     acked_then: Option<Vec<usize>>,
 }
 
-/// Run `opts.cycles` power cuts of the drive `cfg` with its store in `dir` (created fresh).
+/// The file that marks a store `crashtest` made, so that a later run may replace it.
+pub const CRASHTEST_MARKER: &str = "crashtest.marker";
+
+/// Make `dir` ready for a fresh store: a new or empty directory is taken as it is, one an
+/// earlier crashtest made (it holds [`CRASHTEST_MARKER`]) is emptied; anything else (a `serve`
+/// store, unrelated files, a file) is refused, and nothing in it is touched.
+fn prepare_store_dir(dir: &Path) -> Result<(), String> {
+    let accepted =
+        "accepted: a new or empty directory, or one an earlier `ssdlab crashtest --store` made";
+    if !dir.exists() {
+        return Ok(());
+    }
+    if !dir.is_dir() {
+        return Err(format!("{}: not a directory; {accepted}", dir.display()));
+    }
+    let mut entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if entries.next().is_none() {
+        return Ok(());
+    }
+    if !dir.join(CRASHTEST_MARKER).is_file() {
+        return Err(format!(
+            "{}: not empty and not a store crashtest made (no {CRASHTEST_MARKER}): crashtest \
+             rewrites its store from scratch, so it leaves this one alone; {accepted}",
+            dir.display()
+        ));
+    }
+    std::fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+/// Run `opts.cycles` power cuts of the drive `cfg` with its store in `dir` (a new or empty
+/// directory, or one an earlier crashtest made: see [`prepare_store_dir`]).
 pub fn crashtest(
     cfg: &DriveConfig,
     drive: &str,
@@ -181,9 +211,7 @@ pub fn crashtest(
 ) -> Result<CrashReport, String> {
     let protection = cfg.controller.power_loss_protection;
     let judge = judge_override().unwrap_or(protection);
-    if dir.exists() {
-        std::fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    }
+    prepare_store_dir(dir)?;
     let mut dev = Device::new(cfg, opts.seed).map_err(|e| e.to_string())?;
     let unit = dev.geometry.mapping_unit_bytes as usize;
     let span = opts
@@ -196,6 +224,11 @@ pub fn crashtest(
         dev.fill_untimed(0, n);
     }
     let (disk, _) = mount(dir, &mut dev, drive, opts.prefill)?;
+    std::fs::write(
+        dir.join(CRASHTEST_MARKER),
+        "made by `ssdlab crashtest`: a later crashtest may replace this store\n",
+    )
+    .map_err(|e| format!("{}: {e}", dir.join(CRASHTEST_MARKER).display()))?;
     let mut report = CrashReport {
         drive: drive.into(),
         protection: protection.name().into(),
@@ -643,6 +676,48 @@ mod tests {
             "the cuts fall among GC copies"
         );
         assert!(full.flushes > 0 && full.fua_writes > 0 && full.trims > 0);
+    }
+
+    /// crashtest takes a new or empty directory, or its own store again; a directory of other
+    /// files or a `serve` store is refused and left as it was (issue 25, item 2).
+    #[test]
+    fn the_store_directory_is_refused_unless_new_empty_or_its_own() {
+        let base = std::env::temp_dir().join(format!("ssdlab-crash-dir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let opts = options(1, 1, 50, false);
+        let cfg = example(PowerLossProtection::Full);
+        // Unrelated files: refused, kept.
+        let other = base.join("other");
+        std::fs::create_dir_all(other.join("sub")).unwrap();
+        std::fs::write(other.join("sub/keep.txt"), b"precious").unwrap();
+        let err = crashtest(&cfg, "example", &other, &opts, |_| {}).unwrap_err();
+        assert!(
+            err.contains("not empty and not a store crashtest made"),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read(other.join("sub/keep.txt")).unwrap(),
+            b"precious"
+        );
+        // A store `serve` made (store.json, no marker): refused, kept.
+        let served = base.join("served");
+        std::fs::create_dir_all(&served).unwrap();
+        std::fs::write(served.join("store.json"), b"{}").unwrap();
+        assert!(crashtest(&cfg, "example", &served, &opts, |_| {}).is_err());
+        assert!(served.join("store.json").is_file());
+        // A file: refused.
+        let file = base.join("file");
+        std::fs::write(&file, b"x").unwrap();
+        assert!(crashtest(&cfg, "example", &file, &opts, |_| {})
+            .unwrap_err()
+            .contains("not a directory"));
+        // Empty, then its own store again: taken.
+        let own = base.join("own");
+        std::fs::create_dir_all(&own).unwrap();
+        crashtest(&cfg, "example", &own, &opts, |_| {}).unwrap();
+        assert!(own.join(CRASHTEST_MARKER).is_file());
+        crashtest(&cfg, "example", &own, &opts, |_| {}).unwrap();
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     /// The check can fail: a drive that loses buffered data judged by the promise of full
