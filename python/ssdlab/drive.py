@@ -217,6 +217,7 @@ class Drive:
             self.config = tomllib.loads(toml_text)
         except tomllib.TOMLDecodeError as e:
             raise SsdlabError(f"{source}: {e}") from None
+        check_seed(seed)
         try:
             self._sim = _ssdlab.Simulation(toml_text, seed)
         except ValueError as e:
@@ -601,6 +602,16 @@ class RequestLogWriter:
         self.writer.close()
 
 
+SEED_MAX = 2**64 - 1
+
+
+def check_seed(seed) -> None:
+    """A seed is a whole number the simulator's 64-bit generator takes; anything else is a
+    clear error, not an overflow deep in the bindings."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
+        raise SsdlabError(f"seed {seed!r}: accepted: a whole number from 0 to {SEED_MAX}")
+
+
 def config_text(name_or_path: str, faults: str | None = None) -> tuple[str, str]:
     """The TOML text of a preset (by name) or of a drive file (by path), and its source name;
     with `faults` (a `--faults` spec) its `[faults]` table replaced by the spec's."""
@@ -609,6 +620,9 @@ def config_text(name_or_path: str, faults: str | None = None) -> tuple[str, str]
             text = Path(name_or_path).read_text()
         except OSError as e:
             raise SsdlabError(f"{name_or_path}: cannot read: {e.strerror}") from None
+        except UnicodeDecodeError as e:
+            raise SsdlabError(f"{name_or_path}: not a text file (byte 0x{e.object[e.start]:02x} at offset {e.start} "
+                              "is not UTF-8); accepted: a preset name (`ssdlab drives`) or a drive TOML file") from None
     else:
         text = preset_path(name_or_path).read_text()
     if faults is None:

@@ -1,5 +1,6 @@
 import subprocess
 import sys
+import pytest
 
 import pandas as pd
 
@@ -63,3 +64,21 @@ def test_unwritable_output_is_one_clear_line(tmp_path, small_toml):
     blocker.write_text("")
     p = run_cli("run", "--drive", str(small_toml), "--rw", "read", "--number-ios", "10", "--out", str(blocker / "out"), "--quiet")
     assert p.returncode == 2 and "Traceback" not in p.stderr and str(blocker) in p.stderr
+
+
+def test_seeds_and_binary_drive_files_are_one_clear_line(tmp_path, small_toml):
+    """Issue 25, item 17: a negative seed, a seed beyond 64 bits and a binary file given as
+    --drive were tracebacks; each is one line naming what is accepted."""
+    for seed in ("-1", str(2**70)):
+        p = run_cli("run", "--drive", str(small_toml), "--rw", "randread", "--number-ios", "10", "--seed", seed)
+        assert p.returncode == 2 and f"--seed {int(seed)}: must be between 0 and" in p.stderr, p.stderr
+        assert "Traceback" not in p.stderr
+    binary = tmp_path / "drive.toml"
+    binary.write_bytes(bytes([0x1f, 0x8b, 0x08, 0x00]) + bytes(range(256)))
+    p = run_cli("run", "--drive", str(binary), "--rw", "randread", "--number-ios", "10")
+    assert p.returncode == 2 and "not a text file" in p.stderr and "accepted: a preset name" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+    from ssdlab.drive import Drive
+    from ssdlab.errors import SsdlabError
+    with pytest.raises(SsdlabError, match="seed -1: accepted: a whole number from 0 to"):
+        Drive(small_toml.read_text(), "small", seed=-1)

@@ -20,6 +20,23 @@ def whole(flag: str):
     return parse
 
 
+def in_range(flag: str, low: int, high: int):
+    """An argparse type: an integer in [low, high], checked before Python's int meets Rust's."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} '{text}': expected a whole number") from None
+        if not low <= v <= high:
+            raise argparse.ArgumentTypeError(f"{flag} {v}: must be between {low} and {high:,}")
+        return v
+    return parse
+
+
+# Every command's --seed: the simulator's generators take 64 bits.
+SEED = in_range("--seed", 0, 2**64 - 1)
+
+
 def out_dir(path: str | None) -> Path | None:
     """The output directory, made (or found writable) now: a typo must not cost a long run."""
     if path is None:

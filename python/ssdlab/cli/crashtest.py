@@ -9,6 +9,7 @@ from pathlib import Path
 from ..crashtest import __doc__ as crashtest_doc
 from ..crashtest import crashtest
 from ..drive import FAULTS_HELP
+from .common import SEED
 
 
 def format_table(reports: list[dict]) -> str:
@@ -54,7 +55,7 @@ def add_parser(sub) -> None:
                        description=crashtest_doc.split("\n\n")[1].replace("\n", " "))
     c.add_argument("--drive", action="append", required=True, help="preset name or drive .toml (repeat for several)")
     c.add_argument("--cycles", type=int, default=100, help="power cuts (default 100)")
-    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--seed", type=SEED, default=0)
     c.add_argument("--commands", type=int, default=400, help="commands per cycle; the cut falls at a random one (default 400)")
     c.add_argument("--span-mib", type=float, default=16, help="MiB of the drive written from offset 0 (default 16)")
     c.add_argument("--queue-depth", type=int, default=4, help="commands in flight (default 4)")

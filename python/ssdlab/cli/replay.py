@@ -9,26 +9,13 @@ import sys
 from ..drive import FAULTS_HELP, LINK_POLICIES, PRECONDITIONS, Drive, device_label, format_faults
 from ..errors import SsdlabError
 from ..traces import trace_stats
-from .common import out_dir, power_line
+from .common import SEED, in_range, out_dir, power_line
 
 FORMATS = ("msr, spc, blkparse, blktrace (binary, per-CPU files read together), fio-iolog, disksim, "
            "alibaba, tencent, fiu, msprod")
 COLUMNS_HELP = ("map the columns of any other delimited trace: time=COL[:ns|us|ms|s|ticks],op=COL[:READ/WRITE[/TRIM]],"
                 "offset=COL[:bytes|sectors|kib|4k],size=COL[:unit][,device=COL][,service=COL:unit][,sep=comma|space|tab|semicolon]"
                 "[,skip=N]; columns count from 0; e.g. time=0:us,op=3:0/1,offset=1:sectors,size=2:sectors")
-
-
-def _range(flag: str, low: int, high: int):
-    """An argparse type: an integer in [low, high], checked before Python's int meets Rust's."""
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} '{text}': expected a whole number") from None
-        if not low <= v <= high:
-            raise argparse.ArgumentTypeError(f"{flag} {v}: must be between {low} and {high:,}")
-        return v
-    return parse
 
 
 def _positive(flag: str):
@@ -200,7 +187,7 @@ def add_parsers(sub) -> None:
     t.add_argument("--mode", default="afap", choices=("afap", "timed", "qd"),
                    help="afap (idle removed, default), timed (recorded arrivals), qd (closed loop)")
     t.add_argument("--scale", type=_positive("--scale"), default=1.0, help="timed mode: multiply recorded gaps by this")
-    t.add_argument("--qd", type=_range("--qd", 0, 2**32 - 1), default=0,
+    t.add_argument("--qd", type=in_range("--qd", 0, 2**32 - 1), default=0,
                    help="qd mode: requests kept outstanding (default: the depth the trace recorded; needs service times, as in MSR, blkparse and blktrace traces)")
     t.add_argument("--sort", action="store_true",
                    help="read the whole trace and replay it in time order (default: file order; a note says when timestamps go backwards)")
@@ -210,7 +197,7 @@ def add_parsers(sub) -> None:
     t.add_argument("--link-power", default="none", choices=LINK_POLICIES,
                    help="the host's link power management during the replay (a drive with a power model sleeps its link in idle gaps; timed mode)")
     t.add_argument("--precondition", default="none", choices=PRECONDITIONS)
-    t.add_argument("--seed", type=_range("--seed", 0, 2**64 - 1))
+    t.add_argument("--seed", type=SEED)
     t.add_argument("--faults", metavar="SPEC", help=FAULTS_HELP)
     t.add_argument("--output-format", "--output_format", default="normal", choices=("normal", "json", "json+"),
                    help="json: print only fio's JSON output (the replay as one job: reads and writes with their service times)")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..errors import SsdlabError
 from ..review.procedures import PROCEDURES, resolve_params
+from .common import SEED
 
 
 def parse_value(text: str, default):
@@ -164,7 +165,7 @@ def add_parsers(sub) -> None:
     r.add_argument("--quick", action="store_true", help="shorter durations for a first look (marked in the report)")
     r.add_argument("--jobs", type=int, help="parallel processes (default: all cores)")
     r.add_argument("--no-png", action="store_true", help="skip the PNGs (they need Playwright and Chromium)")
-    r.add_argument("--seed", type=int)
+    r.add_argument("--seed", type=SEED)
     r.add_argument("--quiet", action="store_true")
     _target_args(r)
     r.set_defaults(func=_review)
@@ -176,7 +177,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--spare", help="consistency: spare-area variants, e.g. 0,25")
     p.add_argument("--set", action="append", metavar="PARAM=VALUE", help="override a parameter (repeatable)")
     p.add_argument("--out", help="directory for the tables (CSV, Parquet) and summary JSON")
-    p.add_argument("--seed", type=int)
+    p.add_argument("--seed", type=SEED)
     p.add_argument("--quiet", action="store_true")
     _target_args(p)
     p.set_defaults(func=_procedure)

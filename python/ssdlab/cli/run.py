@@ -9,7 +9,7 @@ import sys
 from ..drive import FAULTS_HELP, LINK_POLICIES, PRECONDITIONS, Drive, Result, describe_preset, format_faults, preset_names
 from ..errors import SsdlabError
 from ..job import Job, _seconds, job_error
-from .common import out_dir, power_line, whole
+from .common import SEED, out_dir, power_line, whole
 
 
 def _drives(args: argparse.Namespace) -> int:
@@ -219,7 +219,7 @@ def add_parsers(sub) -> None:
     r.add_argument("--link-power", "--link_power", choices=LINK_POLICIES,
                    help="the host's link power management during the job (default none; drives with a power model)")
     r.add_argument("--precondition", default="none", choices=PRECONDITIONS, help="drive state before the job (default none)")
-    r.add_argument("--seed", type=int, help="root seed (same seed, same results)")
+    r.add_argument("--seed", type=SEED, help="root seed (same seed, same results)")
     r.add_argument("--faults", metavar="SPEC", help=FAULTS_HELP)
     r.add_argument("--output-format", "--output_format", default="normal", choices=("normal", "json", "json+"),
                    help="json: print only fio's JSON output (jobs[].read/write/trim with iops, bw, clat_ns percentiles); "
@@ -235,5 +235,5 @@ def add_parsers(sub) -> None:
     y.add_argument("--out", required=True, help="output file (fio iolog v3)")
     y.add_argument("--fraction", type=float, default=0.01, help="share of the original length (default 0.01)")
     y.add_argument("--span", default="128g", help="LBA span the trace touches (default 128g)")
-    y.add_argument("--seed", type=int, default=0)
+    y.add_argument("--seed", type=SEED, default=0)
     y.set_defaults(func=_synth)

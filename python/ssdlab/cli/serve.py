@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..drive import FAULTS_HELP, LINK_POLICIES, format_faults
 from ..serve import PACES, PRECONDITIONS, Server
-from .common import power_line
+from .common import SEED, power_line
 
 
 def format_stats(s: dict) -> str:
@@ -154,7 +154,7 @@ def add_parser(sub) -> None:
                         "client and the NBD transport add to each round trip (a drive on the host's bus has no NBD "
                         "hop); benches/bench_nbd.py --paced-only measures it on this machine (default 0)")
     s.add_argument("--faults", metavar="SPEC", help=FAULTS_HELP + "; a read the drive cannot correct is answered EIO")
-    s.add_argument("--seed", type=int)
+    s.add_argument("--seed", type=SEED)
     s.add_argument("--stats-json", help="write the final statistics here as JSON")
     s.add_argument("--quiet", action="store_true", help="no log lines for refused requests or failed connections")
     s.set_defaults(func=run_cli)
