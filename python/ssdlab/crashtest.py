@@ -38,6 +38,9 @@ def crashtest(drive: str, *, cycles: int = 100, seed: int = 0, commands: int = 4
     d = describe_text(text, source)
     name = d["name"] or source
     span_units = int(span_mib * 2**20) // 4096
+    if span_units * 4096 > d["user_bytes"]:
+        raise SsdlabError(f"--span-mib {span_mib:g}: larger than {name}'s {d['user_bytes'] / 2**20:,.0f} MiB; "
+                          f"accepted: 0.0625 to the drive's user capacity")
     with tempfile.TemporaryDirectory(prefix="ssdlab-crash-") as tmp:
         where = Path(store) if store is not None else Path(tmp) / "store"
         t0 = time.perf_counter()

@@ -49,6 +49,11 @@ def test_the_same_seed_gives_the_same_report(tmp_path):
     (["--cycles", "0"], "--cycles 0: accepted: 1.."),
     (["--span-mib", "0"], "--span-mib 0.0: accepted"),
     (["--drive", "no-such-drive"], "no-such-drive"),
+    # Issue 25, item 7: accepted but wrong before.
+    (["--span-mib", "1000000"], "--span-mib 1e+06: larger than crucial-m4-128's"),
+    (["--drive", "crucial-m4-128", "--drive", "crucial-m500-120", "--store", "/tmp/ssdlab-never-made"],
+     "one store holds one drive"),
+    (["--faults", "read_retry=1e-3,,seed=2"], "an empty item between commas"),
 ])
 def test_crashtest_argument_errors(args, message):
     base = ["--drive", "crucial-m4-128"] if "--drive" not in args else []

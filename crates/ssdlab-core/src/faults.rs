@@ -140,7 +140,13 @@ impl FaultConfig {
     /// their defaults. An error names the pair and what is accepted.
     pub fn parse(spec: &str) -> Result<FaultConfig, String> {
         let mut f = FaultConfig::default();
-        for pair in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let blank = spec.trim().is_empty();
+        for pair in spec.split(',').map(str::trim).filter(|_| !blank) {
+            if pair.is_empty() {
+                return Err(format!(
+                    "'{spec}': an empty item between commas; expected key=value pairs separated by single commas (keys: {FAULT_KEYS})"
+                ));
+            }
             let Some((key, value)) = pair.split_once('=') else {
                 return Err(format!("'{pair}': expected key=value (keys: {FAULT_KEYS})"));
             };
@@ -408,6 +414,9 @@ mod tests {
             ("die_fail=3", "DIE@SECONDS"),
             ("die_fail=x@1", "DIE@SECONDS"),
             ("die_fail=1@-2", "0 or more seconds"),
+            // Issue 25, item 7: an empty item is an error, not skipped.
+            ("read_retry=1e-3,,seed=2", "an empty item between commas"),
+            ("read_retry=1e-3,", "an empty item between commas"),
         ] {
             let e = FaultConfig::parse(spec).unwrap_err();
             assert!(e.contains(says), "{spec}: {e}");

@@ -9,6 +9,7 @@ from pathlib import Path
 from ..crashtest import __doc__ as crashtest_doc
 from ..crashtest import crashtest
 from ..drive import FAULTS_HELP
+from ..errors import SsdlabError
 from .common import SEED
 
 
@@ -34,11 +35,14 @@ def format_table(reports: list[dict]) -> str:
 
 
 def run_cli(args) -> int:
+    if args.store and len(args.drive) > 1:
+        raise SsdlabError(f"--store {args.store}: one store holds one drive; accepted: --store with one --drive "
+                          f"(given {len(args.drive)}: {', '.join(args.drive)})")
     reports = []
     for drive in args.drive:
         r = crashtest(drive, cycles=args.cycles, seed=args.seed, commands=args.commands, span_mib=args.span_mib,
                       queue_depth=args.queue_depth, prefill=args.prefill,
-                      store=args.store if len(args.drive) == 1 else None, faults=args.faults)
+                      store=args.store, faults=args.faults)
         faults = (f" (faults: {r['program_failures']:,} program and {r['erase_failures']:,} erase failures, "
                   f"{r['grown_bad_blocks']:,} grown bad blocks)" if args.faults else "")
         print(f"ssdlab crashtest: {r['drive']}: {r['cycles']:,} cycles in {r['wall_s']:.1f} s, "
