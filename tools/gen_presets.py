@@ -20,8 +20,9 @@ OUT = ROOT / "python" / "ssdlab" / "presets"
 GIB = 1 << 30
 
 # Controller firmware time per command, calibrated once per controller (not per drive): the
-# 4 KiB random-read rating of the controller's largest client drive, where the NAND is far
-# from the limit, so 1e9 / rating is the command cost. See docs/fidelity.md.
+# 4 KiB random-read ratings where the NAND is far from the limit, so 1e9 / rating is the
+# command cost (one rating, or the value with the least largest error over a drive line's
+# ratings). See docs/fidelity.md.
 CONTROLLER_COMMAND_NS = {
     "marvell-88ss9174": (17_950, "1e9 / 55.7K IOPS: the P400m's random-read ratings 52K / 54K / 60K (100/200/400GB; NAND far from the limit), the value with the least largest error (+-7.1%); the m4 has no rating"),
     "marvell-88ss9187": (12_500, "1e9 / 80K IOPS: M500 480GB/960GB random-read rating"),

@@ -7,9 +7,10 @@ rating. Prints and writes (Markdown and JSON) a table of expected, simulated, er
   10) at 7, 12, 25, 28 and 50% over-provisioning in both conventions. Tolerance 1.5%.
 - physics: per preset, NAND/bus/link ceilings from the geometry; the simulator, driven with an
   ideal workload, must not exceed any of them.
-- datasheet: sequential 128 KiB read/write and 4 KiB random read/write at QD32 over the full
-  span, fresh for client drives, at steady state for enterprise drives, against drives.toml.
-  Tolerance 10%.
+- datasheet: sequential and 4 KiB random read/write over the full span under each preset's
+  rating conditions ([datasheet] queue_depth, workers, seq_transfer_kib: QD32 and 128 KiB for
+  the SATA drives, 64 KiB for the P400m, QD256 for the PCIe drives), fresh for client drives,
+  at steady state for enterprise drives, against drives.toml. Tolerance 10%.
 - consistency: methodology.md section 1 on every preset at 0% and 25% extra spare area: the
   steady-state mean, floor (1st percentile of per-second IOPS) and coefficient of variation
   over 1400-2000 s (enterprise presets: the last third of 7200 s), and the calibration row
