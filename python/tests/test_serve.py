@@ -430,6 +430,24 @@ def test_store_errors_name_the_directory_and_what_is_accepted(tmp_path, tiny_tom
         assert (store / "precious.txt").read_text() == "mine"
 
 
+def test_a_second_server_on_one_store_is_refused_naming_the_first(tmp_path, tiny_toml):
+    """Issue 25, item 3: two servers on one --store lost the first one's writes; the store is
+    locked while open and the second is refused with the holder's process id. After the first
+    stops, the store opens again with every byte it acknowledged."""
+    _need("qemu-io")
+    store = tmp_path / "store"
+    first = Served(tmp_path, str(tiny_toml), "--store", str(store), tag="1")
+    assert run(["qemu-io", "-f", "raw", first.uri, "-c", "write -P 0x5a 0 1M", "-c", "flush"]).returncode == 0
+    p = run([sys.executable, "-m", "ssdlab.cli", "serve", "--drive", str(tiny_toml), "--socket",
+             str(tmp_path / "second.sock"), "--store", str(store)])
+    assert p.returncode == 2 and f"in use by process {first.proc.pid}" in p.stderr and str(store) in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+    first.stop()
+    again = Served(tmp_path, str(tiny_toml), "--store", str(store), tag="2")
+    assert run(["qemu-io", "-f", "raw", again.uri, "-c", "read -P 0x5a 0 1M"]).returncode == 0
+    again.stop()
+
+
 # ----- hostile clients ---------------------------------------------------------------------------
 
 def _raw_client(sock: Path) -> socket.socket:

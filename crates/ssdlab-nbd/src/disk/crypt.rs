@@ -83,6 +83,8 @@ impl MediaKey {
 /// key over the old one. The drive starts empty at its next `serve`; its blocks' wear stays.
 /// Returns a line saying what was done.
 pub fn crypto_erase_store(dir: &Path) -> Result<String, String> {
+    // Held to the end: no server may open the store while its key is replaced.
+    let _lock = super::take_lock(dir)?;
     let text =
         std::fs::read_to_string(dir.join("store.json")).map_err(|e| at(dir, "store.json", e))?;
     let meta: StoreMeta = serde_json::from_str(&text).map_err(|e| at(dir, "store.json", e))?;

@@ -121,6 +121,8 @@ pub struct DiskUnits {
     running: std::collections::BTreeSet<u32>,
     /// The media key of a self-encrypting drive's store (None: data in the clear).
     key: Option<MediaKey>,
+    /// `lock`, locked while this store is open (see [`take_lock`]).
+    _lock: File,
     /// Tests: file writes left before the process "dies" (every later write fails).
     #[cfg(test)]
     pub(crate) writes_left: Option<u64>,
@@ -147,6 +149,42 @@ pub struct Mount {
 
 fn at(dir: &Path, name: &str, e: impl std::fmt::Display) -> String {
     format!("{}: {e}", dir.join(name).display())
+}
+
+/// The store's advisory lock (`DIR/lock`, an exclusive `flock` held while the store is open,
+/// the holder's process id written in it): a second server or crashtest on the same store is
+/// refused with the holder named, instead of two processes writing one store (issue 25, item 3).
+/// The kernel drops the lock when the holder exits, however it exits.
+pub fn take_lock(dir: &Path) -> Result<File, String> {
+    use std::io::{Seek, Write};
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dir.join("lock"))
+        .map_err(|e| at(dir, "lock", e))?;
+    match f.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = f.read_to_string(&mut holder);
+            let holder = match holder.trim() {
+                "" => "a process that has not written its id yet".to_string(),
+                pid => format!("process {pid}"),
+            };
+            return Err(format!(
+                "{}: in use by {holder} (DIR/lock is locked); accepted: a store no other `ssdlab serve` or `crashtest` has open: stop that one first, or give another --store",
+                dir.display()
+            ));
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(at(dir, "lock", e)),
+    }
+    f.set_len(0)
+        .and_then(|_| f.rewind())
+        .and_then(|_| writeln!(f, "{}", std::process::id()))
+        .map_err(|e| at(dir, "lock", e))?;
+    Ok(f)
 }
 
 impl DiskUnits {
@@ -176,7 +214,9 @@ impl DiskUnits {
     fn files(dir: &Path, meta: StoreMeta) -> Result<DiskUnits, String> {
         let blocks = meta.blocks as usize;
         let words = meta.physical_units.div_ceil(64) as usize;
+        let lock = take_lock(dir)?;
         Ok(DiskUnits {
+            _lock: lock,
             data: Self::open_file(dir, "data")?,
             oob: Self::open_file(dir, "oob")?,
             erase_file: Self::open_file(dir, "erase_counts")?,
@@ -627,6 +667,29 @@ mod tests {
         d[4..8].copy_from_slice(&version.to_le_bytes());
         d[8] = 1;
         d
+    }
+
+    /// One store, one holder: a second mount while the first is open is refused with the
+    /// holder's process named; once the first is closed (or its process gone) it opens.
+    #[test]
+    fn a_store_open_elsewhere_is_refused_with_its_holder_named() {
+        let dir = std::env::temp_dir().join(format!("ssdlab-disk-lock-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut dev = device();
+        let (first, _) = mount(&dir, &mut dev, "example-small", false).unwrap();
+        let mut other = device();
+        let Err(err) = mount(&dir, &mut other, "example-small", false) else {
+            panic!("a second mount of an open store succeeded");
+        };
+        assert!(
+            err.contains(&format!("in use by process {}", std::process::id())),
+            "{err}"
+        );
+        assert!(crypto_erase_store(&dir).is_err());
+        drop(first);
+        let mut again = device();
+        mount(&dir, &mut again, "example-small", false).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// Kill the store at arbitrary file writes (between a unit's data and its record, between
