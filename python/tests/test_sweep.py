@@ -181,7 +181,9 @@ def _kill_one(pattern: str, proc: subprocess.Popen, parent: int | None = None) -
 
 
 def test_a_killed_local_worker_has_its_point_run_again(tmp_path):
-    spec, out = spec_file(tmp_path, duration=20), tmp_path / "out"
+    # 400 s points: the sweep takes about 7 s on a quiet machine, so the kill after 2 s falls
+    # mid-sweep (20 s points finished the whole sweep in 1.8 s and the kill came too late).
+    spec, out = spec_file(tmp_path, duration=400), tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "ssdlab.cli", "sweep", str(spec), "--out", str(out),
                              "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(2)  # workers import ssdlab and start their points
