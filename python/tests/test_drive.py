@@ -145,3 +145,13 @@ def test_nand_write_ceiling_m500_120():
     mbps = r.summary["write"]["mb_per_s"]
     assert mbps <= ceiling * 1.01
     assert mbps > 0.9 * ceiling, (mbps, ceiling)
+
+
+def test_a_read_whose_transfer_outlasts_a_progress_slice_completes():
+    """Issue 25, item 13: a 500 MiB read takes over a simulated second on the link; the run
+    loop, stepped a second at a time, never reached its completion and hung at 0 IOs."""
+    d = Drive.preset("crucial-m500-120")
+    d.precondition("fast-fill")
+    r = d.run(Job(rw="read", bs="512m", iodepth=1, number_ios=2))
+    assert r.summary["read"]["ios"] == 2
+    assert r.summary["elapsed_s"] > 2 * 512 * 2**20 / 500e6   # at most the 500 MB/s read path

@@ -224,7 +224,13 @@ impl Simulation {
             .as_mut()
             .ok_or_else(|| PyRuntimeError::new_err("no job running"))?;
         let dev = &mut self.dev;
-        let until = SimTime(dev.now().ns() + (seconds * NS_PER_S as f64) as u64);
+        // From the run's clock, not the device's: an event more than one slice ahead (the
+        // transfer of a 500 MiB read) must still be reached (issue 25, item 13).
+        let until = SimTime(
+            run.now(dev)
+                .ns()
+                .saturating_add((seconds * NS_PER_S as f64) as u64),
+        );
         Ok(py.allow_threads(|| run.advance(dev, until)))
     }
 

@@ -121,6 +121,13 @@ impl JobRun {
     pub fn advance(&mut self, dev: &mut Device, until: SimTime) -> bool {
         self.session.advance(dev, &mut self.source, until)
     }
+
+    /// Simulated time the run has reached: the session's clock, which moves through a slice
+    /// even when the device's next event lies beyond it (a slice of `advance` measured from
+    /// `dev.now()` would never reach an event more than one slice away).
+    pub fn now(&self, dev: &Device) -> SimTime {
+        self.session.now(dev)
+    }
     pub fn progress(&self, dev: &Device) -> (f64, u64, f64) {
         let src = &self.source;
         let elapsed = dev.now().ns().saturating_sub(src.start.ns()) as f64 / NS_PER_S as f64;
