@@ -761,8 +761,14 @@ mod tests {
         let mut opts = options(200, 11, 1000, true);
         opts.span_units = 8000;
         opts.queue_depth = 32;
-        let r = crashtest(&example(PowerLossProtection::Map), "example", &dir, &opts, |_| {})
-            .unwrap();
+        let r = crashtest(
+            &example(PowerLossProtection::Map),
+            "example",
+            &dir,
+            &opts,
+            |_| {},
+        )
+        .unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(
             r.violations_by_class
