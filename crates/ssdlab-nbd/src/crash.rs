@@ -81,6 +81,11 @@ pub struct CrashReport {
     pub units_checked: u64,
     /// Units garbage collection moved during the cycles (the cuts fall among its copies).
     pub gc_units_copied: u64,
+    /// Collected victims whose erase waited for the host programs superseding their copies
+    /// (the erase hold of drives without full protection), and of those how many a die out
+    /// of free blocks erased early.
+    pub erases_held: u64,
+    pub erase_holds_broken: u64,
     /// Program and erase failures and grown bad blocks over the cycles (`--faults`).
     pub program_failures: u64,
     pub erase_failures: u64,
@@ -212,6 +217,9 @@ pub fn crashtest(
     let judge = judge_override().unwrap_or(protection);
     prepare_store_dir(dir)?;
     let mut dev = Device::new(cfg, opts.seed).map_err(|e| e.to_string())?;
+    if without_erase_hold() {
+        dev.ftl.set_erase_hold(false);
+    }
     let unit = dev.geometry.mapping_unit_bytes as usize;
     let span = opts
         .span_units
@@ -271,6 +279,8 @@ pub fn crashtest(
         let mut flights = std::mem::take(&mut cycle_run.flights);
         settle(&mut dev, &mut store, &mut flights, &mut shadow)?;
         report.gc_units_copied += dev.ftl.counters.gc_units_copied;
+        report.erases_held += dev.ftl.counters.gc_erases_held;
+        report.erase_holds_broken += dev.ftl.counters.gc_erase_holds_broken;
         report.program_failures += dev.ftl.counters.program_failures;
         report.erase_failures += dev.ftl.counters.erase_failures;
         report.grown_bad_blocks += dev.ftl.counters.grown_bad_blocks;
@@ -381,6 +391,17 @@ fn judge_override() -> Option<PowerLossProtection> {
 #[cfg(not(test))]
 fn judge_override() -> Option<PowerLossProtection> {
     None
+}
+
+/// Tests run a drive without the erase hold, to show the check catches what it prevents.
+#[cfg(test)]
+fn without_erase_hold() -> bool {
+    tests::NO_HOLD.with(|h| h.get())
+}
+
+#[cfg(not(test))]
+fn without_erase_hold() -> bool {
+    false
 }
 
 fn violation(r: &mut CrashReport, class: &str, what: String) {
@@ -749,42 +770,48 @@ mod tests {
         r
     }
 
-    /// Issue 25, item 1 (open): on a small drive where collection reaches old copies, a `map`
-    /// drive under load erases the superseded copy of a write the cut then loses, and data an
-    /// earlier FLUSH or FUA made durable reads back as zeros. The check used to accept zeros
-    /// whenever a later write existed; it flags them now. (The fix, firmware that holds such
-    /// an erase until the superseding write is programmed, is not landed yet; when it is, this
-    /// test runs the drive without it.)
+    /// Issue 25, item 1: on a small drive where collection reaches old copies, a `map` or
+    /// `none` drive under load whose firmware erased the superseded copy of a write the cut
+    /// then loses returns zeros for data an earlier FLUSH or FUA made durable. The check flags
+    /// it ("unserializable write", "holds zeros") when the erase hold is off; with the hold, as
+    /// the drive runs, nothing is lost beyond what the class may lose.
     #[test]
-    fn the_check_flags_flushed_data_that_reads_back_as_zeros() {
-        let dir = std::env::temp_dir().join(format!("ssdlab-crash-zeros-{}", std::process::id()));
-        let mut opts = options(200, 11, 1000, true);
-        opts.span_units = 8000;
-        opts.queue_depth = 32;
-        let r = crashtest(
-            &example(PowerLossProtection::Map),
-            "example",
-            &dir,
-            &opts,
-            |_| {},
-        )
-        .unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
-        assert!(
-            r.violations_by_class
-                .get("unserializable write")
-                .is_some_and(|&n| n > 0),
-            "{:?}",
-            r.violations_by_class
-        );
-        assert!(
-            r.examples.iter().any(|e| e.contains("holds zeros")),
-            "{:?}",
-            r.examples
-        );
+    fn flushed_data_survives_a_cut_because_the_superseded_copy_is_kept() {
+        for protection in [PowerLossProtection::Map, PowerLossProtection::None] {
+            let name = format!("{protection:?}").to_lowercase();
+            let dir = std::env::temp_dir()
+                .join(format!("ssdlab-crash-hold-{name}-{}", std::process::id()));
+            let mut opts = options(200, 11, 1000, true);
+            opts.span_units = 8000;
+            opts.queue_depth = 32;
+            let cfg = example(protection);
+            NO_HOLD.with(|h| h.set(true));
+            let without = crashtest(&cfg, "example", &dir, &opts, |_| {}).unwrap();
+            NO_HOLD.with(|h| h.set(false));
+            let with = crashtest(&cfg, "example", &dir, &opts, |_| {}).unwrap();
+            std::fs::remove_dir_all(&dir).unwrap();
+            assert!(
+                without
+                    .violations_by_class
+                    .get("unserializable write")
+                    .is_some_and(|&n| n > 0),
+                "{name}: without the hold {:?}",
+                without.violations_by_class
+            );
+            assert!(
+                without.examples.iter().any(|e| e.contains("holds zeros")),
+                "{name}: {:?}",
+                without.examples
+            );
+            assert_eq!(without.erases_held, 0);
+            assert_eq!(with.violations, 0, "{name}: {:?}", with.examples);
+            assert!(with.erases_held > 0, "{name}: the hold held erases");
+            assert!(with.fell_back_units > 0, "{name}: lost writes fell back");
+        }
     }
 
     thread_local! {
         pub(super) static JUDGE: std::cell::Cell<Option<PowerLossProtection>> = const { std::cell::Cell::new(None) };
+        pub(super) static NO_HOLD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     }
 }

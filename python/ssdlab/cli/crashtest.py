@@ -15,21 +15,28 @@ from .common import SEED
 
 def format_table(reports: list[dict]) -> str:
     head = (f"{'drive':<22} {'protection':<10} {'RAIN':<4} {'cycles':>7} {'commands':>9} {'lost':>6} "
-            f"{'fell back':>9} {'corrupted':>9} {'by RAIN':>7} {'det. err':>8} {'mount ms':>8} {'violations':>10}")
+            f"{'fell back':>9} {'held':>6} {'corrupted':>9} {'by RAIN':>7} {'det. err':>8} {'mount ms':>8} "
+            f"{'violations':>10}")
     lines = [head, "-" * len(head)]
     for r in reports:
         lines.append(
             f"{r['drive']:<22} {r['protection']:<10} {'yes' if r['rain'] else 'no':<4} {r['cycles']:>7,} "
-            f"{r['commands']:>9,} {r['lost_units']:>6,} {r['fell_back_units']:>9,} {r['corrupted_units']:>9,} "
+            f"{r['commands']:>9,} {r['lost_units']:>6,} {r['fell_back_units']:>9,} {r['erases_held']:>6,} "
+            f"{r['corrupted_units']:>9,} "
             f"{r['repaired_by_rain_units']:>7,} {r['detected_errors']:>8,} {r['mount_ms_mean']:>8.1f} "
             f"{r['violations']:>10,}")
     for r in reports:
+        if r["erase_holds_broken"]:
+            lines.append(f"  {r['drive']}: {r['erase_holds_broken']:,} held erases ended early (a die out of free "
+                         "blocks): a cut then may lose flushed data")
         for cls, n in r["violations_by_class"].items():
             lines.append(f"  {r['drive']}: {n:,} {cls}")
         for ex in r["examples"]:
             lines.append(f"    {ex}")
     lines.append("lost: acknowledged or in-flight host copies the cuts lost (allowed by the drive's protection); "
-                 "fell back: of those, units that returned to an older copy still on the NAND; corrupted: units "
+                 "fell back: of those, units that returned to an older copy still on the NAND; held: victims whose "
+                 "erase waited until the writes superseding their copies were programmed (map/none drives keep "
+                 "the older copy for a cut); corrupted: units "
                  "of paired lower pages of interrupted programs; det. err: reads answered with a detected error.")
     return "\n".join(lines)
 

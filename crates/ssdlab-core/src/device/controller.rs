@@ -456,6 +456,10 @@ impl Controller {
     /// FLUSH/FUA commands and writes waiting for it may go on.
     pub fn program_done(&mut self, die: u32, units: u32, b: &mut Backend) {
         b.sched.host_program_done(die, units);
+        {
+            let (ftl, mut flash) = b.ftl_and_flash(&mut self.processor);
+            ftl.host_program_done(die, &mut flash);
+        }
         self.buffer.release(units as u64);
         self.release_flushes(b);
         self.admit_writes(b);
@@ -466,7 +470,7 @@ impl Controller {
         let now = b.kernel.now();
         let unit = self.shape.unit_bytes;
         while let Some(&slot) = self.write_wait.front() {
-            if self.buffer.free_units() == 0 {
+            if self.buffer.free_units() == 0 || !b.ftl.host_may_write() {
                 break;
             }
             let s = self.slots[slot as usize];
@@ -487,12 +491,18 @@ impl Controller {
                 tag: s.io.tag,
                 data_ready: arrived,
             };
-            ftl.write_units(first, count, &mut flash);
+            let written = ftl.write_units(first, count, &mut flash);
             if let Some(f) = self.faults.as_mut() {
-                f.rewritten(s.next_unit..s.next_unit + count);
+                f.rewritten(s.next_unit..s.next_unit + written);
             }
             let s = &mut self.slots[slot as usize];
-            s.next_unit += count;
+            s.next_unit += written;
+            if written < count {
+                // The FTL makes the host wait (the erase hold): the rest is offered again
+                // when a host program is done.
+                self.buffer.release((count - written) as u64);
+                break;
+            }
             if s.next_unit == s.end_unit {
                 self.write_wait.pop_front();
                 if s.io.fua {
@@ -505,6 +515,8 @@ impl Controller {
                 }
             }
         }
+        let (ftl, mut flash) = b.ftl_and_flash(&mut self.processor);
+        ftl.settle_hold(&mut flash);
     }
 
     /// Complete `slot` once every host program queued so far has finished.

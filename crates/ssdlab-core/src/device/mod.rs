@@ -82,6 +82,9 @@ impl Device {
         let f = &config.faults;
         let mut ftl = Ftl::new(&config.ftl, &geometry, seed);
         ftl.set_faults(f.program_fail, f.erase_fail, f.seed);
+        ftl.set_erase_hold(
+            config.controller.power_loss_protection != crate::config::PowerLossProtection::Full,
+        );
         Ok(Device {
             ftl,
             kernel: Kernel::default(),
@@ -117,6 +120,7 @@ impl Device {
         self.jobs_started = 0;
         self.thermal = power::new_thermal(&self.config);
         self.ftl.stop_map_changes();
+        self.ftl.power_off();
     }
 
     /// Process the next event: the kernel moves the clock to it and its owner handles it.

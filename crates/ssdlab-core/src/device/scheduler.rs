@@ -374,4 +374,9 @@ impl NandSink for Flash<'_> {
             NandOp::Erase { gc_victim },
         );
     }
+
+    #[inline]
+    fn timed(&self) -> bool {
+        true
+    }
 }

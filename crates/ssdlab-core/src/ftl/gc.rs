@@ -18,6 +18,7 @@ impl Ftl {
         let dix = die as usize;
         if self.collector.dies[dix].victim == NONE
             && (self.dies[dix].free.len() >= self.collector.schedule.fg_free_min
+                || !self.may_start_victim(die)
                 || !self.select_victim(die))
         {
             return;
@@ -33,7 +34,9 @@ impl Ftl {
                     let copied = self.collect_step(die, sink);
                     self.collector.dies[dix].gc_credit -= copied as f64;
                 }
-                if self.dies[dix].free.len() >= self.collector.schedule.fg_free_min {
+                if self.dies[dix].free.len() >= self.collector.schedule.fg_free_min
+                    || !self.may_start_victim(die)
+                {
                     self.collector.dies[dix].gc_credit = 0.0;
                 } else {
                     self.select_victim(die);
@@ -46,12 +49,28 @@ impl Ftl {
             self.collector.dies[dix].gc_credit -= copied as f64;
             if self.collector.dies[dix].victim == NONE
                 && (self.dies[dix].free.len() >= self.collector.schedule.fg_free_min
+                    || !self.may_start_victim(die)
                     || !self.select_victim(die))
             {
                 self.collector.dies[dix].gc_credit = 0.0;
                 break;
             }
         }
+    }
+
+    /// Whether paced collection may start a victim on `die`: its copies need somewhere to go,
+    /// a free block or a whole block's room in the open GC block. A die with neither (its
+    /// last free block taken, as after a power cut that left partly written blocks, or while
+    /// victims are held) starts none here: the host's next block on it collects first
+    /// (`allocate_block`).
+    #[inline]
+    fn may_start_victim(&self, die: u32) -> bool {
+        let g = &self.geometry;
+        let d = &self.dies[die as usize];
+        d.free.len() >= 1
+            || (d.gc.block != NONE
+                && (g.pus_per_block - d.gc.next_pu) * g.units_per_pu - d.gc.fill
+                    >= g.units_per_block)
     }
 
     /// The host stream of `die` needs a new block (on-demand and deferred scheduling). On
@@ -142,7 +161,10 @@ impl Ftl {
         {
             return false;
         }
-        self.collect_one_step(die, sink)
+        let did = self.collect_one_step(die, sink);
+        // A victim held on units in open PUs: with the host idle nothing else programs them.
+        self.settle_hold(sink);
+        did
     }
 
     fn background_work_pending(&self, die: u32) -> bool {
@@ -249,14 +271,54 @@ impl Ftl {
             self.counters.gc_units_copied += copied as u64;
         }
         if self.collector.dies[dix].victim_cursor == units_per_block {
-            self.erase_victim(die, sink);
+            self.victim_collected(die, sink);
         }
         copied
     }
 
-    fn erase_victim<S: NandSink>(&mut self, die: u32, sink: &mut S) {
+    /// `die`'s victim holds nothing valid any more: erase it, or, while it holds the superseded
+    /// copy of host data not yet programmed, hold its erase until it does not (see [`hold`]).
+    fn victim_collected<S: NandSink>(&mut self, die: u32, sink: &mut S) {
+        let d = &mut self.collector.dies[die as usize];
+        let block = d.victim;
+        d.victim = NONE;
+        d.victim_cursor = 0;
+        if self.hold.enabled && self.hold.pinned(block) {
+            self.hold.waiting.push(block);
+            self.counters.gc_erases_held += 1;
+            if self.hold.pinned_by_open(block) {
+                self.hold.flush_wanted = true;
+            }
+            return;
+        }
+        self.erase_block(die, block, sink);
+    }
+
+    /// `die` has no free block left and victims held (the erase hold, [`hold`]): with nothing
+    /// else to write to, the oldest held victim is erased now. A cut before the programs it
+    /// waited for are done can then lose flushed data: counted in
+    /// `FtlCounters::gc_erase_holds_broken` (a drive this starved has too little spare for its
+    /// load; the crash harness reports what a cut then loses).
+    pub(super) fn break_hold<S: NandSink>(&mut self, die: u32, sink: &mut S) -> bool {
+        let per_die = self.div.blocks_per_die;
+        let Some(i) = self
+            .hold
+            .waiting
+            .iter()
+            .position(|&b| per_die.quotient(b) == die)
+        else {
+            return false;
+        };
+        let block = self.hold.waiting.remove(i);
+        self.counters.gc_erase_holds_broken += 1;
+        self.erase_block(die, block, sink);
+        true
+    }
+
+    /// Erase `die`'s collected `block` (retire it if it is marked), and return it to the free
+    /// pool; the erase is journalled.
+    pub(super) fn erase_block<S: NandSink>(&mut self, die: u32, block: u32, sink: &mut S) {
         let dix = die as usize;
-        let block = self.collector.dies[dix].victim;
         assert_eq!(
             self.map.valid(block),
             0,
@@ -280,9 +342,6 @@ impl Ftl {
             new_ppn: if retire { BLOCK_RETIRED } else { UNMAPPED },
             tag: TAG_ERASE,
         });
-        let d = &mut self.collector.dies[dix];
-        d.victim = NONE;
-        d.victim_cursor = 0;
         if retire {
             self.blocks.retiring[block as usize] = false;
             self.blocks.state[block as usize] = BlockState::Retired;

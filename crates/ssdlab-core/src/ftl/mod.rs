@@ -19,6 +19,7 @@
 mod blocks;
 mod collector;
 mod gc;
+mod hold;
 mod map;
 mod mount;
 pub(crate) mod persist;
@@ -37,6 +38,10 @@ pub use map::{Lba, Map, Ppn, Unmapped};
 pub use mount::{MountReport, Recovered};
 pub use persist::Persistence;
 use victim::FreePool;
+
+/// Free blocks a die with held victims keeps before host writes wait (the collector's two,
+/// and room for the copies of two more victims).
+const HOLD_FREE_BLOCKS_MIN: u32 = 6;
 
 /// Marks an unmapped logical unit (in `l2p`) or a physical unit holding no valid data (`p2l`).
 pub const UNMAPPED: u32 = u32::MAX;
@@ -109,6 +114,11 @@ pub trait NandSink {
     fn gc_read(&mut self, die: u32, read: GcRead);
     /// Erase one block of `die`; `gc_victim` for a collected victim (not a metadata block).
     fn erase(&mut self, die: u32, gc_victim: bool);
+    /// Whether the operations run in time (a host program is done only when its
+    /// `ProgramDone` comes), not on the NAND at once (the untimed fill).
+    fn timed(&self) -> bool {
+        false
+    }
 }
 
 /// A sink that ignores every operation: the untimed fast fill.
@@ -229,6 +239,10 @@ pub struct FtlCounters {
     pub map_checkpoints: u64,
     /// Times deferred collection ran drive-wide.
     pub gc_deferred_rounds: u64,
+    /// Victims whose erase waited for host programs (the erase hold, [`hold`]).
+    pub gc_erases_held: u64,
+    /// Held victims erased early because their die ran out of free blocks.
+    pub gc_erase_holds_broken: u64,
 }
 
 /// One change of the logical-to-physical map, for a consumer that keeps data with the
@@ -303,6 +317,9 @@ pub struct Ftl {
     fault_rng: Rng,
     /// A failed die (NONE: none): host data goes to the others.
     failed_die: u32,
+    /// Blocks whose erase waits for host programs (drives without full power-loss
+    /// protection; see [`hold`]).
+    hold: hold::EraseHold,
 }
 
 impl Ftl {
@@ -350,6 +367,7 @@ impl Ftl {
             erase_fail: 0.0,
             fault_rng: Rng::new(0),
             failed_die: NONE,
+            hold: hold::EraseHold::new((g.dies * g.blocks_per_die) as usize, g.dies as usize),
             div: Divisors {
                 units_per_block: Divisor::new(g.units_per_block),
                 units_per_pu: Divisor::new(g.units_per_pu),
@@ -392,13 +410,18 @@ impl Ftl {
         let old = self.map.lookup(lba);
         self.invalidate(lba);
         let mark = self.map.changes_len();
+        let journal = self.map.records_changes();
         let die = self.host_die;
         let ob = &mut self.dies[die as usize].host;
         ob.data_ready = ob.data_ready.max(w.data_ready);
+        if journal && self.hold.enabled && !old.is_none() && sink.timed() {
+            self.hold.pin(die, self.block_of(old.0));
+        }
         self.append(die, Stream::Host, lba, sink);
         self.counters.host_units_written += 1;
-        if self.map.records_changes() {
+        if journal {
             self.map.record_host(lba, old, w.tag, mark);
+            self.settle_hold(sink);
         }
         self.map_updated(lba, sink);
     }
@@ -409,7 +432,13 @@ impl Ftl {
     /// happens between them (no allocation, program or collection; those come with the PU's
     /// first and last units, which take the general path). Not with a journal (the NBD
     /// store), which takes the general path throughout.
-    pub fn write_units<S: NandSink>(&mut self, first: HostWrite, count: u32, sink: &mut S) {
+    ///
+    /// Returns the units written: all of them, unless the erase hold ([`hold`]) makes the
+    /// host wait (a die needs a block for host data, has fewer than two free, and collecting
+    /// could only give it one by erasing the superseded copy of host data not yet
+    /// programmed). The open PUs holding such data are then programmed at once; the caller
+    /// offers the rest again once a host program is done.
+    pub fn write_units<S: NandSink>(&mut self, first: HostWrite, count: u32, sink: &mut S) -> u32 {
         let HostWrite {
             lba: first,
             tag,
@@ -418,6 +447,10 @@ impl Ftl {
         let end = first + count;
         let mut lba = first;
         while lba < end {
+            if self.hold.enabled && self.host_must_wait(sink) {
+                self.program_pinned_pus(sink);
+                return lba - first;
+            }
             self.write_unit(
                 HostWrite {
                     lba,
@@ -442,6 +475,30 @@ impl Ftl {
             }
             self.counters.host_units_written += run as u64;
             lba += run;
+        }
+        count
+    }
+
+    /// The erase hold makes the host wait: the next host unit needs a new block on a die with
+    /// fewer than two free, while host data not yet programmed superseded copies that
+    /// collecting might have to erase.
+    fn host_must_wait<S: NandSink>(&self, sink: &S) -> bool {
+        let d = &self.dies[self.host_die as usize];
+        self.map.records_changes()
+            && d.host.block == NONE
+            && d.free.len() < 2
+            && self.hold.outstanding() > 0
+            && sink.timed()
+    }
+
+    /// Program every open host PU holding data that pins a block (padded, as for a FLUSH).
+    fn program_pinned_pus<S: NandSink>(&mut self, sink: &mut S) {
+        for die in 0..self.geometry.dies {
+            let ob = self.dies[die as usize].host;
+            if ob.block != NONE && ob.fill > 0 && self.hold.pins_open(die) {
+                self.counters.padding_units += (self.geometry.units_per_pu - ob.fill) as u64;
+                self.program_pu(die, Stream::Host, sink);
+            }
         }
     }
 
@@ -478,6 +535,54 @@ impl Ftl {
         }
     }
 
+    /// Hold the erase of blocks holding the superseded copy of host data not yet programmed
+    /// (see [`hold`]): for drives whose power-loss protection is not `full`.
+    pub fn set_erase_hold(&mut self, on: bool) {
+        self.hold.enabled = on;
+    }
+
+    /// Victims whose erase waits for host programs (see [`hold`]).
+    pub fn blocks_held(&self) -> usize {
+        self.hold.waiting.len()
+    }
+
+    /// A host program on `die` is done (its `ProgramDone`): the blocks it held are erased.
+    pub fn host_program_done<S: NandSink>(&mut self, die: u32, sink: &mut S) {
+        if !self.hold.enabled {
+            return;
+        }
+        for block in self.hold.program_done(die) {
+            let die = self.div.blocks_per_die.quotient(block);
+            self.erase_block(die, block, sink);
+        }
+    }
+
+    /// Whether the host may place more data now: not while a die with held victims is down
+    /// to its last few free blocks (the write waits for the programs that release them, as
+    /// it waits for collection on a drive out of free blocks).
+    pub fn host_may_write(&self) -> bool {
+        !self.hold.enabled
+            || self.hold.waiting.iter().all(|&b| {
+                let die = self.div.blocks_per_die.quotient(b);
+                self.dies[die as usize].free.len() >= HOLD_FREE_BLOCKS_MIN
+            })
+    }
+
+    /// Program the open host PUs a held victim waits on, if any (see [`hold`]).
+    #[inline]
+    pub fn settle_hold<S: NandSink>(&mut self, sink: &mut S) {
+        if self.hold.flush_wanted {
+            self.hold.flush_wanted = false;
+            self.program_pinned_pus(sink);
+        }
+    }
+
+    /// Power off: no program is in flight any more, nothing is held (a held victim holds
+    /// nothing valid; power-on finds it so).
+    pub fn power_off(&mut self) {
+        self.hold.reset();
+    }
+
     /// Every block erased, the map empty. Erase counts go up for blocks that held data.
     /// Not journalled: a data consumer drops everything it holds.
     pub fn secure_erase(&mut self) {
@@ -493,6 +598,7 @@ impl Ftl {
         self.host_die = 0;
         let reserved = self.reserved_blocks_per_die;
         self.persist.reset();
+        self.hold.reset();
         for die in 0..g.dies {
             let first = die * g.blocks_per_die;
             let d = &mut self.dies[die as usize];

@@ -85,6 +85,7 @@ impl Ftl {
         self.sequence = 0;
         self.counters = FtlCounters::default();
         self.persist.reset();
+        self.hold.reset();
         // Per block: the highest programmed PU and the newest sequence number in it.
         let mut top_pu = vec![NONE; blocks];
         let mut newest = vec![0u64; blocks];
@@ -167,25 +168,31 @@ impl Ftl {
                 }
             }
             partial.sort_unstable_by(|a, b| b.cmp(a));
+            // The two newest partly written blocks stay open (the others are sealed), and
+            // collection takes the one with more room (a lone one too): a cut can fall while
+            // the die's last free block is in the GC stream with a victim half copied, and after
+            // power-on the rest of that victim must fit where collection writes (the host
+            // stream takes a block once collection has freed one).
+            let (gc, host) = match partial.len() {
+                0 => (None, None),
+                1 => (Some(partial[0]), None),
+                _ if partial[0].2 <= partial[1].2 => (Some(partial[0]), Some(partial[1])),
+                _ => (Some(partial[1]), Some(partial[0])),
+            };
             self.dies[die as usize].reset(free);
             self.collector.dies[die as usize].reset();
-            for (i, &(_, block, next_pu)) in partial.iter().enumerate() {
-                let open = OpenBlock {
-                    block,
-                    next_pu,
-                    ..NO_OPEN_BLOCK
-                };
-                self.blocks.state[block as usize] = match i {
-                    0 => {
-                        self.dies[die as usize].host = open;
-                        BlockState::Open
-                    }
-                    1 => {
-                        self.dies[die as usize].gc = open;
-                        BlockState::Open
-                    }
-                    _ => BlockState::Sealed,
-                };
+            for &(_, block, _) in partial.iter().skip(2) {
+                self.blocks.state[block as usize] = BlockState::Sealed;
+            }
+            for (stream, open) in [(Stream::Host, host), (Stream::Gc, gc)] {
+                if let Some((_, block, next_pu)) = open {
+                    *self.dies[die as usize].open(stream) = OpenBlock {
+                        block,
+                        next_pu,
+                        ..NO_OPEN_BLOCK
+                    };
+                    self.blocks.state[block as usize] = BlockState::Open;
+                }
             }
         }
         self.relist_sealed();

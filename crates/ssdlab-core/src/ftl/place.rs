@@ -70,6 +70,9 @@ impl Ftl {
                 first_ppn: ob.pu_first_ppn(&self.geometry),
             },
         );
+        if kind == ProgramKind::Host && self.hold.enabled {
+            self.hold.issued(die, sink.timed());
+        }
         let pus_per_block = self.geometry.pus_per_block;
         let base = ob.block * pus_per_block;
         self.map.set_pu_sequence(base + ob.next_pu, self.sequence);
@@ -208,10 +211,17 @@ impl Ftl {
             self.gc_before_host_block(die, sink);
             // Keep one block for the collector: the host may not take the last one.
             while self.dies[die as usize].free.len() < 2 {
+                // Collecting more while victims are held gains no block: end a hold instead.
+                if self.hold.enabled && self.break_hold(die, sink) {
+                    continue;
+                }
                 if !self.collect_one_step(die, sink) {
                     panic!("die {die}: no free block and nothing to collect (over-provisioning too small)");
                 }
             }
+        }
+        if self.dies[die as usize].free.len() == 0 {
+            self.break_hold(die, sink);
         }
         let block = self.dies[die as usize]
             .free

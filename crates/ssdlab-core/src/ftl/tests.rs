@@ -402,6 +402,29 @@ fn power_on_rebuild_from_out_of_band_records_restores_the_map() {
     }
 }
 
+/// A cut can fall while a die's last free block is in the GC stream with a victim half copied;
+/// power-on gives collection the partly written block with the most room (a lone one too), so
+/// the rest of that victim has somewhere to go (issue 25: a crash harness at QD32 on the small
+/// example drive panicked with "free pool empty" when the lone partial block went to the host).
+#[test]
+fn power_on_gives_collection_the_partly_written_block_with_most_room() {
+    let cfg = small();
+    let mut ftl = ftl_of(&cfg, 1);
+    ftl.record_map_changes();
+    let upp = ftl.geometry.units_per_pu;
+    for lba in 0..upp {
+        ftl.write_unit(HostWrite::untimed(lba), &mut NullSink);
+    }
+    let written = ftl.dies[0].host.block;
+    assert_ne!(written, NONE);
+    let records = oob_records(ftl.map_changes(), &ftl.geometry);
+    let mut back = ftl_of(&cfg, 1);
+    back.restore(records.iter().copied(), None).unwrap();
+    assert_eq!(back.dies[0].gc.block, written, "the lone partial block collects");
+    assert_eq!(back.dies[0].host.block, NONE);
+    assert_eq!(back.dies[0].gc.next_pu, ftl.dies[0].host.next_pu);
+}
+
 #[test]
 fn rebuild_rejects_records_that_contradict_each_other() {
     let cfg = small();
