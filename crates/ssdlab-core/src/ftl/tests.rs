@@ -420,7 +420,10 @@ fn power_on_gives_collection_the_partly_written_block_with_most_room() {
     let records = oob_records(ftl.map_changes(), &ftl.geometry);
     let mut back = ftl_of(&cfg, 1);
     back.restore(records.iter().copied(), None).unwrap();
-    assert_eq!(back.dies[0].gc.block, written, "the lone partial block collects");
+    assert_eq!(
+        back.dies[0].gc.block, written,
+        "the lone partial block collects"
+    );
     assert_eq!(back.dies[0].host.block, NONE);
     assert_eq!(back.dies[0].gc.next_pu, ftl.dies[0].host.next_pu);
 }
