@@ -448,6 +448,29 @@ def test_a_second_server_on_one_store_is_refused_naming_the_first(tmp_path, tiny
     again.stop()
 
 
+@pytest.mark.parametrize("name, damage", [("data", "truncate"), ("oob", "truncate"), ("data", "delete"),
+                                          ("oob", "delete")])
+def test_a_damaged_store_is_refused_at_start_naming_the_file(tmp_path, tiny_toml, name, damage):
+    """Issue 25, item 5: `data` truncated or deleted started and then answered EIO; `oob`
+    truncated started as a clean, empty drive reading zeros. The store's files are checked
+    against store.json at start: refused, the file named, nothing recreated or changed."""
+    _need("qemu-io")
+    store = tmp_path / "store"
+    s = Served(tmp_path, str(tiny_toml), "--store", str(store), tag="1")
+    assert run(["qemu-io", "-f", "raw", s.uri, "-c", "write -P 0x5a 0 1M", "-c", "flush"]).returncode == 0
+    s.stop()
+    target = store / name
+    if damage == "truncate":
+        os.truncate(target, 0)
+    else:
+        target.unlink()
+    p = run([sys.executable, "-m", "ssdlab.cli", "serve", "--drive", str(tiny_toml), "--socket",
+             str(tmp_path / "x.sock"), "--store", str(store)])
+    assert p.returncode == 2 and str(target) in p.stderr and "damaged" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+    assert target.exists() == (damage == "truncate")
+
+
 # ----- hostile clients ---------------------------------------------------------------------------
 
 def _raw_client(sock: Path) -> socket.socket:

@@ -72,7 +72,23 @@ struct StoreMeta {
     /// Data at rest is encrypted under `media_key` (a self-encrypting drive; see `crypt`).
     #[serde(default)]
     encrypted: bool,
+    /// The lengths of the store's files when this was last written (a clean stop, or the
+    /// store's creation): a later server only makes them longer, so a shorter file is damage
+    /// (issue 25, item 5). None in stores made before this was kept.
+    #[serde(default)]
+    files: Option<FileLengths>,
 }
+
+/// Lengths of a store's files, bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct FileLengths {
+    data: u64,
+    oob: u64,
+    erase_counts: u64,
+}
+
+/// The files a store keeps besides `store.json` (and `lock`, `media_key`).
+const STORE_FILES: [&str; 3] = ["data", "oob", "erase_counts"];
 
 impl StoreMeta {
     fn of(drive: &str, g: &Geometry) -> StoreMeta {
@@ -86,6 +102,7 @@ impl StoreMeta {
             logical_units: g.logical_units,
             clean: false,
             encrypted: false,
+            files: None,
         }
     }
 
@@ -94,6 +111,7 @@ impl StoreMeta {
             drive: String::new(),
             clean: false,
             encrypted: false,
+            files: None,
             ..m.clone()
         };
         strip(self) == strip(other)
@@ -232,6 +250,20 @@ impl DiskUnits {
             key: None,
             #[cfg(test)]
             writes_left: None,
+        })
+    }
+
+    /// The lengths of the store's files now.
+    fn file_lengths(&self) -> Result<FileLengths, String> {
+        let len = |f: &File, name: &str| {
+            f.metadata()
+                .map(|m| m.len())
+                .map_err(|e| at(&self.dir, name, e))
+        };
+        Ok(FileLengths {
+            data: len(&self.data, "data")?,
+            oob: len(&self.oob, "oob")?,
+            erase_counts: len(&self.erase_file, "erase_counts")?,
         })
     }
 
@@ -612,6 +644,7 @@ impl DiskUnits {
             .map_err(|e| at(&self.dir, "oob", e))?;
         self.sync().map_err(|e| at(&self.dir, "data", e))?;
         self.meta.clean = true;
+        self.meta.files = Some(self.file_lengths()?);
         self.write_meta()
     }
 
@@ -696,6 +729,61 @@ mod tests {
     /// the new record and the old one's stale mark, mid garbage collection, mid erase): the
     /// rebuilt drive reads every unit as its last completed write, or, for the unit being
     /// written, as the new data; nothing else, never another unit's data.
+    /// Issue 25, item 5: a store whose `data` or `oob` was truncated or deleted used to start
+    /// (and answer EIO, or come up as an empty drive); it is refused at start, naming the file.
+    #[test]
+    fn a_damaged_store_is_refused_at_start() {
+        let base = std::env::temp_dir().join(format!("ssdlab-disk-damage-{}", std::process::id()));
+        for (name, damage) in [
+            ("data", "truncate"),
+            ("oob", "truncate"),
+            ("data", "delete"),
+            ("erase_counts", "delete"),
+        ] {
+            let dir = base.join(format!("{name}-{damage}"));
+            let _ = std::fs::remove_dir_all(&dir);
+            let mut dev = device();
+            let n = dev.geometry.logical_units as u32;
+            dev.fill_untimed(0, n);
+            let (mut disk, _) = mount(&dir, &mut dev, "example-small", true).unwrap();
+            // Some unit data on the store (a zero fill leaves `data` a hole).
+            disk.data.write_all_at(&[0x5a; 8192], 0).unwrap();
+            disk.close().unwrap();
+            drop(disk);
+            // Undamaged, it opens again.
+            let mut again = device();
+            let (mut disk, _) = mount(&dir, &mut again, "example-small", false).unwrap();
+            disk.close().unwrap();
+            drop(disk);
+            let path = dir.join(name);
+            match damage {
+                "truncate" => std::fs::File::options()
+                    .write(true)
+                    .open(&path)
+                    .unwrap()
+                    .set_len(0)
+                    .unwrap(),
+                _ => std::fs::remove_file(&path).unwrap(),
+            }
+            let mut dev = device();
+            let Err(err) = mount(&dir, &mut dev, "example-small", false) else {
+                panic!("{name} {damage}: a damaged store opened");
+            };
+            assert!(err.contains(&path.display().to_string()), "{err}");
+            let why = if damage == "truncate" {
+                "truncated"
+            } else {
+                "missing"
+            };
+            assert!(err.contains(why) && err.contains("damaged"), "{err}");
+            assert!(
+                !dir.join(name).exists() || damage == "truncate",
+                "nothing recreated: {err}"
+            );
+        }
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
     #[test]
     fn a_store_killed_at_any_write_rebuilds_to_the_last_completed_state() {
         let base = std::env::temp_dir().join(format!("ssdlab-disk-kill-{}", std::process::id()));

@@ -91,6 +91,7 @@ pub fn mount(
             wanted.blocks
         ));
     }
+    check_files(dir, &found)?;
     let mut disk = DiskUnits::files(dir, found.clone())?;
     disk.meta.drive = drive.to_string();
     if found.encrypted {
@@ -252,4 +253,38 @@ pub fn mount(
             report,
         },
     ))
+}
+
+/// The store's files are all there and no shorter than `store.json` last recorded them (a
+/// server only makes them longer): a deleted or truncated file is damage, refused before
+/// anything is rebuilt from it, instead of a drive that starts and then answers EIO or zeros.
+fn check_files(dir: &Path, meta: &StoreMeta) -> Result<(), String> {
+    let accepted = "accepted: a store as `ssdlab serve` or `crashtest` left it (restore the file from a backup, or give a new --store)";
+    for name in STORE_FILES {
+        if !dir.join(name).is_file() {
+            return Err(format!(
+                "{}: missing; the store is damaged ({accepted})",
+                dir.join(name).display()
+            ));
+        }
+    }
+    let Some(want) = meta.files else {
+        return Ok(());
+    };
+    for (name, at_least) in [
+        ("data", want.data),
+        ("oob", want.oob),
+        ("erase_counts", want.erase_counts),
+    ] {
+        let len = std::fs::metadata(dir.join(name))
+            .map(|m| m.len())
+            .map_err(|e| at(dir, name, e))?;
+        if len < at_least {
+            return Err(format!(
+                "{}: {len} bytes, but store.json records {at_least} at the last clean stop; the store is damaged (truncated) ({accepted})",
+                dir.join(name).display()
+            ));
+        }
+    }
+    Ok(())
 }
