@@ -383,7 +383,7 @@ impl Server {
                 .name("ssdlab-engine".into())
                 .spawn(move || {
                     let run = std::panic::AssertUnwindSafe(|| engine.run(engine_rx));
-                    std::panic::catch_unwind(run).unwrap_or_else(|_| {
+                    let stats = std::panic::catch_unwind(run).unwrap_or_else(|_| {
                         // A bug in the simulation: no command will be answered any more, so
                         // close every connection rather than leave clients waiting.
                         eprintln!("ssdlab serve: internal error in the simulation thread (message above); closing every connection");
@@ -396,7 +396,16 @@ impl Server {
                             store_error: "internal error in the simulation thread".into(),
                             ..ServeStats::default()
                         }
-                    })
+                    });
+                    // The store failed (a full or failing disk): the engine stopped; the
+                    // server has failed too (its process exits non-zero).
+                    if !stats.store_error.is_empty() && !failed.swap(true, Ordering::SeqCst) {
+                        stop.store(true, Ordering::SeqCst);
+                        for o in registry.lock().expect("registry").iter() {
+                            o.stream.shutdown();
+                        }
+                    }
+                    stats
                 })?
         };
         let accept = {

@@ -940,6 +940,66 @@ fn a_power_cut_keeps_what_the_drives_protection_promises() {
     );
 }
 
+/// Issue 25, item 4: a full disk under the store. The server said "data acknowledged before
+/// this is kept" whatever the drive's protection and exited 0; it now says what the drive's
+/// protection keeps, answers EIO, and reports failure (its process exits non-zero).
+#[test]
+fn a_failing_store_stops_the_server_and_says_what_the_protection_keeps() {
+    use ssdlab_core::config::PowerLossProtection as P;
+    for (protection, says) in [
+        (P::Full, "every write acknowledged before this is kept"),
+        (
+            P::Map,
+            "lost at the next start, as at a power cut of this drive (map",
+        ),
+    ] {
+        let dir = temp_socket(&format!("store-full-{protection:?}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = temp_socket(&format!("full-{protection:?}.sock"));
+        let mut cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
+        cfg.controller.power_loss_protection = protection;
+        let mut dev = Device::new(&cfg, 3).unwrap();
+        let (mut disk, _) = crate::disk::mount(&dir, &mut dev, "example-small", false).unwrap();
+        // The disk fills after this many file writes: every later write fails.
+        disk.writes_left = Some(400);
+        let store = crate::store::DataStore::on_disk(disk);
+        let server =
+            Server::start_with(dev, config(&path, Pace::None, HANDSHAKE_TIMEOUT), store).unwrap();
+        let mut c = Client::connect(&path);
+        let data = vec![0x5au8; 65536];
+        let mut failed_reply = false;
+        for i in 0..64u64 {
+            c.send(CMD_WRITE, 0, i, i * 65536, &data, data.len() as u32);
+            let (_, error, _) = c.reply(|_| 0);
+            if error != 0 {
+                failed_reply = true;
+                break;
+            }
+        }
+        assert!(
+            failed_reply,
+            "{protection:?}: a write past the full disk was acknowledged"
+        );
+        for _ in 0..2000 {
+            if server.failed() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            server.failed(),
+            "{protection:?}: the failure is not reported"
+        );
+        let stats = server.shutdown();
+        assert!(
+            stats.store_error.contains("the data store failed"),
+            "{stats:?}"
+        );
+        assert!(stats.store_error.contains(says), "{}", stats.store_error);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 #[test]
 fn an_internal_error_in_the_simulation_closes_every_connection_and_is_reported() {
     let (server, path) = start("crash.sock", Pace::None);

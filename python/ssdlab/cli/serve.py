@@ -99,9 +99,12 @@ def run_cli(args) -> int:
     print("ssdlab serve: stopped\n" + format_stats(stats), flush=True)
     if args.stats_json:
         Path(args.stats_json).write_text(json.dumps(stats, indent=2) + "\n")
-    if failed:
-        print("ssdlab serve: error: the simulation thread failed (an internal error, logged above); "
-              "what was acknowledged before is kept", file=sys.stderr, flush=True)
+    if failed or stats.get("store_error"):
+        why = stats.get("store_error") or ""
+        if not why or "internal error" in why:
+            why = ("the simulation thread failed (an internal error, logged above); what the store holds is "
+                   "what the drive keeps at a power cut")
+        print(f"ssdlab serve: error: {why}", file=sys.stderr, flush=True)
         return 1
     return 0
 

@@ -53,9 +53,15 @@ impl Io {
     /// now on and stop.
     pub(super) fn store_failed(&mut self, e: std::io::Error) {
         if !self.store_failed {
-            let msg = format!(
-                "the data store failed: {e}; stopping (data acknowledged before this is kept)"
-            );
+            use ssdlab_core::config::PowerLossProtection as P;
+            let kept = match self.protection {
+                P::Full => "every write acknowledged before this is kept (full power-loss protection)".to_string(),
+                p => format!(
+                    "writes made durable by a completed FLUSH or FUA before this are kept; acknowledged writes the drive had not yet programmed are lost at the next start, as at a power cut of this drive ({} power-loss protection)",
+                    format!("{p:?}").to_lowercase()
+                ),
+            };
+            let msg = format!("the data store failed: {e}; stopping: {kept}");
             eprintln!("ssdlab serve: {msg}");
             self.stats.store_error = msg;
         }

@@ -181,8 +181,10 @@ struct Io {
     late: Histogram,
     stopping: bool,
     /// The store failed (a full or failing disk): every later reply is an I/O error and the
-    /// server stops; what was acknowledged before stays in the store.
+    /// server stops; what the store holds is what the drive's protection keeps at a power cut.
     store_failed: bool,
+    /// The drive's power-loss protection (what a store failure, like a cut, keeps).
+    protection: ssdlab_core::config::PowerLossProtection,
     /// When the engine last took a request or sent a reply (Pace::Model polls for SPIN after).
     last_activity: Instant,
     /// Replies leave this long before the model's completion (see `ServerConfig::transport`).
@@ -258,6 +260,7 @@ impl Engine {
                 late: Histogram::default(),
                 stopping: false,
                 store_failed: false,
+                protection: dev.config.controller.power_loss_protection,
                 refused_outside,
                 last_activity: wall_now(),
                 power_cut: None,
