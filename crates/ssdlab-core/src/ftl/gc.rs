@@ -18,7 +18,6 @@ impl Ftl {
         let dix = die as usize;
         if self.collector.dies[dix].victim == NONE
             && (self.dies[dix].free.len() >= self.collector.schedule.fg_free_min
-                || !self.may_start_victim(die)
                 || !self.select_victim(die))
         {
             return;
@@ -34,9 +33,7 @@ impl Ftl {
                     let copied = self.collect_step(die, sink);
                     self.collector.dies[dix].gc_credit -= copied as f64;
                 }
-                if self.dies[dix].free.len() >= self.collector.schedule.fg_free_min
-                    || !self.may_start_victim(die)
-                {
+                if self.dies[dix].free.len() >= self.collector.schedule.fg_free_min {
                     self.collector.dies[dix].gc_credit = 0.0;
                 } else {
                     self.select_victim(die);
@@ -49,28 +46,12 @@ impl Ftl {
             self.collector.dies[dix].gc_credit -= copied as f64;
             if self.collector.dies[dix].victim == NONE
                 && (self.dies[dix].free.len() >= self.collector.schedule.fg_free_min
-                    || !self.may_start_victim(die)
                     || !self.select_victim(die))
             {
                 self.collector.dies[dix].gc_credit = 0.0;
                 break;
             }
         }
-    }
-
-    /// Whether paced collection may start a victim on `die`: its copies need somewhere to go,
-    /// a free block or a whole block's room in the open GC block. A die with neither (its
-    /// last free block taken, as after a power cut that left partly written blocks, or while
-    /// victims are held) starts none here: the host's next block on it collects first
-    /// (`allocate_block`).
-    #[inline]
-    fn may_start_victim(&self, die: u32) -> bool {
-        let g = &self.geometry;
-        let d = &self.dies[die as usize];
-        d.free.len() >= 1
-            || (d.gc.block != NONE
-                && (g.pus_per_block - d.gc.next_pu) * g.units_per_pu - d.gc.fill
-                    >= g.units_per_block)
     }
 
     /// The host stream of `die` needs a new block (on-demand and deferred scheduling). On

@@ -87,7 +87,7 @@ pub fn crypto_erase_store(dir: &Path) -> Result<String, String> {
     let _lock = super::take_lock(dir)?;
     let text =
         std::fs::read_to_string(dir.join("store.json")).map_err(|e| at(dir, "store.json", e))?;
-    let meta: StoreMeta = serde_json::from_str(&text).map_err(|e| at(dir, "store.json", e))?;
+    let mut meta: StoreMeta = serde_json::from_str(&text).map_err(|e| at(dir, "store.json", e))?;
     if !meta.encrypted {
         return Err(format!(
             "{}: the store of '{}', a drive without always-on encryption: there is no media key to replace; accepted: a store of a self-encrypting drive (controller.self_encrypting)",
@@ -100,6 +100,13 @@ pub fn crypto_erase_store(dir: &Path) -> Result<String, String> {
             "{}: the server is running or was stopped uncleanly; accepted: a store whose server stopped cleanly (start `ssdlab serve --store` on it and stop it)",
             dir.display()
         ));
+    }
+    // The files' recorded lengths go to zero first (they are lower bounds: a store whose
+    // erase stops half way is still accepted at the next start).
+    if let Some(files) = meta.files.as_mut() {
+        files.data = 0;
+        files.oob = 0;
+        super::write_store_meta(dir, &meta)?;
     }
     for name in ["data", "oob"] {
         let f = OpenOptions::new()

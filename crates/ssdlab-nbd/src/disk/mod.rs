@@ -165,6 +165,16 @@ pub struct Mount {
     pub report: MountReport,
 }
 
+/// Write `store.json` (through a synced temporary file and a rename: never half written).
+fn write_store_meta(dir: &Path, meta: &StoreMeta) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(meta).expect("meta serialises") + "\n";
+    let tmp = dir.join("store.json.tmp");
+    std::fs::write(&tmp, text)
+        .and_then(|_| File::open(&tmp)?.sync_all())
+        .and_then(|_| std::fs::rename(&tmp, dir.join("store.json")))
+        .map_err(|e| at(dir, "store.json", e))
+}
+
 fn at(dir: &Path, name: &str, e: impl std::fmt::Display) -> String {
     format!("{}: {e}", dir.join(name).display())
 }
@@ -268,12 +278,7 @@ impl DiskUnits {
     }
 
     fn write_meta(&self) -> Result<(), String> {
-        let text = serde_json::to_string_pretty(&self.meta).expect("meta serialises") + "\n";
-        let tmp = self.dir.join("store.json.tmp");
-        std::fs::write(&tmp, text)
-            .and_then(|_| File::open(&tmp)?.sync_all())
-            .and_then(|_| std::fs::rename(&tmp, self.dir.join("store.json")))
-            .map_err(|e| at(&self.dir, "store.json", e))
+        write_store_meta(&self.dir, &self.meta)
     }
 
     #[inline]
