@@ -41,6 +41,8 @@ pub struct Outcome {
 /// file is read in its own order).
 pub struct Sources {
     files: Vec<Records>,
+    /// Notes about the files as given (per-CPU files of one blktrace capture read once).
+    given: Vec<String>,
     heads: Vec<Option<TraceRecord>>,
     started: bool,
     pub error: Option<String>,
@@ -81,7 +83,31 @@ impl Sources {
         }
         let mut files = Vec::new();
         let mut formats = Vec::new();
+        let mut given = Vec::new();
+        // A blktrace capture is one file per CPU, and opening one reads them all: the shell's
+        // `sda.blktrace.*` names each, and each used to be read again (issue 25, item 18).
+        let mut captures: Vec<(Vec<std::path::PathBuf>, String)> = Vec::new();
         for p in paths {
+            let path = std::path::Path::new(p);
+            let blktrace = (detect || reader.format == TraceFormat::Blktrace)
+                && path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.contains(".blktrace."));
+            if blktrace {
+                let key: Vec<_> = crate::input::blktrace_siblings(path)
+                    .iter()
+                    .map(|f| f.canonicalize().unwrap_or_else(|_| f.clone()))
+                    .collect();
+                if let Some((_, first)) = captures.iter().find(|(k, _)| *k == key) {
+                    given.push(format!(
+                        "{p}: a per-CPU file of the blktrace capture {first} already reads (all {} of its files, once)",
+                        key.len()
+                    ));
+                    continue;
+                }
+                captures.push((key, p.clone()));
+            }
             let r = Records::open(p, reader.clone(), detect)?;
             let mut name = r.format.name().to_string();
             if r.compression != crate::input::Compression::None {
@@ -94,6 +120,7 @@ impl Sources {
         Ok((
             Sources {
                 files,
+                given,
                 heads: vec![None; n],
                 started: false,
                 error: None,
@@ -119,18 +146,16 @@ impl Sources {
 
     pub fn notes(&self) -> Vec<String> {
         let many = self.files.len() > 1;
-        self.files
-            .iter()
-            .flat_map(|f| {
-                f.notes().into_iter().map(move |n| {
-                    if many {
-                        format!("{}: {n}", f.path())
-                    } else {
-                        n
-                    }
-                })
+        let per_file = self.files.iter().flat_map(|f| {
+            f.notes().into_iter().map(move |n| {
+                if many {
+                    format!("{}: {n}", f.path())
+                } else {
+                    n
+                }
             })
-            .collect()
+        });
+        self.given.iter().cloned().chain(per_file).collect()
     }
 
     pub fn bad_lines(&self) -> u64 {

@@ -376,7 +376,21 @@ fn blktrace_binary_per_cpu_files_merge_and_pair() {
     cpu1.extend(ev(9000, 2048, 4096, RawEvent::COMPLETE, OpKind::Write, 1).encode(4));
     cpu1.extend(ev(9500, 90000, 8192, RawEvent::COMPLETE, OpKind::Read, 1).encode(5));
     let p0 = write_file(&dir, "sdb.blktrace.0", &cpu0);
-    write_file(&dir, "sdb.blktrace.1", &cpu1);
+    let p1 = write_file(&dir, "sdb.blktrace.1", &cpu1);
+    // Both per-CPU files named (as the shell expands sdb.blktrace.*): the capture is read
+    // once, with a note, not once per file (issue 25, item 18: 218 requests for 109).
+    let count = |paths: &[String]| {
+        let v: serde_json::Value = serde_json::from_str(
+            &ssdlab_trace::replay::stats_json(paths, Default::default()).unwrap(),
+        )
+        .unwrap();
+        (v["stats"]["requests"].clone(), v["notes"].clone())
+    };
+    let (one, _) = count(std::slice::from_ref(&p0));
+    let (both, notes) = count(&[p0.clone(), p1.clone()]);
+    assert_eq!(one, 2, "{one}");
+    assert_eq!(both, one);
+    assert!(notes.to_string().contains("already reads"), "{notes}");
     let r = Records::open(&p0, ReaderOptions::default(), true).unwrap();
     assert_eq!(r.format, TraceFormat::Blktrace);
     let recs: Vec<_> = r.collect::<Result<_, _>>().unwrap();
