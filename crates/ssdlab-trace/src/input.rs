@@ -114,7 +114,7 @@ pub fn blktrace_siblings(path: &Path) -> Vec<PathBuf> {
 }
 
 /// The format of a trace from its first bytes: blktrace's magic, or its first 20 lines.
-pub fn detect_file(path: &Path) -> Result<TraceFormat, String> {
+pub fn detect_file(path: &Path, tolerant: bool) -> Result<TraceFormat, String> {
     let shown = path.display();
     let (mut head, compression) = open_file(path)?;
     let mut first = Vec::new();
@@ -154,7 +154,12 @@ pub fn detect_file(path: &Path) -> Result<TraceFormat, String> {
         return Err(format!("{shown}: the trace is empty"));
     }
     let refs: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
-    detect(&refs).ok_or_else(|| {
+    let found = if tolerant {
+        crate::formats::detect_tolerant(&refs)
+    } else {
+        detect(&refs)
+    };
+    found.ok_or_else(|| {
         format!(
             "{shown}: cannot tell the trace format from its first lines; give --format ({}) or map the columns with --columns",
             TraceFormat::NAMES
@@ -190,7 +195,7 @@ impl Records {
     pub fn open(path: &str, mut options: ReaderOptions, detect: bool) -> Result<Records, String> {
         let p = Path::new(path);
         if detect {
-            options.format = detect_file(p)?;
+            options.format = detect_file(p, options.skip_bad_lines)?;
         }
         if options.format == TraceFormat::Columns && options.columns.is_none() {
             return Err("the columns format needs --columns".into());

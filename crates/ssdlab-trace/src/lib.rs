@@ -28,7 +28,7 @@ use std::fmt;
 use std::io::BufRead;
 
 pub use columns::ColumnSpec;
-pub use formats::{detect, header, write_record};
+pub use formats::{detect, detect_tolerant, header, write_record};
 
 /// Trace formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -335,7 +335,28 @@ impl<R: BufRead> Iterator for TraceReader<R> {
                 }
             }
             self.line_number += 1;
-            match formats::parse_line(self) {
+            let before = self.ready.len();
+            let parsed = formats::parse_line(self).and_then(|()| {
+                // A request whose end lies beyond 2^64 bytes is no request a device took; it
+                // used to be capped silently (issue 25, item 22).
+                match self
+                    .ready
+                    .iter()
+                    .skip(before)
+                    .find(|r| r.offset_bytes.checked_add(r.length_bytes).is_none())
+                {
+                    None => Ok(()),
+                    Some(r) => {
+                        let msg = format!(
+                            "offset {} + length {} bytes ends beyond 2^64 bytes; accepted: requests that end within 2^64 bytes",
+                            r.offset_bytes, r.length_bytes
+                        );
+                        self.ready.truncate(before);
+                        Err(msg)
+                    }
+                }
+            });
+            match parsed {
                 Ok(()) => {}
                 Err(message) => {
                     if self.options.skip_bad_lines {
