@@ -48,6 +48,10 @@ def test_offsets_near_2_64_and_queue_depths_out_of_range_are_clear_errors(tmp_pa
     assert p.returncode == 2 and "beyond the drive" in p.stderr and "Traceback" not in p.stderr
     p = run_cli("replay", "--drive", "crucial-m500-120", far, "--wrap", "--quiet")
     assert p.returncode == 0 and "1 requests wrapped" in p.stdout, p.stderr
+    # Issue 25, item 22: its end lies beyond 2^64 bytes; trace stats said nothing of the cap.
+    p = run_cli("trace", "stats", far, "--json")
+    assert p.returncode == 0, p.stderr
+    assert any("1 requests end beyond 2^64 bytes" in n for n in json.loads(p.stdout)["notes"]), p.stdout
     for qd in ("-1", "5000000000", "abc"):
         p = run_cli("replay", "--drive", "crucial-m500-120", far, "--mode", "qd", "--qd", qd)
         assert p.returncode == 2 and "--qd" in p.stderr and "Traceback" not in p.stderr, p.stderr
@@ -255,6 +259,14 @@ def test_trace_stats_cli(tmp_path):
     assert p.returncode == 0 and "recorded QD" in p.stdout and "4K 75%" in p.stdout
     p = run_cli("trace", "stats", tmp_path / "missing.csv")
     assert p.returncode == 2 and "cannot open" in p.stderr
+    # Issue 25, item 22: nothing to describe is an error, with the reason (exit 0 before).
+    header = write(tmp_path, "h.csv", lines[0] + "\n")
+    p = run_cli("trace", "stats", header)
+    assert p.returncode == 2 and "no requests to describe" in p.stderr and "header only" in p.stderr, p.stderr
+    bad = write(tmp_path, "b.csv", lines[0] + "\n" + "x,hm,0,Read,zz,4096,1\n" * 3)
+    p = run_cli("trace", "stats", bad, "--format", "msr", "--skip-bad-lines")
+    assert p.returncode == 2 and "every one of its 3 request lines was malformed" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
 
 
 def test_trace_stats_compares_a_look_alike_with_the_published_figures(tmp_path):

@@ -335,27 +335,7 @@ impl<R: BufRead> Iterator for TraceReader<R> {
                 }
             }
             self.line_number += 1;
-            let before = self.ready.len();
-            let parsed = formats::parse_line(self).and_then(|()| {
-                // A request whose end lies beyond 2^64 bytes is no request a device took; it
-                // used to be capped silently (issue 25, item 22).
-                match self
-                    .ready
-                    .iter()
-                    .skip(before)
-                    .find(|r| r.offset_bytes.checked_add(r.length_bytes).is_none())
-                {
-                    None => Ok(()),
-                    Some(r) => {
-                        let msg = format!(
-                            "offset {} + length {} bytes ends beyond 2^64 bytes; accepted: requests that end within 2^64 bytes",
-                            r.offset_bytes, r.length_bytes
-                        );
-                        self.ready.truncate(before);
-                        Err(msg)
-                    }
-                }
-            });
+            let parsed = formats::parse_line(self);
             match parsed {
                 Ok(()) => {}
                 Err(message) => {

@@ -306,11 +306,34 @@ pub fn stats_json(paths: &[String], options: TraceOptions) -> Result<String, Str
     if let Some(e) = sources.error.take() {
         return Err(e);
     }
+    let beyond = b.ends_beyond_2_64;
     let stats = b.finish();
+    let mut notes = sources.notes();
+    if beyond > 0 {
+        // They used to be capped silently (issue 25, item 22).
+        notes.push(format!(
+            "{beyond} requests end beyond 2^64 bytes: counted as ending at 2^64 in the footprint and sequentiality; a replay refuses them (beyond any drive) unless --wrap"
+        ));
+    }
+    if stats.requests == 0 {
+        // Nothing to describe: say why, instead of a table of zeros and exit 0 (issue 25, 22).
+        let why = match (sources.bad_lines(), other) {
+            (0, 0) => "no request lines (a header only, or nothing but comments)".to_string(),
+            (bad, 0) => format!(
+                "every one of its {bad} request lines was malformed and skipped (--skip-bad-lines)"
+            ),
+            (0, o) => format!("all {o} of its requests are on other devices than --device"),
+            (bad, o) => format!("{bad} malformed lines skipped and {o} requests on other devices"),
+        };
+        return Err(format!(
+            "{}: no requests to describe: {why}; accepted: a trace with at least one request",
+            paths.join(", ")
+        ));
+    }
     Ok(serde_json::json!({
         "files": paths,
         "formats": formats,
-        "notes": sources.notes(),
+        "notes": notes,
         "bad_lines_skipped": sources.bad_lines(),
         "other_devices_skipped": other,
         "stats": stats,

@@ -173,6 +173,8 @@ pub struct StatsBuilder {
     depth_one: u64,
     service: LogHistogram,
     lba_first: Option<u64>,
+    /// Requests whose end lies beyond 2^64 bytes (counted as ending there).
+    pub ends_beyond_2_64: u64,
     lba_end: u64,
     all: Footprint,
     written: Footprint,
@@ -189,6 +191,7 @@ impl StatsBuilder {
         self.ops[op].requests += 1;
         self.ops[op].bytes += r.length_bytes;
         let end = r.offset_bytes.saturating_add(r.length_bytes);
+        self.ends_beyond_2_64 += r.offset_bytes.checked_add(r.length_bytes).is_none() as u64;
         if r.kind != OpKind::Trim {
             *self.sizes.entry(r.length_bytes).or_default() += 1;
             let class = (64 - (r.length_bytes.max(1) - 1).leading_zeros()) as usize;

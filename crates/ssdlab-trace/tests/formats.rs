@@ -429,22 +429,6 @@ fn an_endless_garbage_line_is_shown_by_its_start_only() {
     );
 }
 
-/// Issue 25, item 22: a request ending beyond 2^64 bytes was capped silently; it is a bad
-/// line now (named, with what is accepted), skipped with --skip-bad-lines.
-#[test]
-fn a_request_ending_beyond_2_to_the_64_bytes_is_a_bad_line() {
-    let text = "128166372003061629,hm,0,Read,8192,4096,100\n128166372003061630,hm,0,Write,18446744073709551615,4096,100\n128166372003061631,hm,0,Read,0,512,100\n";
-    let e = read_all(text, opts(TraceFormat::MsrCsv)).unwrap_err();
-    assert_eq!(e.line_number, 2);
-    assert!(e.message.contains("beyond 2^64 bytes"), "{}", e.message);
-    let mut o = opts(TraceFormat::MsrCsv);
-    o.skip_bad_lines = true;
-    let mut r = TraceReader::new(text.as_bytes(), o);
-    let recs: Vec<_> = r.by_ref().collect::<Result<_, _>>().unwrap();
-    assert_eq!(recs.len(), 2);
-    assert_eq!(r.bad_lines, 1);
-}
-
 /// Issue 25, item 22: one bad byte among the first lines stopped format detection even with
 /// --skip-bad-lines; with it, a format that fits three lines in four is taken and the bad
 /// line skipped.
