@@ -437,8 +437,8 @@ class Drive:
             raise SsdlabError(f"{' + '.join(paths)}: no requests in the trace ({outcome['records']:,} records read)")
         notes = list(outcome["notes"])
         if mapping["out_of_order"]:
-            notes.append(f"{mapping['out_of_order']:,} requests arrive before the request above them "
-                         "(timestamps out of order): they are sent at once, in file order; "
+            notes.append(f"{mapping['out_of_order']:,} requests arrive earlier than the latest arrival above them "
+                         "(timestamps out of order; `trace stats` counts the same): they are sent at once, in file order; "
                          "--sort replays the trace in time order")
         faults = {k: v - faults_before[k] for k, v in self.fault_counters().items()}
         summary.update({

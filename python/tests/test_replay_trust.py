@@ -74,6 +74,21 @@ def test_out_of_order_timestamps_are_noted_and_sort_replays_in_time_order(tmp_pa
     assert ordered["elapsed_s"] > 0.399
 
 
+def test_trace_stats_and_replay_count_out_of_order_requests_alike(tmp_path, small_toml):
+    """Issue 25, item 20: `trace stats` counted requests earlier than the one before them,
+    the replay those earlier than the latest arrival before them (144 vs 1,297 on one trace).
+    One definition now (the latest arrival before it), stated in both."""
+    arrivals = [0, 100_000, 50_000, 60_000, 70_000, 200_000]  # 3 arrive before 100 us
+    trace = write(tmp_path, "ooo.trace", "".join(f"{t} 0 {i * 64} 8 0\n" for i, t in enumerate(arrivals)))
+    p = run_cli("trace", "stats", trace, "--json", "--time-unit", "ns")
+    assert p.returncode == 0, p.stderr
+    stats = json.loads(p.stdout)["stats"]
+    d = Drive.from_toml(small_toml)
+    replay = d.replay(trace, "timed", time_unit="ns").summary
+    assert stats["out_of_order"] == replay["out_of_order"] == 3
+    assert any("latest arrival above them" in n for n in replay["notes"]), replay["notes"]
+
+
 def test_time_units_are_stated_and_chosen(tmp_path, small_toml):
     d = Drive.from_toml(small_toml)
     disksim = write(tmp_path, "d.trace", "0.000 0 100 8 1\n2.500 0 200 8 1\n")  # DiskSim: ms with decimals

@@ -55,7 +55,8 @@ pub struct MapCounts {
     pub wrapped: u64,
     /// Requests with no recorded service time (their recorded depth is unknown).
     pub without_service_time: u64,
-    /// Requests that arrive before the request above them in the trace.
+    /// Requests that arrive earlier than the latest arrival above them in the trace (`trace
+    /// stats` counts the same).
     pub out_of_order: u64,
 }
 

@@ -115,7 +115,7 @@ def _stats(args: argparse.Namespace) -> int:
         ("time span", f"{s['span_s']:,.3f} s from {s['first_arrival_s']:,.6f} s"),
         ("inter-arrival", f"mean {s['interarrival_us_mean']:,.1f} us, p50 {s['interarrival_us_p50']:,.1f} us, "
                           f"p99 {s['interarrival_us_p99']:,.1f} us"),
-        ("out of order", f"{s['out_of_order']:,} requests arrive before the one above them"),
+        ("out of order", f"{s['out_of_order']:,} requests arrive earlier than the latest arrival above them"),
     ]
     if s["recorded_qd_mean"] is not None:
         rows += [("recorded QD", f"mean {s['recorded_qd_mean']:.2f}, max {s['recorded_qd_max']}, "
