@@ -778,7 +778,7 @@ mod tests {
     #[test]
     fn flushed_data_survives_a_cut_because_the_superseded_copy_is_kept() {
         for protection in [PowerLossProtection::Map, PowerLossProtection::None] {
-            let name = format!("{protection:?}").to_lowercase();
+            let name = protection.name();
             let dir = std::env::temp_dir()
                 .join(format!("ssdlab-crash-hold-{name}-{}", std::process::id()));
             let mut opts = options(200, 11, 1000, true);

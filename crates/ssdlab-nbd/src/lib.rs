@@ -384,23 +384,19 @@ impl Server {
                 .spawn(move || {
                     let run = std::panic::AssertUnwindSafe(|| engine.run(engine_rx));
                     let stats = std::panic::catch_unwind(run).unwrap_or_else(|_| {
-                        // A bug in the simulation: no command will be answered any more, so
-                        // close every connection rather than leave clients waiting.
                         eprintln!("ssdlab serve: internal error in the simulation thread (message above); closing every connection");
-                        stop.store(true, Ordering::SeqCst);
-                        failed.store(true, Ordering::SeqCst);
-                        for o in registry.lock().expect("registry").iter() {
-                            o.stream.shutdown();
-                        }
                         ServeStats {
                             store_error: "internal error in the simulation thread".into(),
                             ..ServeStats::default()
                         }
                     });
-                    // The store failed (a full or failing disk): the engine stopped; the
-                    // server has failed too (its process exits non-zero).
-                    if !stats.store_error.is_empty() && !failed.swap(true, Ordering::SeqCst) {
+                    // A bug in the simulation, or a store that failed (a full or failing
+                    // disk): no command will be answered any more, so every connection is
+                    // closed rather than left waiting, and the server has failed (its process
+                    // exits non-zero).
+                    if !stats.store_error.is_empty() {
                         stop.store(true, Ordering::SeqCst);
+                        failed.store(true, Ordering::SeqCst);
                         for o in registry.lock().expect("registry").iter() {
                             o.stream.shutdown();
                         }

@@ -860,17 +860,37 @@ fn a_read_only_export_refuses_writes_and_says_so() {
     assert_eq!((stats.errors, stats.writes, stats.reads), (3, 0, 1));
 }
 
-/// `--power-cut-after`: the server cuts the power after N commands, drops every connection,
-/// rebuilds the drive from its store and serves it again; what survives is what the drive's
-/// protection promises (full: every acknowledged write; map: what a FLUSH covered).
-fn power_cut_run(protection: ssdlab_core::config::PowerLossProtection, name: &str) -> Vec<u64> {
-    let dir = temp_socket(&format!("cut-store-{name}"));
+/// The example drive with `protection`, on a new store: (store dir, socket path, drive, store).
+fn example_on_new_store(
+    protection: ssdlab_core::config::PowerLossProtection,
+    name: &str,
+) -> (PathBuf, PathBuf, Device, crate::disk::DiskUnits) {
+    let dir = temp_socket(&format!("{name}-store"));
     let _ = std::fs::remove_dir_all(&dir);
-    let path = temp_socket(&format!("cut-{name}.sock"));
+    let path = temp_socket(&format!("{name}.sock"));
     let mut cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
     cfg.controller.power_loss_protection = protection;
     let mut dev = Device::new(&cfg, 3).unwrap();
     let (disk, _) = crate::disk::mount(&dir, &mut dev, "example-small", false).unwrap();
+    (dir, path, dev, disk)
+}
+
+/// Wait (bounded: 2000 x 10 ms) until the server reports failure; whether it did.
+fn reports_failure(server: &Server) -> bool {
+    for _ in 0..2000 {
+        if server.failed() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+/// `--power-cut-after`: the server cuts the power after N commands, drops every connection,
+/// rebuilds the drive from its store and serves it again; what survives is what the drive's
+/// protection promises (full: every acknowledged write; map: what a FLUSH covered).
+fn power_cut_run(protection: ssdlab_core::config::PowerLossProtection, name: &str) -> Vec<u64> {
+    let (dir, path, dev, disk) = example_on_new_store(protection, &format!("cut-{name}"));
     let mut sc = config(&path, Pace::None, HANDSHAKE_TIMEOUT);
     sc.power_cut_after = Some(64 + 1 + 64);
     sc.store_dir = Some(dir.clone());
@@ -953,13 +973,8 @@ fn a_failing_store_stops_the_server_and_says_what_the_protection_keeps() {
             "lost at the next start, as at a power cut of this drive (map",
         ),
     ] {
-        let dir = temp_socket(&format!("store-full-{protection:?}"));
-        let _ = std::fs::remove_dir_all(&dir);
-        let path = temp_socket(&format!("full-{protection:?}.sock"));
-        let mut cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
-        cfg.controller.power_loss_protection = protection;
-        let mut dev = Device::new(&cfg, 3).unwrap();
-        let (mut disk, _) = crate::disk::mount(&dir, &mut dev, "example-small", false).unwrap();
+        let (dir, path, dev, mut disk) =
+            example_on_new_store(protection, &format!("full-{protection:?}"));
         // The disk fills after this many file writes: every later write fails.
         disk.writes_left = Some(400);
         let store = crate::store::DataStore::on_disk(disk);
@@ -980,14 +995,8 @@ fn a_failing_store_stops_the_server_and_says_what_the_protection_keeps() {
             failed_reply,
             "{protection:?}: a write past the full disk was acknowledged"
         );
-        for _ in 0..2000 {
-            if server.failed() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
         assert!(
-            server.failed(),
+            reports_failure(&server),
             "{protection:?}: the failure is not reported"
         );
         let stats = server.shutdown();
@@ -1010,14 +1019,8 @@ fn an_internal_error_in_the_simulation_closes_every_connection_and_is_reported()
     let mut rest = Vec::new();
     c.s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let _ = c.s.read_to_end(&mut rest);
-    // Reported once the thread has closed the connections (bounded: 2000 x 10 ms).
-    for _ in 0..2000 {
-        if server.failed() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(server.failed(), "not reported");
+    // Reported once the thread has closed the connections.
+    assert!(reports_failure(&server), "not reported");
     let stats = server.shutdown();
     assert!(stats.store_error.contains("internal error"), "{stats:?}");
 }

@@ -447,8 +447,10 @@ impl Ftl {
         } = first;
         let end = first + count;
         let mut lba = first;
+        // The erase hold can make the host wait only where data is kept (a journal) and time runs.
+        let may_wait = self.hold.enabled && self.map.records_changes() && sink.timed();
         while lba < end {
-            if self.hold.enabled && self.host_must_wait(sink) {
+            if may_wait && self.host_must_wait() {
                 self.program_pinned_pus(sink);
                 return lba - first;
             }
@@ -483,24 +485,14 @@ impl Ftl {
     /// The erase hold makes the host wait: the next host unit needs a new block on a die with
     /// fewer than two free, while host data not yet programmed superseded copies that
     /// collecting might have to erase.
-    fn host_must_wait<S: NandSink>(&self, sink: &S) -> bool {
+    fn host_must_wait(&self) -> bool {
         let d = &self.dies[self.host_die as usize];
-        self.map.records_changes()
-            && d.host.block == NONE
-            && d.free.len() < 2
-            && self.hold.outstanding() > 0
-            && sink.timed()
+        d.host.block == NONE && d.free.len() < 2 && self.hold.outstanding() > 0
     }
 
     /// Program every open host PU holding data that pins a block (padded, as for a FLUSH).
     fn program_pinned_pus<S: NandSink>(&mut self, sink: &mut S) {
-        for die in 0..self.geometry.dies {
-            let ob = self.dies[die as usize].host;
-            if ob.block != NONE && ob.fill > 0 && self.hold.pins_open(die) {
-                self.counters.padding_units += (self.geometry.units_per_pu - ob.fill) as u64;
-                self.program_pu(die, Stream::Host, sink);
-            }
-        }
+        self.program_partial_host_pus(sink, |hold, die| hold.pins_open(die));
     }
 
     /// TRIM one logical unit: it maps to nothing and reads as zeros. `tag` is the command's.
@@ -527,9 +519,18 @@ impl Ftl {
     /// Program every partially filled host PU now (padding the rest), so that all
     /// acknowledged data is on the NAND: FLUSH and FUA.
     pub fn flush<S: NandSink>(&mut self, sink: &mut S) {
+        self.program_partial_host_pus(sink, |_, _| true);
+    }
+
+    /// Program the partly filled host PU of each die `pick` names (padding the rest).
+    fn program_partial_host_pus<S: NandSink>(
+        &mut self,
+        sink: &mut S,
+        pick: impl Fn(&hold::EraseHold, u32) -> bool,
+    ) {
         for die in 0..self.geometry.dies {
             let ob = self.dies[die as usize].host;
-            if ob.block != NONE && ob.fill > 0 {
+            if ob.block != NONE && ob.fill > 0 && pick(&self.hold, die) {
                 self.counters.padding_units += (self.geometry.units_per_pu - ob.fill) as u64;
                 self.program_pu(die, Stream::Host, sink);
             }
@@ -540,11 +541,6 @@ impl Ftl {
     /// (see [`hold`]): for drives whose power-loss protection is not `full`.
     pub fn set_erase_hold(&mut self, on: bool) {
         self.hold.enabled = on;
-    }
-
-    /// Victims whose erase waits for host programs (see [`hold`]).
-    pub fn blocks_held(&self) -> usize {
-        self.hold.waiting.len()
     }
 
     /// A host program on `die` is done (its `ProgramDone`): the blocks it held are erased.

@@ -58,7 +58,7 @@ impl Io {
                 P::Full => "every write acknowledged before this is kept (full power-loss protection)".to_string(),
                 p => format!(
                     "writes made durable by a completed FLUSH or FUA before this are kept; acknowledged writes the drive had not yet programmed are lost at the next start, as at a power cut of this drive ({} power-loss protection)",
-                    format!("{p:?}").to_lowercase()
+                    p.name()
                 ),
             };
             let msg = format!("the data store failed: {e}; stopping: {kept}");
