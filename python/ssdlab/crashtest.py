@@ -4,9 +4,11 @@ Each cycle runs seeded writes, overwrites, TRIMs, FLUSH and FUA on the modelled 
 several commands in flight) with its data in an on-disk store, cuts the power at a random
 instant, applies what the drive's `controller.power_loss_protection` says survives (full: all
 acknowledged writes; map: running programs finish, buffered host data is lost; none: running
-programs are lost too and an interrupted upper-page program corrupts its paired lower page),
-rebuilds the drive from the store as its firmware does at power-on, and checks every unit
-against a shadow copy. Violations are classified as in Zheng et al., FAST'13. The harness
+programs are lost too and an interrupted upper-page program corrupts its paired lower page;
+a lost write falls back to the copy it superseded, which the drive keeps until that write is
+programmed, so data a FLUSH or FUA made durable survives), rebuilds the drive from the store as
+its firmware does at power-on, and checks every unit against a shadow copy (zeros where
+flushed data was are a violation). Violations are classified as in Zheng et al., FAST'13. The harness
 itself is Rust (crates/ssdlab-nbd/src/crash.rs).
 """
 
