@@ -199,6 +199,19 @@ class ReplayResult:
         return paths
 
 
+def _checked_dicts(jobs):
+    """Jobs given as dicts become Jobs; a dict with a field Job lacks is a clear error."""
+    out = []
+    for j in jobs:
+        if isinstance(j, dict):
+            try:
+                j = Job(**j)
+            except TypeError as e:
+                raise SsdlabError(f"job: {e}") from None
+        out.append(j)
+    return out
+
+
 class Drive:
     """A simulated drive.
 
@@ -315,25 +328,47 @@ class Drive:
     def run(self, job: Job | dict, progress: bool = False) -> Result:
         """Run one job to its end and return what it measured. `progress`: True for a progress
         line on stderr, or an object with update(sim_s, ios, fraction) and close()."""
-        if isinstance(job, dict):
+        return self.run_together([job], progress=progress)[0]
+
+    def run_together(self, jobs: "list[Job | dict]", wait_for: "list[int | None] | None" = None,
+                     progress: bool = False) -> list[Result]:
+        """Run `jobs` at once on the drive, as fio runs the jobs of a file between two
+        stonewalls, and return what each measured (its own IOs over its own span; the
+        drive-wide figures of each summary, such as write amplification, are the drive's over
+        that span). `wait_for[i]`: the index of an earlier job whose end starts job i (fio's
+        wait_for), or None; each job's `startdelay_s` counts from there (or from now)."""
+        jobs = _checked_dicts(jobs)
+        after = list(wait_for) if wait_for is not None else [None] * len(jobs)
+        if len(after) != len(jobs):
+            raise SsdlabError(f"wait_for: {len(after)} entries for {len(jobs)} jobs; give one per job")
+        texts = []
+        for job in jobs:
             try:
-                job = Job(**job)
-            except TypeError as e:
-                raise SsdlabError(f"job: {e}") from None
+                text = job.to_json()
+                self._sim.check_job(text)
+            except ValueError as e:
+                raise SsdlabError(f"job '{job.name}': {e}") from None
+            texts.append(text)
         try:
-            self._sim.start_job(job.to_json())
-        except ValueError as e:
-            raise SsdlabError(f"job '{job.name}': {e}") from None
-        bar = progress if hasattr(progress, "update") else Progress(f"{self.name} {job.name}", enabled=progress)
+            self._sim.start_jobs(texts, after)
+        except (ValueError, TypeError, OverflowError) as e:
+            raise SsdlabError(f"jobs {', '.join(j.name for j in jobs)}: {e}") from None
+        names = " + ".join(j.name for j in jobs)
+        bar = progress if hasattr(progress, "update") else Progress(f"{self.name} {names}", enabled=progress)
         try:
             while not self._sim.advance(1.0):
                 bar.update(*self._sim.progress())
         finally:
             bar.close()
-        result = Result._from_json(*self._sim.finish_job())
-        # What produced it, so a summary.json stands on its own.
-        result.summary["run"] = self._provenance() | {"job": json.loads(job.to_json())}
-        return result
+        results = []
+        for job, (summary, series) in zip(jobs, self._sim.finish_job()):
+            result = Result._from_json(summary, series)
+            # What produced it, so a summary.json stands on its own.
+            result.summary["run"] = self._provenance() | {"job": json.loads(job.to_json())}
+            if len(jobs) > 1:
+                result.summary["run"]["ran_with"] = [j.name for j in jobs if j is not job]
+            results.append(result)
+        return results
 
     def _provenance(self) -> dict:
         from . import __version__

@@ -17,7 +17,7 @@ from . import __version__
 
 # Job fields -> fio option names (the Job dataclass follows fio's names otherwise).
 _OPTION_NAMES = {"runtime_s": "runtime", "log_interval_s": "log_avg_msec", "ramp_time_s": "ramp_time",
-                 "ss_dur_s": "ss_dur", "ss_ramp_s": "ss_ramp"}
+                 "ss_dur_s": "ss_dur", "ss_ramp_s": "ss_ramp", "startdelay_s": "startdelay"}
 
 
 def _lat(o: dict, percentiles: bool) -> dict:
@@ -59,7 +59,7 @@ def _op(o: dict, elapsed_s: float, iops_series=None, mb_series=None, bins: dict 
     return out
 
 
-def fio_job(result, job=None, drive=None, plus: bool = False) -> dict:
+def fio_job(result, job=None, drive=None, plus: bool = False, groupid: int = 0) -> dict:
     """One job of fio's JSON from a `Result` (and the `Job` that produced it); `plus`: json+
     (clat_ns carries its histogram as "bins")."""
     s = result.summary
@@ -80,7 +80,7 @@ def fio_job(result, job=None, drive=None, plus: bool = False) -> dict:
         options["filename"] = f"ssdlab:{drive}"
     col = {op: (series.get(f"{op}_iops"), series.get(f"{op}_mb_per_s")) for op in ("read", "write")}
     return {
-        "jobname": s.get("name", "job"), "groupid": 0, "error": 0, "eta": 0, "elapsed": round(elapsed),
+        "jobname": s.get("name", "job"), "groupid": groupid, "error": 0, "eta": 0, "elapsed": round(elapsed),
         "job options": options,
         "read": _op(s["read"], elapsed, *col["read"], bins=result.bins.get("read", {}) if plus else None),
         "write": _op(s["write"], elapsed, *col["write"], bins=result.bins.get("write", {}) if plus else None),

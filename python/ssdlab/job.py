@@ -26,6 +26,8 @@ class Job:
         or ``number_ios`` bound the job)
     runtime_s : simulated seconds
     ramp_time_s : simulated seconds run before anything is measured (fio's ramp_time)
+    startdelay_s : simulated seconds after the start of its group (or after the job it waits
+        for) before the job issues anything (fio's startdelay)
     numjobs : copies of the job at once, each its own random stream and queue of ``iodepth``;
         reported together, as fio's group_reporting does
     ss, ss_dur_s, ss_ramp_s : fio's steady-state detection ("iops:0.3%", "iops_slope:0.1%",
@@ -51,6 +53,7 @@ class Job:
     randseed: int = 0
     log_interval_s: float = 1.0
     ramp_time_s: float = 0.0
+    startdelay_s: float = 0.0
     numjobs: int = 1
     ss: str | None = None
     ss_dur_s: float = 0.0
@@ -121,6 +124,7 @@ _OPTIONS = {
     "io_limit": ("io_size", str),
     "runtime": ("runtime_s", _seconds),
     "ramp_time": ("ramp_time_s", _seconds),
+    "startdelay": ("startdelay_s", _seconds),
     "numjobs": ("numjobs", _int),
     "ss": ("ss", str),
     "steadystate": ("ss", str),
@@ -140,7 +144,7 @@ _OPTIONS = {
 _IGNORED = {
     "direct", "ioengine", "filename", "group_reporting", "buffered", "norandommap",
     "randrepeat", "thread", "refill_buffers", "buffer_compress_percentage",
-    "invalidate", "stonewall", "new_group", "write_bw_log", "write_iops_log", "write_lat_log",
+    "invalidate", "write_bw_log", "write_iops_log", "write_lat_log",
     "per_job_logs", "log_offset", "lat_percentiles", "clat_percentiles", "percentile_list",
     "description", "kb_base", "unit_base", "zero_buffers", "directory",
 }
@@ -193,9 +197,62 @@ def _expand(line: str) -> str:
     return line
 
 
+# Options that place a job among the others of its file rather than describe its IO.
+_PLACEMENT = {"stonewall", "wait_for_previous", "new_group", "wait_for"}
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a job of a fio file runs among the others, as fio reads it: `stonewall` (it
+    waits for every job before it to end; so does everything after it), `new_group` (it
+    starts a new reporting group; a stonewall implies one), `wait_for` (it starts when that
+    earlier job ends). Without any, fio starts every job of a file at once."""
+
+    stonewall: bool = False
+    new_group: bool = False
+    wait_for: str | None = None
+
+
+@dataclass
+class Step:
+    """Jobs that run together on the drive (fio's jobs between two stonewalls): for each,
+    the index in `jobs` of the job it waits for (or None) and fio's reporting group id."""
+
+    jobs: list[Job]
+    after: list[int | None]
+    groupids: list[int]
+
+
+def schedule(jobs: list[Job]) -> list[Step]:
+    """The jobs of a file in fio's order of execution: runs of jobs started together, a new
+    run at each stonewall; `wait_for` within a run delays a job until the named one ends (a
+    job before the last stonewall has ended already). Jobs made in Python (no placement) all
+    run together, as fio runs the sections of a file."""
+    steps: list[Step] = []
+    groupid, in_group = 0, 0
+    for job in jobs:
+        place = getattr(job, "_placement", Placement())
+        if (place.stonewall or place.new_group) and in_group:
+            groupid, in_group = groupid + 1, 0
+        if place.stonewall or not steps:
+            steps.append(Step([], [], []))
+        step = steps[-1]
+        after = None
+        if place.wait_for is not None:
+            names = [j.name for j in step.jobs]
+            after = names.index(place.wait_for) if place.wait_for in names else None
+        step.jobs.append(job)
+        step.after.append(after)
+        step.groupids.append(groupid)
+        in_group += 1
+    return steps
+
+
 def parse_fio(text: str, source: str = "<job file>") -> list[Job]:
-    """Parse fio's INI job format: [global] applies to every job; each other section is a job,
-    run one after another (as with stonewall)."""
+    """Parse fio's INI job format: [global] applies to every job; each other section is a job.
+    Every option the model does not take is reported at once, each with its line. Where each
+    job runs among the others (stonewall, new_group, wait_for) is kept with it for
+    `schedule`."""
     global_opts: list[tuple[int, str, str | None]] = []
     jobs: list[tuple[str, int, list[tuple[int, str, str | None]]]] = []
     current: list | None = None
@@ -227,16 +284,53 @@ def parse_fio(text: str, source: str = "<job file>") -> list[Job]:
         current.append((lineno, key, value.strip() if sep else None))
     if not jobs:
         raise SsdlabError(f"{source}: no job section; expected at least one [jobname] section")
-    result = []
-    for name, _line, opts in jobs:
+    result: list[Job] = []
+    problems: list[str] = []  # every problem of the file, once each, in line order
+    for name, lineno, opts in jobs:
         job = Job(name=name)
         job._where = {}  # Job field -> file:line that set it, for errors found later
+        place: dict = {}
         for opt_line, key, value in global_opts + opts:
-            _apply(job, key, value, f"{source}:{opt_line}")
+            where = f"{source}:{opt_line}"
+            try:
+                if key in _PLACEMENT:
+                    _place(place, key, value, where, [j.name for j in result])
+                else:
+                    _apply(job, key, value, where)
+            except SsdlabError as e:
+                if str(e) not in problems:
+                    problems.append(str(e))
+                continue
             if key in _OPTIONS:
-                job._where[_OPTIONS[key][0]] = f"{source}:{opt_line}"
+                job._where[_OPTIONS[key][0]] = where
+        job._placement = Placement(**place)
         result.append(job)
+    if len(problems) == 1:
+        raise SsdlabError(problems[0])
+    if problems:
+        problems.sort(key=_line_of)
+        raise SsdlabError(f"{source}: {len(problems)} options are not accepted:\n  " + "\n  ".join(problems))
     return result
+
+
+def _line_of(message: str) -> int:
+    m = re.match(r".*?:(\d+): ", message)
+    return int(m.group(1)) if m else 0
+
+
+def _place(place: dict, key: str, value: str | None, where: str, earlier: list[str]) -> None:
+    """A placement option into `place` (Placement's fields)."""
+    if key == "wait_for":
+        if not value:
+            raise SsdlabError(f"{where}: wait_for needs a job name (wait_for=NAME)")
+        if value not in earlier:
+            raise SsdlabError(f"{where}: wait_for={value}: no job '{value}' before this one; "
+                              f"accepted: the name of an earlier section ({', '.join(earlier) or 'none yet'}), "
+                              "as fio requires")
+        place["wait_for"] = value
+        return
+    on = True if value is None else _bool(value)
+    place["new_group" if key == "new_group" else "stonewall"] = on
 
 
 def job_error(job: Job, message: str) -> SsdlabError:

@@ -343,7 +343,7 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
     }
 
     pub fn finish(self, dev: &Device) -> (ReplaySummary, IntervalSeries) {
-        let (src, mut rec) = (self.source, self.session.rec);
+        let (src, mut rec) = (self.source, self.session.meter.rec);
         rec.close_all(dev);
         let elapsed_s = rec.elapsed_ns() as f64 / NS_PER_S as f64;
         let class = |ops: &OpStats, busy: &Busy| {

@@ -49,6 +49,11 @@ pub trait Source {
     /// Intervals closed (measurement only); the device's clock is `now`.
     fn intervals_closed(&mut self, _rec: &Recorder, _now: SimTime) {}
 
+    /// The device is about to process the event at `t` (after the session's own recorder
+    /// closed the intervals before it): a source with recorders of its own (the jobs of a
+    /// group, each measured over its own span) closes theirs here, with the same samples.
+    fn before_event(&mut self, _dev: &Device, _t: SimTime) {}
+
     /// After a step's completions and the submissions due then: is the source done?
     fn finished(&self) -> bool {
         false
@@ -73,11 +78,46 @@ pub trait Source {
     }
 }
 
-/// The run loop and its recorder.
-pub struct Session {
+/// A recorder and its ramp: nothing is recorded before `rec.start`, and the device's
+/// counters are taken again when it is reached. The session has one; a source that measures
+/// several things over their own spans (the jobs of a group) has one each.
+pub struct Meter {
     pub rec: Recorder,
     /// Before `rec.start` (a ramp): completions are not recorded.
     ramping: bool,
+}
+
+impl Meter {
+    /// Measuring `dev` from `start` (now, or later after a ramp), in intervals of `interval_ns`.
+    pub fn new(dev: &Device, start: SimTime, interval_ns: u64) -> Meter {
+        Meter {
+            rec: Recorder::new(dev, start, interval_ns),
+            ramping: start > dev.now(),
+        }
+    }
+
+    /// The device is about to process an event at `e`: end the ramp when `e` reaches the
+    /// start, close the intervals before `e`. True when intervals closed.
+    #[inline]
+    pub fn before_event(&mut self, dev: &Device, e: SimTime) -> bool {
+        if self.ramping && e >= self.rec.start {
+            // The ramp is over: what happened so far is not measured.
+            self.ramping = false;
+            self.rec.restart_counters(dev);
+        }
+        !self.ramping && self.rec.before_event(dev, e)
+    }
+
+    /// Past the ramp: completions count.
+    #[inline]
+    pub fn measuring(&self) -> bool {
+        !self.ramping
+    }
+}
+
+/// The run loop and its recorder.
+pub struct Session {
+    pub meter: Meter,
     /// How far the session has gone: the device's clock, or the end of an idle gap reached.
     clock: SimTime,
     done: bool,
@@ -90,8 +130,7 @@ impl Session {
     /// of `interval_ns`.
     pub fn new(dev: &Device, start: SimTime, interval_ns: u64) -> Session {
         Session {
-            rec: Recorder::new(dev, start, interval_ns),
-            ramping: start > dev.now(),
+            meter: Meter::new(dev, start, interval_ns),
             clock: dev.now(),
             done: false,
             completions: Vec::new(),
@@ -161,24 +200,20 @@ impl Session {
 
     /// Process the event at `e`, its completions, and the submissions due at once.
     fn step(&mut self, dev: &mut Device, source: &mut impl Source, e: SimTime) {
-        if self.ramping && e >= self.rec.start {
-            // The ramp is over: what happened so far is not measured.
-            self.ramping = false;
-            self.rec.restart_counters(dev);
-        }
         // Crossing into a new interval: sample device counters for the finished ones.
-        if !self.ramping && self.rec.before_event(dev, e) {
-            source.intervals_closed(&self.rec, dev.now());
+        if self.meter.before_event(dev, e) {
+            source.intervals_closed(&self.meter.rec, dev.now());
         }
+        source.before_event(dev, e);
         dev.step();
         source.stepped(dev);
         let now = dev.now();
-        let measured = !self.ramping;
+        let measured = self.meter.measuring();
         let mut completions = std::mem::take(&mut self.completions);
         dev.take_completions(&mut completions);
         for c in &completions {
             if source.completed(c, dev) && measured {
-                self.rec.record(c, now);
+                self.meter.rec.record(c, now);
             }
         }
         completions.clear();

@@ -206,14 +206,24 @@ impl Simulation {
         Ok(())
     }
 
-    fn start_job(&mut self, job_json: &str) -> PyResult<()> {
+    /// Start jobs that run together (fio's jobs between two stonewalls): JSON of the Job
+    /// fields each, and for each the index of an earlier job whose end it waits for (fio's
+    /// wait_for) or None. ValueError naming the job and option.
+    fn start_jobs(&mut self, jobs_json: Vec<String>, after: Vec<Option<usize>>) -> PyResult<()> {
         self.idle_check()?;
-        let job: Job =
-            serde_json::from_str(job_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let compiled = job
-            .compile(self.dev.user_bytes())
-            .map_err(PyValueError::new_err)?;
-        self.run = Some(JobRun::new(&mut self.dev, &compiled, self.seed));
+        let mut compiled = Vec::with_capacity(jobs_json.len());
+        for text in &jobs_json {
+            let job: Job =
+                serde_json::from_str(text).map_err(|e| PyValueError::new_err(e.to_string()))?;
+            compiled.push(
+                job.compile(self.dev.user_bytes())
+                    .map_err(PyValueError::new_err)?,
+            );
+        }
+        self.run = Some(
+            JobRun::group(&mut self.dev, &compiled, &after, self.seed)
+                .map_err(PyValueError::new_err)?,
+        );
         Ok(())
     }
 
@@ -243,17 +253,22 @@ impl Simulation {
         Ok(run.progress(&self.dev))
     }
 
-    /// End the current job: (summary JSON, interval series JSON).
-    fn finish_job(&mut self) -> PyResult<(String, String)> {
+    /// End the current jobs: (summary JSON, interval series JSON) of each, in order.
+    fn finish_job(&mut self) -> PyResult<Vec<(String, String)>> {
         let run = self
             .run
             .take()
             .ok_or_else(|| PyRuntimeError::new_err("no job running"))?;
-        let r = run.finish(&self.dev);
-        Ok((
-            serde_json::to_string(&r.summary).expect("summary serialises"),
-            serde_json::to_string(&r.series).expect("series serialises"),
-        ))
+        Ok(run
+            .finish(&self.dev)
+            .iter()
+            .map(|r| {
+                (
+                    serde_json::to_string(&r.summary).expect("summary serialises"),
+                    serde_json::to_string(&r.series).expect("series serialises"),
+                )
+            })
+            .collect())
     }
 
     /// Start replaying trace files (merged in time order). Returns the formats used.

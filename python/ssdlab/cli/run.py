@@ -8,7 +8,7 @@ import sys
 
 from ..drive import FAULTS_HELP, LINK_POLICIES, PRECONDITIONS, Drive, Result, describe_preset, format_faults, preset_names
 from ..errors import SsdlabError
-from ..job import Job, _seconds, job_error
+from ..job import Job, _seconds, job_error, schedule
 from .common import SEED, out_dir, power_line, whole
 
 
@@ -105,7 +105,8 @@ def _chart(result: Result, rows: int = 24, width: int = 50, column: str = "write
 
 def _print_summary(result: Result) -> None:
     s = result.summary
-    print(f"job {s['name']}: {s['elapsed_s']:.2f} simulated s")
+    together = s.get("run", {}).get("ran_with")
+    print(f"job {s['name']}: {s['elapsed_s']:.2f} simulated s" + (f" (at once with {', '.join(together)})" if together else ""))
     for op in ("read", "write", "trim"):
         o = s[op]
         if o["ios"] == 0:
@@ -140,25 +141,29 @@ def _run(args: argparse.Namespace) -> int:
                   f"{pre.summary['write']['mb_per_s']:.1f} MB/s")
     out = out_dir(args.out)
     fio_jobs = []
-    for i, job in enumerate(jobs):
-        _warn_unwritten_reads(drive, job)
-        result = drive.run(job, progress=progress)
-        if as_json:
-            from ..fio_json import fio_job
-            fio_jobs.append(fio_job(result, job, drive.name, plus=args.output_format == "json+"))
-            if out:
-                result.write(out, f"{i:02d}-{job.name}-" if len(jobs) > 1 else "")
-            continue
-        _print_summary(result)
-        if args.intervals == "all":
-            print(result.series.to_string(index=False, float_format=lambda x: f"{x:.1f}"))
-        elif args.intervals == "chart" and len(result.series) > 1:
-            main = "write_iops" if result.summary["write"]["ios"] >= result.summary["read"]["ios"] else "read_iops"
-            print(_chart(result, column=main))
-        if out:
+    i = 0
+    for step in schedule(jobs):
+        for job in step.jobs:
+            _warn_unwritten_reads(drive, job)
+        results = drive.run_together(step.jobs, step.after, progress=progress)
+        for job, result, groupid in zip(step.jobs, results, step.groupids):
             prefix = f"{i:02d}-{job.name}-" if len(jobs) > 1 else ""
-            paths = result.write(out, prefix)
-            print(f"  wrote {', '.join(str(p) for p in paths)}")
+            i += 1
+            if as_json:
+                from ..fio_json import fio_job
+                fio_jobs.append(fio_job(result, job, drive.name, plus=args.output_format == "json+", groupid=groupid))
+                if out:
+                    result.write(out, prefix)
+                continue
+            _print_summary(result)
+            if args.intervals == "all":
+                print(result.series.to_string(index=False, float_format=lambda x: f"{x:.1f}"))
+            elif args.intervals == "chart" and len(result.series) > 1:
+                main = "write_iops" if result.summary["write"]["ios"] >= result.summary["read"]["ios"] else "read_iops"
+                print(_chart(result, column=main))
+            if out:
+                paths = result.write(out, prefix)
+                print(f"  wrote {', '.join(str(p) for p in paths)}")
     if out:
         drive.erase_count_histogram().to_parquet(out / "erase_counts.parquet", index=False)
     if as_json:

@@ -1057,3 +1057,87 @@ mod invariants {
         }
     }
 }
+
+fn run_together(dev: &mut Device, jobs: &[Job], after: &[Option<usize>]) -> Vec<JobResult> {
+    let compiled: Vec<_> = jobs
+        .iter()
+        .map(|j| j.compile(dev.user_bytes()).unwrap())
+        .collect();
+    let mut run = crate::workload::JobRun::group(dev, &compiled, after, 0).unwrap();
+    while !run.advance(dev, SimTime(run.now(dev).ns() + crate::time::NS_PER_S)) {}
+    run.finish(dev)
+}
+
+/// Issue 25 item 9: the jobs of one fio file run at once unless a stonewall or wait_for says
+/// otherwise; jobs at once share the one drive (four readers of one drive do not each get
+/// what one gets alone).
+#[test]
+fn jobs_run_together_share_the_drive() {
+    let reader = |name: &str| Job {
+        name: name.into(),
+        ..job("randread", "4k", 32, 40_000)
+    };
+    let mut dev = filled(&example(), 1);
+    let alone = run(&mut dev, reader("alone")).summary.read.iops;
+    let mut dev = filled(&example(), 1);
+    let both = run_together(&mut dev, &[reader("a"), reader("b")], &[None, None]);
+    let (a, b) = (both[0].summary.read.iops, both[1].summary.read.iops);
+    assert_eq!(both[0].summary.read.ios, 40_000);
+    assert_eq!(both[1].summary.read.ios, 40_000);
+    // The drive's random-read rate is what binds: two readers split it.
+    assert!(
+        a < 0.65 * alone && b < 0.65 * alone,
+        "alone {alone}, together {a} + {b}"
+    );
+    assert!(
+        ((a + b) / alone - 1.0).abs() < 0.15,
+        "alone {alone}, together {a} + {b}"
+    );
+}
+
+/// fio's wait_for and startdelay: a job waiting for another starts at its end (the two take
+/// as long as one after the other); a start delay runs the other job alone meanwhile.
+#[test]
+fn wait_for_and_startdelay_start_a_job_later() {
+    let reader = |name: &str, n: u64| Job {
+        name: name.into(),
+        ..job("randread", "4k", 32, n)
+    };
+    let t = |dev: &Device| dev.now().ns() as f64 / crate::time::NS_PER_S as f64;
+    let mut dev = filled(&example(), 1);
+    let t0 = t(&dev);
+    let alone = run(&mut dev, reader("a", 20_000)).summary.elapsed_s;
+    let one_alone = t(&dev) - t0;
+    let mut dev = filled(&example(), 1);
+    let t0 = t(&dev);
+    let r = run_together(
+        &mut dev,
+        &[reader("a", 20_000), reader("b", 20_000)],
+        &[None, Some(0)],
+    );
+    let chained = t(&dev) - t0;
+    assert!((r[0].summary.elapsed_s / alone - 1.0).abs() < 0.02);
+    assert!((r[1].summary.elapsed_s / alone - 1.0).abs() < 0.05);
+    assert!(
+        (chained / (2.0 * one_alone) - 1.0).abs() < 0.05,
+        "one alone {one_alone} s, chained {chained} s"
+    );
+    // b starts when a is half done: a runs alone first, then shares the drive.
+    let mut dev = filled(&example(), 1);
+    let delayed = Job {
+        startdelay_s: alone / 2.0,
+        ..reader("b", 20_000)
+    };
+    let r = run_together(&mut dev, &[reader("a", 20_000), delayed], &[None, None]);
+    let a = r[0].summary.elapsed_s;
+    assert!(
+        a > alone * 1.1 && a < alone * 1.9,
+        "alone {alone} s, a with b later {a} s"
+    );
+    // Waiting jobs that never can: a job waits only for an earlier one.
+    let c = reader("a", 10).compile(dev.user_bytes()).unwrap();
+    let e = crate::workload::JobRun::group(&mut dev, &[c.clone(), c], &[Some(1), None], 0)
+        .err()
+        .unwrap();
+    assert!(e.starts_with("wait_for:"), "{e}");
+}

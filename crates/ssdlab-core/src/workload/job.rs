@@ -37,6 +37,9 @@ pub struct Job {
     /// fio's ramp_time: run this many simulated seconds before measuring anything (the
     /// runtime follows it; every result, series and counter covers the measured part only).
     pub ramp_time_s: f64,
+    /// fio's startdelay: simulated seconds after the start of its group (or after the job it
+    /// waits for) before the job issues anything; the other jobs of its group run meanwhile.
+    pub startdelay_s: f64,
     /// fio's numjobs: this many copies of the job at once on the drive, each its own random
     /// stream and its own `iodepth` queue; results are reported together (group_reporting).
     pub numjobs: u32,
@@ -144,6 +147,11 @@ pub const JOB_FIELDS: &[JobField] = &[
         accepted: "0 or more",
     },
     JobField {
+        name: "startdelay_s",
+        unit: "s (simulated)",
+        accepted: "0 or more",
+    },
+    JobField {
         name: "numjobs",
         unit: "copies",
         accepted: "1 or more",
@@ -211,6 +219,7 @@ impl Default for Job {
             randseed: 0,
             log_interval_s: 1.0,
             ramp_time_s: 0.0,
+            startdelay_s: 0.0,
             numjobs: 1,
             ss: None,
             ss_dur_s: 0.0,
@@ -283,6 +292,7 @@ pub struct CompiledJob {
     pub(super) io_bytes_max: Option<u64>,
     pub(super) runtime_ns: Option<u64>,
     pub(super) ramp_ns: u64,
+    pub(super) startdelay_ns: u64,
     pub(super) steady: Option<SteadyCriterion>,
     pub(super) number_ios: Option<u64>,
     pub(super) distribution: Distribution,
@@ -529,6 +539,12 @@ impl Job {
                 self.ramp_time_s
             ));
         }
+        if !(self.startdelay_s >= 0.0 && self.startdelay_s < 1e9) {
+            return Err(format!(
+                "startdelay: {} must be 0 or more seconds (below 10^9)",
+                self.startdelay_s
+            ));
+        }
         if self.log_interval_s.is_nan() || self.log_interval_s <= 0.0 {
             return Err("log_interval: must be a positive number of seconds".into());
         }
@@ -553,6 +569,7 @@ impl Job {
             io_bytes_max,
             runtime_ns,
             ramp_ns: (self.ramp_time_s * NS_PER_S as f64) as u64,
+            startdelay_ns: (self.startdelay_s * NS_PER_S as f64) as u64,
             steady,
             number_ios: self.number_ios,
             distribution,

@@ -4,8 +4,8 @@
 use super::generator::Generator;
 use super::job::{CompiledJob, SteadyState};
 use crate::device::{Completion, Device, HostIo};
-use crate::record::{Recorder, Sample};
-use crate::session::{Session, Source};
+use crate::record::Sample;
+use crate::session::{Meter, Session, Source};
 use crate::stats::{IntervalSeries, OpSummary};
 use crate::time::{SimTime, NS_PER_S};
 use serde::Serialize;
@@ -43,6 +43,8 @@ pub struct JobResult {
 
 /// One copy of a job (fio's numjobs clones): its IO stream and its queue.
 struct JobStream {
+    /// The job of the group it belongs to.
+    job: usize,
     generator: Generator,
     issued_ios: u64,
     issued_bytes: u64,
@@ -52,72 +54,144 @@ struct JobStream {
 /// Tag bits below a stream's index (a stream issues fewer than 2^48 IOs).
 const STREAM_SHIFT: u32 = 48;
 
-/// A job in progress on a device; advance it in slices so a caller can show progress.
+/// Jobs in progress on a device, together (fio's jobs between two stonewalls); advance them
+/// in slices so a caller can show progress.
 pub struct JobRun {
     source: JobSource,
     session: Session,
 }
 
-/// The job's streams as a session's source: each completion refills its stream's queue at
-/// once, until the job's runtime, IO count or byte count is reached.
-struct JobSource {
+/// Where a job of a group is.
+enum Phase {
+    /// Not started: waits for its start delay, or for the job it waits for (`after`).
+    Waiting,
+    /// Issuing and measured by its meter (from its start, after its ramp).
+    Running(Box<Meter>),
+    /// Over: what it measured.
+    Done(Box<JobResult>),
+}
+
+/// One job of a group: its options, its measurement and its end conditions.
+struct JobSlot {
     job: CompiledJob,
+    /// fio's wait_for: the job of the group whose end starts this one's delay.
+    after: Option<usize>,
+    phase: Phase,
+    stop_issuing_at: Option<SimTime>,
+    completed_ios: u64,
+    outstanding: u64,
+    steady: Option<SteadyState>,
+}
+
+/// The jobs' streams as a session's source: each completion refills its stream's queue at
+/// once, until its job's runtime, IO count or byte count is reached; jobs start after their
+/// delay, or when the job they wait for ends.
+struct JobSource {
+    jobs: Vec<JobSlot>,
     streams: Vec<JobStream>,
     start: SimTime,
-    stop_issuing_at: Option<SimTime>,
     completed_ios: u64,
     /// Streams to issue for after a step's completions, in completion order.
     refill: VecDeque<usize>,
-    steady: Option<SteadyState>,
+    /// Jobs due to start: (when, job), in the order they were scheduled.
+    starts: Vec<(SimTime, usize)>,
 }
 
 impl JobRun {
     pub fn new(dev: &mut Device, job: &CompiledJob, seed: u64) -> JobRun {
-        dev.set_link_policy(job.link_power);
-        // Measurement starts after the ramp; IOs are issued from now.
-        let start = dev.now() + crate::time::SimDuration(job.ramp_ns);
-        let streams = (0..job.job.numjobs)
-            .map(|_| JobStream {
-                generator: Generator::new(
-                    job,
-                    seed,
-                    if job.uses_random_stream() {
-                        dev.next_job_ordinal()
-                    } else {
-                        0
-                    },
-                ),
-                issued_ios: 0,
-                issued_bytes: 0,
-                outstanding: 0,
-            })
-            .collect();
-        let mut source = JobSource {
-            streams,
-            job: job.clone(),
-            start,
-            stop_issuing_at: job.runtime_ns.map(|r| start + crate::time::SimDuration(r)),
-            completed_ios: 0,
-            refill: VecDeque::new(),
-            steady: job.job.ss.clone().map(|criterion| SteadyState {
-                criterion,
-                attained: false,
-                attained_at_s: None,
-                value_pct: 0.0,
-            }),
-        };
-        let session = Session::new(dev, start, job.interval_ns);
-        for k in 0..source.streams.len() {
-            for _ in 0..job.job.iodepth {
-                if !source.issue(dev, k) {
-                    break;
-                }
-            }
-        }
-        JobRun { source, session }
+        Self::group(dev, std::slice::from_ref(job), &[None], seed)
+            .expect("one job has nothing to wait for")
     }
 
-    /// Process events until simulated time `until` or the end of the job. True when done.
+    /// Run `jobs` together on `dev`, as fio runs the jobs of a file between two stonewalls:
+    /// each starts after its `startdelay`, counted from now or, with `after[i] = Some(j)`
+    /// (fio's wait_for), from the end of job `j` (an earlier job of the group). Each is
+    /// measured over its own span; the drive-wide counters of its summary (write
+    /// amplification, GC) are the drive's over that span, whoever caused them.
+    pub fn group(
+        dev: &mut Device,
+        jobs: &[CompiledJob],
+        after: &[Option<usize>],
+        seed: u64,
+    ) -> Result<JobRun, String> {
+        if jobs.is_empty() || after.len() != jobs.len() {
+            return Err("a group needs at least one job, and one `after` per job".into());
+        }
+        for (i, a) in after.iter().enumerate() {
+            if a.is_some_and(|j| j >= i) {
+                return Err(format!(
+                    "wait_for: job {i} ('{}') can wait only for a job before it",
+                    jobs[i].job.name
+                ));
+            }
+        }
+        let link = jobs[0].link_power;
+        if let Some(j) = jobs.iter().find(|j| j.link_power != link) {
+            return Err(format!(
+                "link_power: job '{}' differs from '{}'; jobs that run together share one host link",
+                j.job.name, jobs[0].job.name
+            ));
+        }
+        dev.set_link_policy(link);
+        let now = dev.now();
+        let mut streams = Vec::new();
+        for (i, job) in jobs.iter().enumerate() {
+            for _ in 0..job.job.numjobs {
+                streams.push(JobStream {
+                    job: i,
+                    generator: Generator::new(
+                        job,
+                        seed,
+                        if job.uses_random_stream() {
+                            dev.next_job_ordinal()
+                        } else {
+                            0
+                        },
+                    ),
+                    issued_ios: 0,
+                    issued_bytes: 0,
+                    outstanding: 0,
+                });
+            }
+        }
+        let mut source = JobSource {
+            jobs: jobs
+                .iter()
+                .zip(after)
+                .map(|(job, &after)| JobSlot {
+                    job: job.clone(),
+                    after,
+                    phase: Phase::Waiting,
+                    stop_issuing_at: None,
+                    completed_ios: 0,
+                    outstanding: 0,
+                    steady: job.job.ss.clone().map(|criterion| SteadyState {
+                        criterion,
+                        attained: false,
+                        attained_at_s: None,
+                        value_pct: 0.0,
+                    }),
+                })
+                .collect(),
+            streams,
+            start: now,
+            completed_ios: 0,
+            refill: VecDeque::new(),
+            starts: Vec::new(),
+        };
+        // The session's own recorder sees every command of the group; each job's meter sees
+        // its own.
+        let session = Session::new(dev, now, jobs[0].interval_ns);
+        for i in 0..jobs.len() {
+            if after[i].is_none() {
+                source.schedule(i, now);
+            }
+        }
+        source.start_due(dev, now);
+        Ok(JobRun { source, session })
+    }
+
+    /// Process events until simulated time `until` or the end of the group. True when done.
     pub fn advance(&mut self, dev: &mut Device, until: SimTime) -> bool {
         self.session.advance(dev, &mut self.source, until)
     }
@@ -128,62 +202,113 @@ impl JobRun {
     pub fn now(&self, dev: &Device) -> SimTime {
         self.session.now(dev)
     }
+
+    /// (simulated seconds since the first job's measurement start, IOs completed, fraction
+    /// done: the mean of the jobs').
     pub fn progress(&self, dev: &Device) -> (f64, u64, f64) {
         let src = &self.source;
-        let elapsed = dev.now().ns().saturating_sub(src.start.ns()) as f64 / NS_PER_S as f64;
-        let fraction = if let Some(r) = src.job.runtime_ns {
-            elapsed / (r as f64 / NS_PER_S as f64)
-        } else if let Some(n) = src.job.number_ios {
-            src.completed_ios as f64 / (n * src.streams.len() as u64) as f64
-        } else if let Some(b) = src.job.io_bytes_max {
-            let issued: u64 = src.streams.iter().map(|s| s.issued_bytes).sum();
-            issued as f64 / (b * src.streams.len() as u64) as f64
-        } else {
-            0.0
-        };
-        (elapsed, src.completed_ios, fraction.min(1.0))
+        let since = |t: SimTime| dev.now().ns().saturating_sub(t.ns()) as f64 / NS_PER_S as f64;
+        let first_start = SimTime(src.start.ns() + src.jobs[0].job.ramp_ns);
+        let mut sum = 0.0;
+        for (i, slot) in src.jobs.iter().enumerate() {
+            let job = &slot.job;
+            let n_streams = src.streams.iter().filter(|s| s.job == i).count() as u64;
+            sum += match &slot.phase {
+                Phase::Waiting => 0.0,
+                Phase::Done(_) => 1.0,
+                Phase::Running(meter) => {
+                    if let Some(r) = job.runtime_ns {
+                        since(meter.rec.start) / (r as f64 / NS_PER_S as f64)
+                    } else if let Some(n) = job.number_ios {
+                        slot.completed_ios as f64 / (n * n_streams) as f64
+                    } else if let Some(b) = job.io_bytes_max {
+                        let issued: u64 = src
+                            .streams
+                            .iter()
+                            .filter(|s| s.job == i)
+                            .map(|s| s.issued_bytes)
+                            .sum();
+                        issued as f64 / (b * n_streams) as f64
+                    } else {
+                        0.0
+                    }
+                }
+            }
+            .min(1.0);
+        }
+        (
+            since(first_start),
+            src.completed_ios,
+            sum / src.jobs.len() as f64,
+        )
     }
 
-    pub fn finish(self, dev: &Device) -> JobResult {
-        let (job, mut rec) = (self.source.job, self.session.rec);
-        let elapsed_ns = rec.elapsed_ns();
-        let n = (elapsed_ns.div_ceil(job.interval_ns)).max(1) as usize;
-        rec.close_all(dev);
-        // A time-based job's series covers its runtime; commands in flight at the end still
-        // complete (and count in the summary) but do not open a last, partial interval.
-        if let Some(runtime) = job.runtime_ns.filter(|_| job.job.time_based) {
-            rec.series
-                .truncate((runtime.div_ceil(job.interval_ns) as usize).min(n));
-        }
-        let s = Sample::of(dev);
-        let at_start = rec.at_start;
-        let elapsed_s = elapsed_ns as f64 / NS_PER_S as f64;
-        let host_units = s.host_units_written - at_start.host_units_written;
-        let pages = s.pages_committed - at_start.pages_committed;
-        JobResult {
-            summary: JobSummary {
-                name: job.job.name.clone(),
-                elapsed_s,
-                read: rec.read.summary(elapsed_s),
-                write: rec.write.summary(elapsed_s),
-                trim: rec.trim.summary(elapsed_s),
-                write_amplification: dev.write_amplification(pages, host_units),
-                gc_units_copied: s.gc_units - at_start.gc_units,
-                blocks_erased: s.erases - at_start.erases,
-                nand_page_programs: pages,
-                host_units_written: host_units,
-                faults: s.faults.since(&at_start.faults),
-                steady_state: self.source.steady,
-                power: crate::power::PowerSummary::of(&rec.series, dev.has_power_model()),
-            },
-            series: rec.series,
-        }
+    /// What each job measured, in the group's order.
+    pub fn finish(self, dev: &Device) -> Vec<JobResult> {
+        self.source
+            .jobs
+            .into_iter()
+            .map(|slot| match slot.phase {
+                Phase::Done(r) => *r,
+                Phase::Running(meter) => slot_result(&slot.job, *meter, slot.steady, dev),
+                Phase::Waiting => slot_result(
+                    &slot.job,
+                    Meter::new(dev, dev.now(), slot.job.interval_ns),
+                    slot.steady,
+                    dev,
+                ),
+            })
+            .collect()
     }
 }
 
-impl JobSource {
-    fn may_issue(&self, now: SimTime, k: usize) -> bool {
-        let s = &self.streams[k];
+/// What a job measured, from its meter, at its end.
+fn slot_result(
+    job: &CompiledJob,
+    meter: Meter,
+    steady: Option<SteadyState>,
+    dev: &Device,
+) -> JobResult {
+    let mut rec = meter.rec;
+    let elapsed_ns = rec.elapsed_ns();
+    let n = (elapsed_ns.div_ceil(job.interval_ns)).max(1) as usize;
+    rec.close_all(dev);
+    // A time-based job's series covers its runtime; commands in flight at the end still
+    // complete (and count in the summary) but do not open a last, partial interval.
+    if let Some(runtime) = job.runtime_ns.filter(|_| job.job.time_based) {
+        rec.series
+            .truncate((runtime.div_ceil(job.interval_ns) as usize).min(n));
+    }
+    let s = Sample::of(dev);
+    let at_start = rec.at_start;
+    let elapsed_s = elapsed_ns as f64 / NS_PER_S as f64;
+    let host_units = s.host_units_written - at_start.host_units_written;
+    let pages = s.pages_committed - at_start.pages_committed;
+    JobResult {
+        summary: JobSummary {
+            name: job.job.name.clone(),
+            elapsed_s,
+            read: rec.read.summary(elapsed_s),
+            write: rec.write.summary(elapsed_s),
+            trim: rec.trim.summary(elapsed_s),
+            write_amplification: dev.write_amplification(pages, host_units),
+            gc_units_copied: s.gc_units - at_start.gc_units,
+            blocks_erased: s.erases - at_start.erases,
+            nand_page_programs: pages,
+            host_units_written: host_units,
+            faults: s.faults.since(&at_start.faults),
+            steady_state: steady,
+            power: crate::power::PowerSummary::of(&rec.series, dev.has_power_model()),
+        },
+        series: rec.series,
+    }
+}
+
+impl JobSlot {
+    fn may_issue(&self, now: SimTime, s: &JobStream) -> bool {
+        if !matches!(self.phase, Phase::Running(_)) {
+            return false;
+        }
         if self.stop_issuing_at.is_some_and(|t| now >= t) {
             return false;
         }
@@ -196,35 +321,14 @@ impl JobSource {
         true
     }
 
-    /// Issue the next IO of stream `k` now, if the job still issues. True if it did.
-    fn issue(&mut self, dev: &mut Device, k: usize) -> bool {
-        let now = dev.now();
-        if !self.may_issue(now, k) {
-            return false;
-        }
-        let s = &mut self.streams[k];
-        let (kind, offset, length) = s.generator.next(&self.job);
-        dev.submit(
-            HostIo {
-                kind,
-                offset_bytes: offset,
-                length_bytes: length,
-                fua: false,
-                tag: ((k as u64) << STREAM_SHIFT) | s.issued_ios,
-            },
-            now,
-        );
-        s.issued_ios += 1;
-        s.issued_bytes += length;
-        s.outstanding += 1;
-        true
-    }
-
     /// fio's steady-state check over the closed intervals: once met, stop issuing.
-    fn check_steady_state(&mut self, rec: &Recorder, now: SimTime) {
-        let (Some(c), Some(state)) = (self.job.steady, self.steady.as_mut()) else {
+    fn check_steady_state(&mut self, now: SimTime) {
+        let (Some(c), Some(state), Phase::Running(meter)) =
+            (self.job.steady, self.steady.as_mut(), &self.phase)
+        else {
             return;
         };
+        let rec = &meter.rec;
         let n = rec.intervals_closed();
         let interval = self.job.interval_ns;
         if state.attained || n < c.dur_intervals || (n as u64 * interval) < c.ramp_ns {
@@ -268,36 +372,160 @@ impl JobSource {
     }
 }
 
-impl Source for JobSource {
-    fn next_submission(&mut self, now: SimTime) -> Option<SimTime> {
-        (!self.refill.is_empty()).then_some(now)
+impl JobSource {
+    /// Job `i` starts after its delay from `from`.
+    fn schedule(&mut self, i: usize, from: SimTime) {
+        let at = SimTime(from.ns().saturating_add(self.jobs[i].job.startdelay_ns));
+        self.starts.push((at, i));
     }
 
-    fn submit(&mut self, dev: &mut Device, _at: SimTime) {
-        let k = self.refill.pop_front().expect("a stream to refill");
-        self.issue(dev, k);
+    /// The earliest scheduled start (the first scheduled among equals).
+    fn next_start(&self) -> Option<(usize, SimTime)> {
+        self.starts
+            .iter()
+            .enumerate()
+            .min_by_key(|(k, (at, _))| (*at, *k))
+            .map(|(k, (at, _))| (k, *at))
+    }
+
+    /// Start every job due by `now` (the session's submission time, which may lie ahead of
+    /// the device's clock while other jobs' commands are in flight).
+    fn start_due(&mut self, dev: &mut Device, now: SimTime) {
+        while let Some((k, at)) = self.next_start() {
+            if at > now {
+                break;
+            }
+            let (_, i) = self.starts.remove(k);
+            self.start_job(dev, i, now);
+        }
+    }
+
+    /// Job `i` starts now: its meter from the end of its ramp, then `iodepth` commands per
+    /// stream.
+    fn start_job(&mut self, dev: &mut Device, i: usize, now: SimTime) {
+        let slot = &mut self.jobs[i];
+        let start = now + crate::time::SimDuration(slot.job.ramp_ns);
+        slot.phase = Phase::Running(Box::new(Meter::new(dev, start, slot.job.interval_ns)));
+        slot.stop_issuing_at = slot
+            .job
+            .runtime_ns
+            .map(|r| start + crate::time::SimDuration(r));
+        let depth = slot.job.job.iodepth;
+        for k in 0..self.streams.len() {
+            if self.streams[k].job != i {
+                continue;
+            }
+            for _ in 0..depth {
+                if !self.issue(dev, k, now) {
+                    break;
+                }
+            }
+        }
+        self.end_if_idle(dev, i);
+    }
+
+    /// Issue the next IO of stream `k` at `now`, if its job still issues. True if it did.
+    fn issue(&mut self, dev: &mut Device, k: usize, now: SimTime) -> bool {
+        let s = &mut self.streams[k];
+        let slot = &mut self.jobs[s.job];
+        if !slot.may_issue(now, s) {
+            return false;
+        }
+        let (kind, offset, length) = s.generator.next(&slot.job);
+        dev.submit(
+            HostIo {
+                kind,
+                offset_bytes: offset,
+                length_bytes: length,
+                fua: false,
+                tag: ((k as u64) << STREAM_SHIFT) | s.issued_ios,
+            },
+            now,
+        );
+        s.issued_ios += 1;
+        s.issued_bytes += length;
+        s.outstanding += 1;
+        slot.outstanding += 1;
+        true
+    }
+
+    /// Job `i` issues no more and has nothing outstanding: it is over; what it measured is
+    /// taken now, and the jobs waiting for it are scheduled.
+    fn end_if_idle(&mut self, dev: &Device, i: usize) {
+        let slot = &mut self.jobs[i];
+        if slot.outstanding > 0 || !matches!(slot.phase, Phase::Running(_)) {
+            return;
+        }
+        let Phase::Running(meter) = std::mem::replace(&mut slot.phase, Phase::Waiting) else {
+            unreachable!()
+        };
+        let result = slot_result(&slot.job, *meter, slot.steady.take(), dev);
+        slot.phase = Phase::Done(Box::new(result));
+        let now = dev.now();
+        for j in 0..self.jobs.len() {
+            if self.jobs[j].after == Some(i) {
+                self.schedule(j, now);
+            }
+        }
+    }
+}
+
+impl Source for JobSource {
+    fn next_submission(&mut self, now: SimTime) -> Option<SimTime> {
+        if !self.refill.is_empty() {
+            return Some(now);
+        }
+        self.next_start().map(|(_, at)| at)
+    }
+
+    fn submit(&mut self, dev: &mut Device, at: SimTime) {
+        match self.refill.pop_front() {
+            Some(k) => {
+                if !self.issue(dev, k, at) {
+                    let i = self.streams[k].job;
+                    self.end_if_idle(dev, i);
+                }
+            }
+            None => self.start_due(dev, at),
+        }
     }
 
     fn outstanding(&self) -> u64 {
         self.streams.iter().map(|s| s.outstanding).sum()
     }
 
-    fn completed(&mut self, c: &Completion, _dev: &Device) -> bool {
+    fn completed(&mut self, c: &Completion, dev: &Device) -> bool {
         let k = (c.io.tag >> STREAM_SHIFT) as usize;
-        self.streams[k].outstanding -= 1;
+        let s = &mut self.streams[k];
+        s.outstanding -= 1;
+        let slot = &mut self.jobs[s.job];
+        slot.outstanding -= 1;
+        slot.completed_ios += 1;
+        if let Phase::Running(meter) = &mut slot.phase {
+            if meter.measuring() {
+                meter.rec.record(c, dev.now());
+            }
+        }
         self.refill.push_back(k);
         self.completed_ios += 1;
         true
     }
 
-    fn intervals_closed(&mut self, rec: &Recorder, now: SimTime) {
-        self.check_steady_state(rec, now);
+    fn before_event(&mut self, dev: &Device, t: SimTime) {
+        let now = dev.now();
+        for slot in &mut self.jobs {
+            if let Phase::Running(meter) = &mut slot.phase {
+                if meter.before_event(dev, t) {
+                    slot.check_steady_state(now);
+                }
+            }
+        }
     }
 
-    /// Every stream has nothing outstanding: the job is over (the drive's own work, such as
-    /// programs still queued, goes on under the next job).
+    /// Every job is over (the drive's own work, such as programs still queued, goes on under
+    /// the next run).
     fn finished(&self) -> bool {
-        self.streams.iter().all(|s| s.outstanding == 0)
+        self.jobs.iter().all(|s| matches!(s.phase, Phase::Done(_)))
     }
 }
 
@@ -317,5 +545,5 @@ pub fn run_job(
         }
         progress(&run);
     }
-    run.finish(dev)
+    run.finish(dev).pop().expect("one job, one result")
 }

@@ -175,7 +175,7 @@ struct Io {
     next_tag: u64,
     /// Wall-clock origin; the simulated time it maps to is `sim_origin`.
     wall_start: Instant,
-    /// The session's measurement origin (`session.rec.start`).
+    /// The session's measurement origin (`session.meter.rec.start`).
     sim_origin: SimTime,
     stats: ServeStats,
     late: Histogram,
@@ -249,7 +249,7 @@ impl Engine {
                 conns: BTreeMap::new(),
                 next_tag: 1,
                 wall_start: wall_now(),
-                sim_origin: session.rec.start,
+                sim_origin: session.meter.rec.start,
                 stats: ServeStats {
                     pace: match pace {
                         Pace::Model => "model".into(),
@@ -343,7 +343,7 @@ impl Engine {
         self.dev.ftl.record_map_changes();
         self.io.wall_start = wall_now();
         self.session = Session::new(&self.dev, self.dev.now(), NS_PER_S);
-        self.io.sim_origin = self.session.rec.start;
+        self.io.sim_origin = self.session.meter.rec.start;
     }
 
     pub fn set_transport(&mut self, transport: Duration) {
@@ -582,7 +582,7 @@ impl Engine {
         let mut completions = std::mem::take(&mut self.completions);
         self.dev.take_completions(&mut completions);
         for c in &completions {
-            self.session.rec.record(c, c.completed);
+            self.session.meter.rec.record(c, c.completed);
             self.io.completed(c, &self.dev);
         }
         let n = completions.len();
@@ -602,7 +602,7 @@ impl Engine {
             .dev
             .now()
             .ns()
-            .saturating_sub(self.session.rec.start.ns()) as f64
+            .saturating_sub(self.session.meter.rec.start.ns()) as f64
             / 1e9;
         let ops = s.reads + s.writes + s.write_zeroes + s.trims + s.flushes;
         s.iops = if s.wall_s > 0.0 {
@@ -610,7 +610,7 @@ impl Engine {
         } else {
             0.0
         };
-        let at = self.session.rec.at_start;
+        let at = self.session.meter.rec.at_start;
         s.write_amplification = self.dev.write_amplification(
             self.dev.pages_committed() - at.pages_committed,
             self.dev.ftl.counters.host_units_written - at.host_units_written,
@@ -621,9 +621,9 @@ impl Engine {
             x.latency_ns_bins.clear(); // the service-time figures, not the histogram
             x
         };
-        s.model_read = summary(&self.session.rec.read);
-        s.model_write = summary(&self.session.rec.write);
-        s.model_trim = summary(&self.session.rec.trim);
+        s.model_read = summary(&self.session.meter.rec.read);
+        s.model_write = summary(&self.session.meter.rec.write);
+        s.model_trim = summary(&self.session.meter.rec.trim);
         s.gc_units_copied = self.dev.ftl.counters.gc_units_copied;
         s.blocks_erased = self.dev.ftl.counters.blocks_erased;
         s.stored_bytes = self.io.store.stored_bytes();
@@ -653,7 +653,7 @@ impl Engine {
             s.bytes_read + s.bytes_written,
             s.reads + s.writes,
         );
-        let series = ssdlab_core::power::PowerSummary::of(&self.session.rec.series, true);
+        let series = ssdlab_core::power::PowerSummary::of(&self.session.meter.rec.series, true);
         Some(ssdlab_core::power::PowerSummary {
             peak_w: series.map_or(over.peak_w, |p| p.peak_w.max(over.average_w)),
             temperature_c_max: self.dev.temperature_c(),
