@@ -7,11 +7,19 @@ top-level "fio version", "timestamp", "global options", "jobs" and "disk_util"; 
 io_bytes, io_kbytes, bw_bytes, bw (KiB/s), iops, runtime (ms), total_ios, slat_ns, clat_ns
 (with "percentile" at fio's default list), lat_ns, and the per-interval bw_*/iops_* statistics.
 A simulated command has no submission latency: slat_ns is zero and lat_ns equals clat_ns.
-The timestamps are zero (the run is simulated; the same seed gives the same file)."""
+Per job also fio's `iodepth_level` (ssdlab keeps exactly `iodepth` commands in flight per
+stream), `iodepth_submit`/`iodepth_complete` (one command per submission, as fio's default
+iodepth_batch), the `latency_ns`/`latency_us`/`latency_ms` buckets (percent of completions by
+total latency, from the latency histogram), fio's latency-target keys (unused), and
+`steadystate` in fio's layout. "timestamp" is the wall-clock time the document was written
+(SOURCE_DATE_EPOCH when set, for byte-identical files); "job options" and "global options" are
+the options as given in the job file or on the command line."""
 
 from __future__ import annotations
 
 import math
+import os
+import time
 
 from . import __version__
 
@@ -59,6 +67,69 @@ def _op(o: dict, elapsed_s: float, iops_series=None, mb_series=None, bins: dict 
     return out
 
 
+# fio's latency buckets (stat.c): upper bounds in ns, us and ms; the last ms bucket is ">=2000".
+_LAT_BOUNDS = (2, 4, 10, 20, 50, 100, 250, 500, 750, 1000)
+_LAT_MS_BOUNDS = _LAT_BOUNDS + (2000,)
+
+
+def _latency_buckets(bins: dict) -> dict:
+    """fio's latency_ns/us/ms: percent of completions whose latency falls in each bucket
+    (a bucket holds latencies from the previous bound up to, not including, its own)."""
+    total = sum(bins.values())
+    out = {"latency_ns": {str(b): 0.0 for b in _LAT_BOUNDS}, "latency_us": {str(b): 0.0 for b in _LAT_BOUNDS},
+           "latency_ms": {**{str(b): 0.0 for b in _LAT_MS_BOUNDS}, ">=2000": 0.0}}
+    if not total:
+        return out
+    for ns, n in bins.items():
+        pct = 100.0 * n / total
+        for key, scale, bounds in (("latency_ns", 1, _LAT_BOUNDS), ("latency_us", 1e3, _LAT_BOUNDS),
+                                   ("latency_ms", 1e6, _LAT_MS_BOUNDS)):
+            v = ns / scale
+            if key != "latency_ms" and (v >= 1000 or (key == "latency_us" and ns < 1000)):
+                continue  # counted in a coarser (or finer) unit
+            if key == "latency_ms" and ns < 1_000_000:
+                continue
+            bound = next((b for b in bounds if v < b), None)
+            out[key][str(bound) if bound is not None else ">=2000"] += pct
+    return out
+
+
+def _depth_bucket(d: int, buckets=(1, 2, 4, 8, 16, 32)) -> str:
+    """fio's iodepth_level bucket for depth d: the largest bound at or below it; >=64 above 32."""
+    return ">=64" if d >= 64 else str(max(b for b in buckets if b <= d))
+
+
+def _steadystate(st: dict, series, job) -> dict:
+    """fio's "steadystate": the criterion, the window it was judged on ("data": per-interval
+    iops and bw over the last ss_dur), its mean, largest deviation and slope."""
+    interval = float(series["time_s"].iloc[0]) if len(series) else 1.0
+    dur = max(2, round((job.ss_dur_s if job is not None else 0) / interval)) if job is not None else 2
+    end = len(series) if st.get("attained_at_s") is None else min(len(series), round(st["attained_at_s"] / interval))
+    window = series.iloc[max(0, end - dur):end]
+    iops = [int(round(float(a) + float(b) + float(c))) for a, b, c in
+            zip(window.get("read_iops", [0] * len(window)), window.get("write_iops", [0] * len(window)),
+                window.get("trim_iops", [0] * len(window)))]
+    bw = [int(round((float(a) + float(b)) * 1e6)) for a, b in
+          zip(window.get("read_mb_per_s", [0] * len(window)), window.get("write_mb_per_s", [0] * len(window)))]
+    metric = st["criterion"].split(":")[0]
+    values = bw if metric.startswith("bw") else iops
+    mean = sum(values) / len(values) if values else 0.0
+    n = len(values)
+    slope = 0.0
+    if n > 1:
+        xm = (n - 1) / 2
+        den = sum((i - xm) ** 2 for i in range(n))
+        slope = sum((i - xm) * (v - mean) for i, v in enumerate(values)) / den
+    limit = st["criterion"].split(":", 1)[1] if ":" in st["criterion"] else ""
+    return {"ss": f"{metric}:{float(limit.rstrip('%') or 0):f}%", "duration": round(dur * interval),
+            "attained": int(st["attained"]), "criterion": f"{st['value_pct']:f}%",
+            "max_deviation": max((abs(v - mean) for v in values), default=0.0), "slope": slope,
+            "data": {"bw_mean": round(sum(bw) / len(bw)) if bw else 0, "iops_mean": round(sum(iops) / len(iops)) if iops else 0,
+                     "iops": iops, "bw": bw},
+            # When ssdlab stopped the job (fio does not say): simulated seconds into the run.
+            "ssdlab_attained_at_s": st["attained_at_s"]}
+
+
 def fio_job(result, job=None, drive=None, plus: bool = False, groupid: int = 0) -> dict:
     """One job of fio's JSON from a `Result` (and the `Job` that produced it); `plus`: json+
     (clat_ns carries its histogram as "bins")."""
@@ -66,7 +137,9 @@ def fio_job(result, job=None, drive=None, plus: bool = False, groupid: int = 0) 
     elapsed = s["elapsed_s"]
     series = result.series
     options = {}
-    if job is not None:
+    if job is not None and getattr(job, "_given", None) is not None:
+        options = dict(job._given)
+    elif job is not None:
         import dataclasses
         for k, v in dataclasses.asdict(job).items():
             if v is None or k == "name":
@@ -79,6 +152,16 @@ def fio_job(result, job=None, drive=None, plus: bool = False, groupid: int = 0) 
     if drive is not None:
         options["filename"] = f"ssdlab:{drive}"
     col = {op: (series.get(f"{op}_iops"), series.get(f"{op}_mb_per_s")) for op in ("read", "write")}
+    all_bins: dict = {}
+    for op_bins in result.bins.values():
+        for k, v in op_bins.items():
+            all_bins[k] = all_bins.get(k, 0) + v
+    depth = job.iodepth if job is not None else 1
+    levels = {b: 0.0 for b in ("1", "2", "4", "8", "16", "32", ">=64")}
+    if s["read"]["ios"] + s["write"]["ios"] + s["trim"]["ios"]:
+        levels[_depth_bucket(depth)] = 100.0
+    batches = {b: 0.0 for b in ("0", "4", "8", "16", "32", "64", ">=64")}
+    submit = dict(batches, **{"4": 100.0}) if any(levels.values()) else batches
     return {
         "jobname": s.get("name", "job"), "groupid": groupid, "error": 0, "eta": 0, "elapsed": round(elapsed),
         "job options": options,
@@ -88,9 +171,10 @@ def fio_job(result, job=None, drive=None, plus: bool = False, groupid: int = 0) 
                     bins=result.bins.get("trim", {}) if plus else None),
         "sync": {"total_ios": 0, "lat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}},
         "job_runtime": round(elapsed * 1000), "usr_cpu": 0.0, "sys_cpu": 0.0, "ctx": 0, "majf": 0, "minf": 0,
-        **({"steadystate": {"ss": st["criterion"], "attained": int(st["attained"]),
-                            "attained_at_s": st["attained_at_s"], "criterion_pct": st["value_pct"]}}
-           if (st := s.get("steady_state")) else {}),
+        "iodepth_level": levels, "iodepth_submit": submit, "iodepth_complete": dict(submit),
+        **_latency_buckets(all_bins),
+        "latency_depth": depth, "latency_target": 0, "latency_percentile": 100.0, "latency_window": 0,
+        **({"steadystate": _steadystate(st, series, job)} if (st := s.get("steady_state")) else {}),
         # What only a simulation knows, under its own key (fio's readers ignore unknown keys).
         "ssdlab": {k: s[k] for k in ("write_amplification", "gc_units_copied", "blocks_erased", "faults", "run")
                    if k in s},
@@ -115,7 +199,11 @@ def fio_replay_job(replay, trace: str, drive: str | None = None, plus: bool = Fa
     return job
 
 
-def fio_output(jobs: list[dict]) -> dict:
-    """The whole document around the jobs (`fio_job`)."""
-    return {"fio version": f"ssdlab-{__version__}", "timestamp": 0, "timestamp_ms": 0, "time": "",
-            "global options": {}, "jobs": jobs, "disk_util": []}
+def fio_output(jobs: list[dict], global_options: dict | None = None) -> dict:
+    """The whole document around the jobs (`fio_job`); `global_options`: the job file's
+    [global] section as given."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    now = float(epoch) if epoch and epoch.isdigit() else time.time()
+    return {"fio version": f"ssdlab-{__version__}", "timestamp": int(now), "timestamp_ms": int(now * 1000),
+            "time": time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(now)),
+            "global options": dict(global_options or {}), "jobs": jobs, "disk_util": []}

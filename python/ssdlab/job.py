@@ -19,7 +19,11 @@ class Job:
     Parameters
     ----------
     rw : read, write, randread, randwrite, randrw, rw/readwrite, trim, randtrim
-    bs : block size, or ``bssplit`` ("4k/50:64k/40:128k/10") for a mix
+    rw : ... with fio's ``:NR`` suffix too: ``read:-8k`` reads backwards, ``write:4k`` leaves
+        holes, ``randread:8`` issues 8 IOs in a row from each random offset
+    bs : block size, or ``bssplit`` ("4k/50:64k/40:128k/10") for a mix, or ``bsrange``
+        ("512-64k": uniform, multiples of the smallest)
+    blockalign : random offsets align to this (default: the smallest block size)
     iodepth : commands kept in flight
     offset, size : the LBA span the job touches (default: the whole drive)
     io_size : bytes to transfer (default: ``size``, unless ``runtime_s`` with ``time_based``
@@ -32,7 +36,8 @@ class Job:
         reported together, as fio's group_reporting does
     ss, ss_dur_s, ss_ramp_s : fio's steady-state detection ("iops:0.3%", "iops_slope:0.1%",
         "bw:..", "bw_slope:.."): the job stops once the last ss_dur_s meet it
-    random_distribution : random, zipf:THETA, pareto:H
+    random_distribution : random, zipf:THETA, pareto:H, zoned:50/5:30/15:20/ (ACCESS%/SPAN%),
+        zoned_abs:50/10g:50/ (ACCESS%/SIZE); with READ,WRITE[,TRIM] lists after commas
     link_power : the host's link power management during the job (none, hipm, dipm,
         hipm+dipm, devsleep); only a drive with a power model changes link state
     """
@@ -41,6 +46,8 @@ class Job:
     rw: str = "read"
     bs: str = "4k"
     bssplit: str | None = None
+    bsrange: str | None = None
+    blockalign: str | None = None
     iodepth: int = 1
     offset: str = "0"
     size: str | None = None
@@ -116,6 +123,11 @@ _OPTIONS = {
     "bs": ("bs", str),
     "blocksize": ("bs", str),
     "bssplit": ("bssplit", str),
+    "bsrange": ("bsrange", str),
+    "blocksize_range": ("bsrange", str),
+    "blockalign": ("blockalign", str),
+    "ba": ("blockalign", str),
+    "timeout": ("runtime_s", _seconds),
     "iodepth": ("iodepth", _int),
     "offset": ("offset", str),
     "size": ("size", str),
@@ -176,8 +188,10 @@ _REFUSED = {
     **{k: "rate limits and think time are not modelled (the job runs as fast as the drive allows)"
        for k in ("rate", "rate_iops", "rate_min", "rate_process", "thinktime", "thinktime_blocks", "flow",
                  "flow_id", "flow_sleep", "cpuload", "cpuchunks")},
-    "blockalign": "offsets align to the block size (fio's default); another alignment is not modelled",
     "loops": "run the job N times as N jobs ([a], [b], ...) instead",
+    **{k: "fio's latency-target search (probing queue depths until a latency percentile holds) is not "
+          "modelled; run `ssdlab procedure qd-scaling`, or one job per iodepth, and read the latency percentiles"
+       for k in ("latency_target", "latency_window", "latency_percentile", "latency_run")},
     "program": "runs an external program",
 }
 _UNSUPPORTED_VALUES: dict = {}
@@ -286,7 +300,7 @@ def parse_fio(text: str, source: str = "<job file>") -> list[Job]:
         raise SsdlabError(f"{source}: no job section; expected at least one [jobname] section")
     result: list[Job] = []
     problems: list[str] = []  # every problem of the file, once each, in line order
-    for name, lineno, opts in jobs:
+    for name, _lineno, opts in jobs:
         job = Job(name=name)
         job._where = {}  # Job field -> file:line that set it, for errors found later
         place: dict = {}
@@ -304,6 +318,9 @@ def parse_fio(text: str, source: str = "<job file>") -> list[Job]:
             if key in _OPTIONS:
                 job._where[_OPTIONS[key][0]] = where
         job._placement = Placement(**place)
+        # The options as written, for fio's JSON ("job options", "global options").
+        job._given = {key: "" if value is None else value for _l, key, value in opts}
+        job._global = {key: "" if value is None else value for _l, key, value in global_opts}
         result.append(job)
     if len(problems) == 1:
         raise SsdlabError(problems[0])
@@ -344,6 +361,13 @@ def job_error(job: Job, message: str) -> SsdlabError:
 
 
 def _apply(job: Job, key: str, value: str | None, where: str) -> None:
+    if key in ("fill_device", "fill_fs"):
+        # fio writes until the device is full: the span runs to the end of the drive, and the
+        # job transfers all of it.
+        if value is None or _bool(value):
+            job.size = None
+            job.io_size = None
+        return
     if key in _IGNORED:
         check = _UNSUPPORTED_VALUES.get(key)
         if check and value is not None and check(value):

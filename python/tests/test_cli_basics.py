@@ -88,7 +88,7 @@ def test_ramp_time_is_run_but_not_measured(tmp_path):
             "--runtime", "3", "--quiet", "--intervals", "none", "--output-format", "json"]
     plain = json.loads(cli(*base).stdout)["jobs"][0]
     ramped = json.loads(cli(*base, "--ramp-time", "2s").stdout)["jobs"][0]
-    assert ramped["job options"]["ramp_time"] == "2"
+    assert ramped["job options"]["ramp_time"] == "2s"  # as given, as fio echoes it
     assert abs(ramped["write"]["runtime"] - 3000) <= 5 and abs(plain["write"]["runtime"] - 3000) <= 5
     assert ramped["write"]["total_ios"] != plain["write"]["total_ios"]
     f = tmp_path / "r.fio"
@@ -151,8 +151,12 @@ def test_numjobs_runs_copies_together():
 def test_steady_state_detection_from_a_job_file(tmp_path):
     job = job_file_json(tmp_path, "[steady]\nrw=randread\niodepth=8\nruntime=60\ntime_based\nss=iops:2%\n"
                                   "ss_dur=5s\nss_ramp=2s\n")
-    assert job["steadystate"]["attained"] == 1 and job["steadystate"]["ss"] == "iops:2%"
-    assert job["read"]["runtime"] < 10_000  # stopped long before its 60 s
+    ss = job["steadystate"]
+    assert ss["attained"] == 1 and ss["ss"] == "iops:2.000000%" and ss["duration"] == 5
+    assert len(ss["data"]["iops"]) == 5 and ss["data"]["iops_mean"] > 0
+    # Stopped long before its 60 s, but not before ss_ramp + ss_dur (fio judges no window
+    # that starts inside the ramp).
+    assert 7_000 <= job["read"]["runtime"] < 10_000
 
 
 def test_garbage_and_huge_job_files_get_one_line(tmp_path):

@@ -72,3 +72,77 @@ def test_inline_comments_and_substitutions_as_fio_reads_them(monkeypatch):
     monkeypatch.delenv("SSDLAB_TEST_QD")
     with pytest.raises(SsdlabError, match=r"c.fio:2: .*SSDLAB_TEST_QD.*not set"):
         parse_fio("[a]\niodepth=${SSDLAB_TEST_QD}\n", "c.fio")
+
+
+# Issue 25 item 9: fio starts every section of a file at once unless stonewall/wait_for says
+# otherwise (fio's examples/aio-read.fio: four readers of one drive).
+AIO_READ = """\
+[global]
+ioengine=libaio
+buffered=0
+rw=randread
+bs=128k
+size=64m
+{extra}
+[file1]
+iodepth=4
+[file2]
+iodepth=32
+[file3]
+iodepth=8
+[file4]
+iodepth=16
+"""
+
+
+def _fio_json(tmp_path, small_toml, text):
+    import json
+    import subprocess
+    import sys
+    path = tmp_path / "j.fio"
+    path.write_text(text)
+    p = subprocess.run([sys.executable, "-m", "ssdlab.cli", "run", "--drive", str(small_toml), str(path),
+                        "--precondition", "fast-fill", "--output-format", "json"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)["jobs"]
+
+
+def test_sections_of_a_file_run_at_once_and_share_the_drive(tmp_path, small_toml):
+    together = _fio_json(tmp_path, small_toml, AIO_READ.format(extra=""))
+    apart = _fio_json(tmp_path, small_toml, AIO_READ.format(extra="stonewall"))
+    bw = lambda jobs: [j["read"]["bw_bytes"] for j in jobs]  # noqa: E731
+    assert [j["groupid"] for j in together] == [0, 0, 0, 0]
+    assert [j["groupid"] for j in apart] == [0, 1, 2, 3]
+    # One after another, the deep readers each get the drive to themselves; at once, the
+    # four share what one gets: their sum is about the drive's rate, not four times it.
+    alone = max(bw(apart))
+    moved = sum(j["read"]["io_bytes"] for j in together) / (max(j["read"]["runtime"] for j in together) / 1e3)
+    assert 0.7 * alone < moved < 1.1 * alone, (moved, bw(apart))
+    assert all(b < 0.8 * a for b, a in zip(bw(together), bw(apart))), (bw(together), bw(apart))
+
+
+def test_wait_for_starts_a_job_when_the_named_one_ends(tmp_path, small_toml):
+    text = ("[global]\nrw=randread\nbs=4k\niodepth=32\nnumber_ios=20000\n"
+            "[a]\n[b]\nwait_for=a\n[c]\n")
+    jobs = {j["jobname"]: j for j in _fio_json(tmp_path, small_toml, text)}
+    # b runs alone after a and c (which ran together): faster than either of them.
+    assert jobs["b"]["read"]["iops"] > 1.5 * jobs["a"]["read"]["iops"]
+    assert jobs["b"]["read"]["iops"] > 1.5 * jobs["c"]["read"]["iops"]
+    assert {j["groupid"] for j in jobs.values()} == {0}
+
+
+def test_wait_for_names_an_earlier_job():
+    with pytest.raises(SsdlabError, match=r"c.fio:4: wait_for=b: no job 'b' before this one"):
+        parse_fio("[a]\nrw=read\n[c]\nwait_for=b\n[b]\n", "c.fio")
+
+
+def test_every_rejected_option_of_a_file_is_reported_at_once():
+    text = "[global]\nverify=crc32c\n[a]\nrw=read\nbogus=1\n[b]\nzonemode=zbd\nruntime=fast\n"
+    with pytest.raises(SsdlabError) as e:
+        parse_fio(text, "c.fio")
+    msg = str(e.value)
+    assert msg.startswith("c.fio: 4 options are not accepted")
+    for line in ("c.fio:2: option 'verify'", "c.fio:5: option 'bogus'", "c.fio:7: option 'zonemode'",
+                 "c.fio:8: runtime=fast"):
+        assert line in msg
+    assert msg.count("option 'verify'") == 1  # once, though [global] applies it to both jobs

@@ -38,7 +38,14 @@ def test_json_has_fios_layout_and_the_runs_figures(tmp_path):
         assert j["clat_ns"]["N"] == s["ios"] and j["slat_ns"]["N"] == 0
         assert j["iops_samples"] >= 1
     assert job["trim"]["total_ios"] == 0
-    assert json.loads(run(*JOB, "--output-format", "json").stdout) == doc  # same seed, same file
+    # Same seed, same file, but for the time it was written (fixed by SOURCE_DATE_EPOCH).
+    again = json.loads(run(*JOB, "--output-format", "json").stdout)
+    stamp = ("timestamp", "timestamp_ms", "time")
+    assert {k: v for k, v in again.items() if k not in stamp} == {k: v for k, v in doc.items() if k not in stamp}
+    env = dict(os.environ, SOURCE_DATE_EPOCH="1700000000")
+    fixed = [subprocess.run([sys.executable, "-m", "ssdlab.cli", "run", *JOB, "--output-format", "json"],
+                            capture_output=True, text=True, timeout=600, env=env).stdout for _ in range(2)]
+    assert fixed[0] == fixed[1] and json.loads(fixed[0])["timestamp"] == 1_700_000_000
 
 
 def test_json_plus_is_read_and_validated_by_fios_own_tool(tmp_path):
@@ -79,3 +86,38 @@ def test_replay_prints_fio_json_too(tmp_path):
     assert job["write"]["clat_ns"]["percentile"]["99.000000"] > 0
     assert job["ssdlab"]["read_busy_s"] == summary["read"]["busy_s"]
     assert "latency_ns_bins" not in summary["read"]  # histograms travel beside the summary
+
+
+def _keys(d: dict) -> set:
+    return set(d) if isinstance(d, dict) else set()
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed (.ci/run installs it)")
+def test_json_keys_are_real_fios_for_the_same_job(tmp_path):
+    """Issue 25 item 12: the same job through real fio (null engine) and through ssdlab, with
+    fio's command-line spellings; every key real fio writes is there, at every level."""
+    common = ["--name=j", "--ioengine=null", "--rw=randread", "--bs=4k", "--size=64m", "--iodepth=4",
+              "--number_ios=3000", "--time_based", "--runtime=4", "--ss=iops:50%", "--ss_dur=2", "--ss_ramp=1",
+              "--group_reporting", "--output-format=json"]
+    real = subprocess.run(["fio", *common], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert real.returncode == 0, real.stderr
+    ours = run("--drive", "crucial-m4-128", "--precondition", "fast-fill", *common[:-1], "--output-format", "json")
+    assert ours.returncode == 0, ours.stderr
+    real, ours = json.loads(real.stdout), json.loads(ours.stdout)
+    assert _keys(real) <= _keys(ours), _keys(real) - _keys(ours)
+    rj, oj = real["jobs"][0], ours["jobs"][0]
+    assert _keys(rj) <= _keys(oj), _keys(rj) - _keys(oj)
+    for key in ("read", "write", "trim", "sync"):
+        assert _keys(rj[key]) <= _keys(oj[key]), (key, _keys(rj[key]) - _keys(oj[key]))
+    for key in ("iodepth_level", "iodepth_submit", "iodepth_complete", "latency_ns", "latency_us", "latency_ms"):
+        assert _keys(rj[key]) == _keys(oj[key]), key
+        assert sum(oj[key].values()) == pytest.approx(100.0, abs=0.5) or key.startswith("latency_")
+    # Latency buckets: every completion in one of the three tables.
+    assert sum(sum(oj[k].values()) for k in ("latency_ns", "latency_us", "latency_ms")) == pytest.approx(100.0, abs=0.1)
+    assert oj["iodepth_level"]["4"] == 100.0
+    assert _keys(rj["steadystate"]) <= _keys(oj["steadystate"])
+    assert _keys(rj["steadystate"]["data"]) == _keys(oj["steadystate"]["data"])
+    assert oj["steadystate"]["ss"] == rj["steadystate"]["ss"] == "iops:50.000000%"
+    # Job options as given on the command line (fio's own spelling of the names aside).
+    assert {"name", "ioengine", "rw", "bs", "size", "iodepth"} <= _keys(oj["job options"])
+    assert oj["job options"]["ioengine"] == "null" and ours["timestamp"] > 1_600_000_000

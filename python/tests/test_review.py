@@ -91,6 +91,13 @@ def test_qd_scaling_endurance_and_storage_bench(small_toml):
     assert e["write_amplification"] > 1 and e["wear_leveling_factor"] >= 1
     assert e["mean_pe_cycles_measured"] >= 3
     assert e["projected_tbw"] > 0
+    # JEDEC's enterprise endurance workload by name (issue 25 item 10): hot LBAs (50% of IOs to
+    # 5% of the span) wear the drive differently from the uniform rating workload.
+    j = run_procedure("endurance", str(small_toml), dict(SHORT["endurance"], workload="jesd219"))[0].summary
+    assert "JESD219" in j["workload"] and j["write_amplification"] > 1
+    assert j["mean_pe_cycles_measured"] >= 3 and j["write_amplification"] != e["write_amplification"]
+    with pytest.raises(SsdlabError, match="workload 'jedec': accepted: rating, jesd219"):
+        resolve_params("endurance", {"workload": "jedec"})
     sb = run_procedure("storage-bench", str(small_toml), SHORT["storage-bench"])[0].tables["results"]
     assert len(sb) == 6 and (sb.data_rate_mb_per_s > 0).all()
 

@@ -29,7 +29,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "run":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    # `ssdlab run` takes any fio option as fio's command line spells it (--bsrange=512-4k,
+    # --ss iops:1%): the job-file reader checks them.
+    args.fio_options = extra
     try:
         return args.func(args)
     except SsdlabError as e:

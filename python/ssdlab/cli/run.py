@@ -8,7 +8,7 @@ import sys
 
 from ..drive import FAULTS_HELP, LINK_POLICIES, PRECONDITIONS, Drive, Result, describe_preset, format_faults, preset_names
 from ..errors import SsdlabError
-from ..job import Job, _seconds, job_error, schedule
+from ..job import _OPTIONS, Job, _apply, _seconds, job_error, schedule
 from .common import SEED, out_dir, power_line, whole
 
 
@@ -38,7 +38,10 @@ def _job_from_args(args: argparse.Namespace) -> list[Job]:
     if args.jobfile:
         jobs = Job.from_fio(args.jobfile)
     else:
-        jobs = [Job(name=args.rw or "randread", rw="randread")]
+        jobs = [Job(name=args.name or args.rw or "randread", rw="randread")]
+        jobs[0]._given = {"name": jobs[0].name}
+    if args.jobfile and args.name:
+        raise SsdlabError("--name names the job made from the command line; a job file names its jobs by their [sections]")
     overrides = {
         "rw": args.rw,
         "bs": args.bs,
@@ -55,10 +58,27 @@ def _job_from_args(args: argparse.Namespace) -> list[Job]:
         "numjobs": args.numjobs,
         "link_power": args.link_power,
     }
+    given = {"rw": args.rw, "bs": args.bs, "bssplit": args.bssplit, "iodepth": args.iodepth, "offset": args.offset,
+             "size": args.size, "io_size": args.io_size, "number_ios": args.number_ios, "rwmixread": args.rwmixread,
+             "random_distribution": args.random_distribution, "randseed": args.seed, "log_avg_msec":
+             None if args.interval is None else round(args.interval * 1000), "numjobs": args.numjobs,
+             "runtime": args.runtime, "ramp_time": args.ramp_time, "time_based": "" if args.time_based else None,
+             **{k: (v if v is not True else "") for k, v in (("ioengine", args.ioengine), ("direct", args.direct),
+                                                           ("filename", args.filename),
+                                                           ("group_reporting", args.group_reporting)) if v is not None}}
+    options = _fio_options(getattr(args, "fio_options", []))
     for job in jobs:
+        for key, value in options:
+            _apply(job, key, value, "command line")
+            if hasattr(job, "_given"):
+                job._given[key] = "" if value is None else value
         for k, v in overrides.items():
             if v is not None:
                 setattr(job, k, v)
+        if hasattr(job, "_given"):
+            job._given.update({k: str(v) for k, v in given.items() if v is not None})
+        if args.time_based:
+            job.time_based = True
         if args.runtime is not None:
             try:
                 job.runtime_s = _seconds(args.runtime)
@@ -71,6 +91,23 @@ def _job_from_args(args: argparse.Namespace) -> list[Job]:
             except ValueError as e:
                 raise SsdlabError(f"--ramp-time: {e}") from None
     return jobs
+
+
+def _fio_options(extra: list[str]) -> list[tuple[str, str | None]]:
+    """fio options given on the command line beyond ssdlab's own flags: --key=value, --key value
+    or --key (a flag); anything else is a clear error."""
+    out: list[tuple[str, str | None]] = []
+    i = 0
+    while i < len(extra):
+        item = extra[i]
+        if not item.startswith("--") or len(item) < 3:
+            raise SsdlabError(f"command line: '{item}' is not an option; accepted: fio options as --name=value")
+        key, sep, value = item[2:].partition("=")
+        if not sep and i + 1 < len(extra) and not extra[i + 1].startswith("--"):
+            value, sep, i = extra[i + 1], "=", i + 1
+        out.append((key.replace("-", "_") if key.replace("-", "_") in _OPTIONS else key, value if sep else None))
+        i += 1
+    return out
 
 
 def _chart(result: Result, rows: int = 24, width: int = 50, column: str = "write_iops") -> str:
@@ -170,7 +207,7 @@ def _run(args: argparse.Namespace) -> int:
         import json
 
         from ..fio_json import fio_output
-        print(json.dumps(fio_output(fio_jobs), indent=2))
+        print(json.dumps(fio_output(fio_jobs, getattr(jobs[0], "_global", None)), indent=2))
     return 0
 
 
@@ -206,7 +243,13 @@ def add_parsers(sub) -> None:
     d.set_defaults(func=_drives)
     r = sub.add_parser("run", help="run a job (fio job file or flags) on a drive",
                        description="Run fio-style jobs on a simulated drive. Times are simulated seconds.")
-    r.add_argument("jobfile", nargs="?", help="fio job file (subset: rw, bs (also READ,WRITE[,TRIM]), bssplit, iodepth, offset, size, io_size, runtime, time_based, ramp_time, numjobs, number_ios, rwmixread, random_distribution, randseed, log_avg_msec)")
+    r.add_argument("jobfile", nargs="?", help="fio job file; its sections run at once unless stonewall/wait_for says otherwise (subset: rw (with :NR), bs (also READ,WRITE[,TRIM]), bssplit, bsrange, blockalign, iodepth, offset, size, io_size, runtime/timeout, time_based, ramp_time, startdelay, numjobs, number_ios, rwmixread, random_distribution (incl. zoned, zoned_abs), randseed, log_avg_msec, ss, fill_device, stonewall, new_group, wait_for)")
+    r.add_argument("--name", help="the job's name (fio's --name; default: its rw)")
+    r.add_argument("--time-based", "--time_based", action="store_true",
+                   help="run for --runtime even after the span is covered (implied by --runtime)")
+    for opts in (("--direct",), ("--ioengine",), ("--filename",), ("--group_reporting", "--group-reporting")):
+        # fio's host-side options: accepted as fio spells them and ignored (nothing the drive sees).
+        r.add_argument(*opts, nargs="?", const=True, help=argparse.SUPPRESS)
     r.add_argument("--drive", required=True, help="preset name (see `ssdlab drives`) or path to a drive .toml")
     r.add_argument("--rw", help="read, write, randread, randwrite, randrw, rw, trim, randtrim (default randread)")
     r.add_argument("--bs", help="block size, e.g. 4k, 128k")

@@ -93,6 +93,14 @@ def _positive(name):
     return check
 
 
+def _choice(name, accepted):
+    def check(v):
+        if v not in accepted:
+            raise SsdlabError(f"{name} {v!r}: accepted: {', '.join(accepted)}")
+        return v
+    return check
+
+
 def _nonnegative(name):
     def check(v):
         if not (isinstance(v, (int, float)) and v >= 0):
@@ -373,13 +381,25 @@ def _mean_latency(s: dict) -> float:
     return (s["read"]["latency_us_mean"] * s["read"]["ios"] + s["write"]["latency_us_mean"] * s["write"]["ios"]) / n
 
 
+# JESD219's enterprise endurance payload mix (Tom's Hardware, "SSD Endurance", Seagate
+# sponsored article; fio's examples/jesd219.fio): size/percent of IOs.
+JESD219_BSSPLIT = "512/4:1024/1:1536/1:2048/1:2560/1:3072/1:3584/1:4k/67:8k/10:16k/7:32k/3:64k/3"
+
+
+def _bssplit(text: str) -> list[tuple[int, int]]:
+    from ..job import parse_size
+    return [(parse_size(size, "bssplit"), int(pct)) for size, pct in (part.split("/") for part in text.split(":"))]
+
+
 def endurance(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
     """TBW = user capacity x rated P/E cycles / (WAF x WLF), with WAF and the wear-levelling
     factor WLF (most-cycled block over the mean) measured under the vendors' rating workload
     (client: random writes of 4K/64K/128K in a 50/40/10 mix over 90% of the drive; enterprise:
     4 KiB random writes over the whole drive). The workload runs on a replica with the drive's
     per-die geometry, NAND, FTL policy and over-provisioning, but `replica_dies` dies, long enough
-    for `cycles` mean P/E cycles."""
+    for `cycles` mean P/E cycles. `workload="jesd219"`: JEDEC's enterprise endurance workload
+    instead (JESD219; its client workload is a recorded trace JEDEC distributes, not modelled
+    here)."""
     import tomllib
     label = drive_label(source)
     t0 = time.perf_counter()
@@ -398,7 +418,16 @@ def endurance(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Out
     tracker.step("fill")
     d.secure_erase()
     d.fill()
-    if ent:
+    mean_io_units = 1 if ent else (0.5 * 1 + 0.4 * 16 + 0.1 * 32)
+    if p["workload"] == "jesd219":
+        job = dict(rw="randrw", rwmixread=40, bssplit=JESD219_BSSPLIT, blockalign="4k",
+                   random_distribution="zoned:50/5:30/15:20/80")
+        workload = ("JEDEC JESD219 enterprise endurance workload (fio's examples/jesd219.fio: 40% reads, "
+                    "512 B-64 KiB sizes, 50% of IOs to the first 5% of the LBAs, 30% to the next 15%)")
+        # Mapping units a write touches (a write under 4 KiB still programs a whole unit), x
+        # the 60% of IOs that write.
+        mean_io_units = 0.6 * sum(max(1, b // 4096) * pct / 100 for b, pct in _bssplit(JESD219_BSSPLIT))
+    elif ent:
         job = dict(rw="randwrite", bs="4k", size="100%")
         workload = "4 KiB random writes over the whole drive (enterprise rating workload)"
     else:
@@ -408,7 +437,6 @@ def endurance(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Out
     # grown by `cycles`.
     tracker.step("warm-up")
     user_units = d.geometry["logical_units"]
-    mean_io_units = 1 if ent else (0.5 * 1 + 0.4 * 16 + 0.1 * 32)
     d.run(Job(name="warm-up", number_ios=int(2 * user_units / mean_io_units), iodepth=32, **job), progress=tracker)
     e0 = d.erase_counts().astype(np.float64)
     tracker.step("measure")
@@ -580,6 +608,8 @@ PROCEDURES: dict[str, Procedure] = {
     "endurance": Procedure("endurance", endurance, {
         "cycles": Param(10, "mean P/E cycles the measurement runs for", _positive("cycles")),
         "replica_dies": Param(2, "dies of the replica the wear is measured on", _positive("replica_dies")),
+        "workload": Param("rating", "rating (the vendors' rating workload of the drive's segment) or jesd219 "
+                          "(JEDEC's enterprise endurance workload)", _choice("workload", ("rating", "jesd219"))),
     }, lambda p: [0.1, 1, 3]),
     "power": Procedure("power", power, {
         "idle_s": Param(60, "seconds of each idle measurement", _positive("idle_s")),

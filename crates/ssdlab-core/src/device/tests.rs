@@ -969,11 +969,17 @@ fn steady_state_detection_stops_a_job_as_fio_does() {
         )
         .summary
     };
-    // Random reads of a filled drive are steady at once: stopped after ss_ramp + ss_dur.
+    // Random reads of a filled drive are steady at once: stopped after ss_ramp + ss_dur (fio
+    // collects nothing for the criterion during ss_ramp; issue 25 item 12: it was max of the
+    // two).
     let steady = go("iops:2%");
     let s = steady.steady_state.clone().unwrap();
     assert!(s.attained && s.value_pct <= 2.0, "{s:?}");
-    assert!(steady.elapsed_s < 5.0, "{}", steady.elapsed_s);
+    assert!(
+        steady.elapsed_s >= 4.0 && steady.elapsed_s < 5.0,
+        "{}",
+        steady.elapsed_s
+    );
     let slope = go("iops_slope:1%").steady_state.unwrap();
     assert!(slope.attained, "{slope:?}");
     // A criterion no run meets: the job runs to its end and reports how close it came.

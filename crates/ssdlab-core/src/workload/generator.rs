@@ -13,6 +13,8 @@ pub(super) struct Generator {
     /// An odd multiplier coprime with `slots`: rank -> slot scattering for skewed
     /// distributions, so hot blocks are spread over the span as fio does.
     pub(super) scatter: u64,
+    /// IOs issued: `rw=rand...:nr` draws a new offset every nr of them.
+    pub(super) issued: u64,
 }
 
 impl Generator {
@@ -30,11 +32,15 @@ impl Generator {
             cursor: 0,
             slots,
             scatter,
+            issued: 0,
         }
     }
 
     pub(super) fn next(&mut self, job: &CompiledJob) -> (IoKind, u64, u64) {
-        let size = if job.sizes.len() == 1 {
+        let size = if let Some((lo, hi)) = job.bs_range {
+            // fio's bsrange: uniform in the range, rounded down to a multiple of the smallest.
+            (lo + self.rng.below(hi - lo + 1)) / lo * lo
+        } else if job.sizes.len() == 1 {
             job.sizes[0].0
         } else {
             let r = self.rng.below(100) as u32;
@@ -54,8 +60,31 @@ impl Generator {
             IoKind::Trim => job.trim_size.unwrap_or(size),
             _ => size,
         };
+        self.issued += 1;
         let offset = match job.pattern {
             Pattern::Sequential => {
+                if self.cursor.saturating_add(size) > job.span_bytes {
+                    // Past the end (or before the start, going backwards): wrap.
+                    self.cursor = if self.cursor >= job.span_bytes && job.seq_add < 0 {
+                        (job.span_bytes - size) / job.align_bytes * job.align_bytes
+                    } else {
+                        0
+                    };
+                }
+                let o = self.cursor;
+                // fio's rw=read:nr adds nr to the next offset (a negative nr goes backwards; a
+                // step below the start wraps to the end, through the check above).
+                self.cursor = (self.cursor + size).wrapping_add_signed(job.seq_add);
+                if job.seq_add < 0 && self.cursor > o + size {
+                    self.cursor = u64::MAX; // went below zero: wrap to the end next time
+                }
+                o
+            }
+            Pattern::Random
+                if job.ios_per_offset > 1
+                    && !(self.issued - 1).is_multiple_of(job.ios_per_offset) =>
+            {
+                // fio's rw=randread:nr: the IOs after a random offset follow it in sequence.
                 if self.cursor + size > job.span_bytes {
                     self.cursor = 0;
                 }
@@ -64,8 +93,17 @@ impl Generator {
                 o
             }
             Pattern::Random => {
-                let slot = match job.distribution {
+                let slot = match &job.distribution {
                     Distribution::Uniform => self.rng.below(self.slots),
+                    Distribution::Zoned(lists) => {
+                        let zones = &lists[kind as usize % 3];
+                        let r = self.rng.below(100) as u32;
+                        let &(_, first, n) = zones
+                            .iter()
+                            .find(|z| r < z.0)
+                            .expect("accesses add up to 100");
+                        first + self.rng.below(n)
+                    }
                     Distribution::Zipf(theta) => {
                         let n = self.slots as f64;
                         let u = self.rng.unit_f64();
@@ -80,8 +118,10 @@ impl Generator {
                         self.scattered(rank)
                     }
                 };
-                (slot * job.align_bytes).min(job.span_bytes - size) / job.align_bytes
-                    * job.align_bytes
+                let o = (slot * job.align_bytes).min(job.span_bytes - size) / job.align_bytes
+                    * job.align_bytes;
+                self.cursor = o + size;
+                o
             }
         };
         (kind, job.span_start + offset, size)

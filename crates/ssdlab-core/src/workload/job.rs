@@ -11,11 +11,18 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields, default)]
 pub struct Job {
     pub name: String,
-    /// read, write, randread, randwrite, randrw, rw (readwrite), trim, randtrim.
+    /// read, write, randread, randwrite, randrw, rw (readwrite), trim, randtrim; fio's
+    /// `:<nr>` suffix too: a sequential job adds nr bytes to each next offset (holes, or
+    /// backwards when negative: `read:-8k`), a random one issues nr IOs in a row from each
+    /// random offset (`randread:8`).
     pub rw: String,
     pub bs: String,
     /// "4k/50:64k/40:128k/10": sizes and percentages; overrides bs.
     pub bssplit: Option<String>,
+    /// fio's bsrange "MIN-MAX": each IO's size drawn uniformly in the range, a multiple of MIN.
+    pub bsrange: Option<String>,
+    /// fio's blockalign: random offsets align to this (default: the smallest block size).
+    pub blockalign: Option<String>,
     pub iodepth: u32,
     /// Start of the LBA span.
     pub offset: String,
@@ -27,6 +34,7 @@ pub struct Job {
     pub runtime_s: Option<f64>,
     /// Keep going until runtime even after `io_size` bytes.
     pub time_based: bool,
+    /// Stop after this many IOs per stream; 0 means no limit, as in fio.
     pub number_ios: Option<u64>,
     pub rwmixread: u32,
     /// random (uniform), zipf:theta, pareto:h.
@@ -74,7 +82,7 @@ pub const JOB_FIELDS: &[JobField] = &[
     JobField {
         name: "rw",
         unit: "",
-        accepted: "read, write, randread, randwrite, randrw, rw, readwrite, trim, randtrim",
+        accepted: "read, write, randread, randwrite, randrw, rw, readwrite, trim, randtrim; each with an optional :NR",
     },
     JobField {
         name: "bs",
@@ -85,6 +93,16 @@ pub const JOB_FIELDS: &[JobField] = &[
         name: "bssplit",
         unit: "bytes/percent",
         accepted: "SIZE/PCT pairs joined by ':' (4k/50:64k/50); overrides bs",
+    },
+    JobField {
+        name: "bsrange",
+        unit: "bytes",
+        accepted: "MIN-MAX (512-64k), multiples of 512; overrides bs",
+    },
+    JobField {
+        name: "blockalign",
+        unit: "bytes",
+        accepted: "a multiple of 512 (default: the smallest block size)",
     },
     JobField {
         name: "iodepth",
@@ -119,7 +137,7 @@ pub const JOB_FIELDS: &[JobField] = &[
     JobField {
         name: "number_ios",
         unit: "commands",
-        accepted: "1 or more; none: no limit",
+        accepted: "1 or more; 0 or none: no limit",
     },
     JobField {
         name: "rwmixread",
@@ -129,7 +147,7 @@ pub const JOB_FIELDS: &[JobField] = &[
     JobField {
         name: "random_distribution",
         unit: "",
-        accepted: "random, zipf:THETA, pareto:H",
+        accepted: "random, zipf:THETA, pareto:H, zoned:A/S:..., zoned_abs:A/SIZE:...",
     },
     JobField {
         name: "randseed",
@@ -207,6 +225,8 @@ impl Default for Job {
             rw: "read".into(),
             bs: "4k".into(),
             bssplit: None,
+            bsrange: None,
+            blockalign: None,
             iodepth: 1,
             offset: "0".into(),
             size: None,
@@ -264,13 +284,79 @@ pub(super) enum Pattern {
     Random,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(super) enum Distribution {
     Uniform,
     /// Zipf with exponent theta, sampled by inverting the continuous approximation of its CDF.
     Zipf(f64),
     /// fio's pareto:h: rank = (n - 1) * u^(ln h / ln(1 - h)).
     Pareto(f64),
+    /// fio's zoned and zoned_abs, per direction (read, write, trim): zones of the span as
+    /// (cumulative access percent, first slot, slots), each uniform within.
+    Zoned(Box<[Vec<Zone>; 3]>),
+}
+
+/// One zone of a zoned distribution (cumulative access percent, first slot, slots).
+pub(super) type Zone = (u32, u64, u64);
+
+/// fio's `zoned:A/S:A/S...` (S percent of the span; an empty last S takes the rest) or
+/// `zoned_abs:A/SIZE:...`, with `,` between the read, write and trim lists (a missing list
+/// takes the one before), over `slots` slots of `align` bytes.
+fn parse_zones(
+    spec: &str,
+    absolute: bool,
+    slots: u64,
+    align: u64,
+) -> Result<[Vec<Zone>; 3], String> {
+    let kind = if absolute { "zoned_abs" } else { "zoned" };
+    let mut lists: Vec<Vec<Zone>> = Vec::new();
+    for list in spec.split(',').map(str::trim) {
+        let (mut zones, mut access, mut used) = (Vec::new(), 0u32, 0u64);
+        let parts: Vec<&str> = list.split(':').filter(|p| !p.is_empty()).collect();
+        for (i, part) in parts.iter().enumerate() {
+            let (a, z) = part.split_once('/').ok_or_else(|| {
+                format!(
+                    "random_distribution: {kind} '{part}' is not ACCESS/{}",
+                    if absolute { "SIZE" } else { "SPAN" }
+                )
+            })?;
+            let a: u32 = a.trim().parse().map_err(|_| {
+                format!("random_distribution: {kind} access '{a}' is not a whole percentage")
+            })?;
+            let n = if z.trim().is_empty() && i + 1 == parts.len() {
+                slots - used
+            } else if absolute {
+                parse_size(z).map_err(|e| format!("random_distribution: {kind}: {e}"))? / align
+            } else {
+                let pct: f64 = z.trim().parse().ok().filter(|p: &f64| *p > 0.0 && *p <= 100.0).ok_or_else(|| {
+                    format!("random_distribution: {kind} span '{z}' is not a percentage in (0, 100]")
+                })?;
+                (slots as f64 * pct / 100.0) as u64
+            };
+            access += a;
+            if used + n.max(1) > slots {
+                return Err(format!("random_distribution: {kind} '{list}': the zones cover more than the job's span"));
+            }
+            zones.push((access, used, n.max(1)));
+            used += n.max(1);
+        }
+        if access != 100 {
+            return Err(format!(
+                "random_distribution: {kind} '{list}': the accesses add up to {access}, not 100"
+            ));
+        }
+        lists.push(zones);
+    }
+    if lists.len() > 3 {
+        return Err(format!(
+            "random_distribution: {kind} has {} lists; accepted: READ[,WRITE[,TRIM]]",
+            lists.len()
+        ));
+    }
+    while lists.len() < 3 {
+        lists.push(lists.last().expect("one list at least").clone());
+    }
+    Ok([lists.remove(0), lists.remove(0), lists.remove(0)])
 }
 
 /// A job checked against a drive and turned into numbers.
@@ -287,6 +373,12 @@ pub struct CompiledJob {
     pub(super) write_size: Option<u64>,
     pub(super) trim_size: Option<u64>,
     pub(super) align_bytes: u64,
+    /// bsrange: (smallest, largest) size; each IO draws one (a multiple of the smallest).
+    pub(super) bs_range: Option<(u64, u64)>,
+    /// fio's `rw=...:nr` (sequential): bytes added to each next offset.
+    pub(super) seq_add: i64,
+    /// fio's `rw=rand...:nr`: IOs in a row from each random offset.
+    pub(super) ios_per_offset: u64,
     pub(super) span_start: u64,
     pub(super) span_bytes: u64,
     pub(super) io_bytes_max: Option<u64>,
@@ -314,7 +406,11 @@ impl CompiledJob {
 impl Job {
     /// Check the job against a drive of `user_bytes`; errors name the option.
     pub fn compile(&self, user_bytes: u64) -> Result<CompiledJob, String> {
-        let (pattern, read_pct, trim) = match self.rw.as_str() {
+        let (rw, modifier) = match self.rw.split_once(':') {
+            Some((rw, m)) => (rw.trim(), Some(m.trim())),
+            None => (self.rw.trim(), None),
+        };
+        let (pattern, read_pct, trim) = match rw {
             "read" => (Pattern::Sequential, 100, false),
             "write" => (Pattern::Sequential, 0, false),
             "randread" => (Pattern::Random, 100, false),
@@ -329,6 +425,28 @@ impl Job {
                 ))
             }
         };
+        // fio's offset modifier: bytes added to each sequential offset, or IOs per random
+        // offset.
+        let (seq_add, ios_per_offset) = match (modifier, pattern) {
+            (None, _) => (0i64, 1u64),
+            (Some(m), Pattern::Sequential) => {
+                let (neg, v) = match m.strip_prefix('-') {
+                    Some(v) => (true, v),
+                    None => (false, m),
+                };
+                let bytes = parse_size(v).map_err(|e| format!("rw: the :{m} after {rw}: {e}"))?;
+                let bytes = i64::try_from(bytes).map_err(|_| format!("rw: :{m} is too large"))?;
+                (if neg { -bytes } else { bytes }, 1)
+            }
+            (Some(m), Pattern::Random) => match m.parse::<u64>() {
+                Ok(n) if n >= 1 => (0, n),
+                _ => {
+                    return Err(format!(
+                        "rw: the :{m} after {rw} is not a count; accepted: a whole number of IOs per random offset, 1 or more"
+                    ))
+                }
+            },
+        };
         if self.rwmixread > 100 {
             return Err(format!(
                 "rwmixread: {} is not a percentage (0..100)",
@@ -336,6 +454,21 @@ impl Job {
             ));
         }
         let mut sizes = Vec::new();
+        let mut bs_range = None;
+        if let Some(range) = self.bsrange.as_deref().filter(|_| self.bssplit.is_none()) {
+            let (lo, hi) = range.split_once('-').ok_or_else(|| {
+                format!("bsrange: '{range}' is not MIN-MAX; accepted: e.g. 512-64k (one range for every direction)")
+            })?;
+            let lo = parse_size(lo).map_err(|e| format!("bsrange: {e}"))?;
+            let hi = parse_size(hi).map_err(|e| format!("bsrange: {e}"))?;
+            if lo > hi {
+                return Err(format!("bsrange: '{range}': MIN is above MAX"));
+            }
+            // The largest size bounds the span check; the smallest aligns.
+            sizes.push((lo, 0));
+            sizes.push((hi, 100));
+            bs_range = Some((lo, hi));
+        }
         match &self.bssplit {
             Some(split) => {
                 let mut total = 0;
@@ -355,6 +488,7 @@ impl Job {
                     return Err(format!("bssplit: percentages add up to {total}, not 100"));
                 }
             }
+            None if bs_range.is_some() => {}
             None if !self.bs.contains(',') => {
                 sizes.push((parse_size(&self.bs).map_err(|e| format!("bs: {e}"))?, 100))
             }
@@ -363,7 +497,7 @@ impl Job {
         // fio's bs=READ,WRITE[,TRIM]: an empty place takes fio's default (4k); a missing
         // one takes the place before it.
         let (mut write_size, mut trim_size) = (None, None);
-        if self.bssplit.is_none() && self.bs.contains(',') {
+        if self.bssplit.is_none() && bs_range.is_none() && self.bs.contains(',') {
             let parts: Vec<&str> = self.bs.split(',').map(str::trim).collect();
             if parts.len() > 3 {
                 return Err(format!(
@@ -393,7 +527,18 @@ impl Job {
             return Err("bs: every block size must be a positive multiple of 512 bytes".into());
         }
         let bs_max = all_sizes().max().unwrap();
-        let align_bytes = all_sizes().min().unwrap();
+        let align_bytes = match &self.blockalign {
+            Some(a) => {
+                let a = parse_size(a).map_err(|e| format!("blockalign: {e}"))?;
+                if a == 0 || a % 512 != 0 {
+                    return Err(format!(
+                        "blockalign: {a} bytes; accepted: a positive multiple of 512"
+                    ));
+                }
+                a
+            }
+            None => all_sizes().min().unwrap(),
+        };
         if self.iodepth == 0 || self.iodepth > 65_536 {
             return Err(format!(
                 "iodepth: {} is out of range; accepted: 1 to 65536",
@@ -457,9 +602,15 @@ impl Job {
                 }
                 Distribution::Pareto(h)
             }
+            Some((kind @ ("zoned" | "zoned_abs"), v)) => Distribution::Zoned(Box::new(parse_zones(
+                v,
+                kind == "zoned_abs",
+                span_bytes / align_bytes,
+                align_bytes,
+            )?)),
             _ => {
                 return Err(format!(
-                    "random_distribution: '{}' is not supported; accepted: random, zipf:THETA, pareto:H",
+                    "random_distribution: '{}' is not supported; accepted: random, zipf:THETA, pareto:H, zoned:A/S:..., zoned_abs:A/SIZE:...",
                     self.random_distribution
                 ))
             }
@@ -474,9 +625,10 @@ impl Job {
         if self.time_based && runtime_ns.is_none() {
             return Err("time_based: needs runtime".into());
         }
+        let number_ios = self.number_ios.filter(|&n| n > 0);
         let io_bytes_max = match &self.io_size {
             Some(s) => Some(parse_size(s).map_err(|e| format!("io_size: {e}"))?),
-            None if self.time_based || self.number_ios.is_some() => None,
+            None if self.time_based || number_ios.is_some() => None,
             None => Some(span_bytes),
         };
         let steady = match &self.ss {
@@ -564,6 +716,9 @@ impl Job {
             write_size,
             trim_size,
             align_bytes,
+            bs_range,
+            seq_add,
+            ios_per_offset,
             span_start,
             span_bytes,
             io_bytes_max,
@@ -571,7 +726,7 @@ impl Job {
             ramp_ns: (self.ramp_time_s * NS_PER_S as f64) as u64,
             startdelay_ns: (self.startdelay_s * NS_PER_S as f64) as u64,
             steady,
-            number_ios: self.number_ios,
+            number_ios,
             distribution,
             interval_ns: (self.log_interval_s * NS_PER_S as f64) as u64,
             link_power,

@@ -81,4 +81,145 @@ mod tests {
             "top 100 of 262144 blocks took {top} of 100000 IOs"
         );
     }
+
+    fn ios(job: Job, n: usize) -> Vec<(crate::device::IoKind, u64, u64)> {
+        let c = job.compile(1 << 30).unwrap();
+        let mut g = Generator::new(&c, 1, 0);
+        (0..n).map(|_| g.next(&c)).collect()
+    }
+
+    /// Issue 25 item 10: fio's zoned distribution (examples/rand-zones.fio): 50% of the IOs to
+    /// the first 5% of the span, 30% to the next 15%, 20% to the rest.
+    #[test]
+    fn zoned_distributions_send_each_share_of_ios_to_its_zone() {
+        let job = Job {
+            rw: "randread".into(),
+            random_distribution: "zoned:50/5:30/15:20/".into(),
+            number_ios: Some(1),
+            ..Job::default()
+        };
+        let span = 1u64 << 30;
+        let v = ios(job, 100_000);
+        let share = |lo: f64, hi: f64| {
+            v.iter()
+                .filter(|&&(_, o, _)| {
+                    (o as f64) >= lo * span as f64 && (o as f64) < hi * span as f64
+                })
+                .count() as f64
+                / v.len() as f64
+        };
+        assert!((share(0.0, 0.05) - 0.5).abs() < 0.01);
+        assert!((share(0.05, 0.20) - 0.3).abs() < 0.01);
+        assert!((share(0.20, 1.0) - 0.2).abs() < 0.01);
+        // zoned_abs, with its own list for writes: reads in the first 64 MiB, writes beyond.
+        let job = Job {
+            rw: "randrw".into(),
+            random_distribution: "zoned_abs:100/64m,0/64m:100/".into(),
+            number_ios: Some(1),
+            ..Job::default()
+        };
+        for (kind, o, _) in ios(job, 10_000) {
+            match kind {
+                crate::device::IoKind::Read => assert!(o < 64 << 20),
+                _ => assert!(o >= 64 << 20),
+            }
+        }
+        let bad = |d: &str| {
+            Job {
+                rw: "randread".into(),
+                random_distribution: d.into(),
+                ..Job::default()
+            }
+            .compile(1 << 30)
+            .unwrap_err()
+        };
+        assert!(
+            bad("zoned:50/5:30/15").contains("add up to 80"),
+            "{}",
+            bad("zoned:50/5:30/15")
+        );
+        assert!(bad("zoned_abs:50/1g:50/1g").contains("more than the job's span"));
+        assert!(bad("zoned:50/x:50/").contains("not a percentage"));
+    }
+
+    /// bsrange draws sizes across the range in multiples of its smallest; blockalign aligns
+    /// random offsets (fio's jesd219.fio: 512-byte IOs on 4k boundaries).
+    #[test]
+    fn bsrange_and_blockalign_shape_sizes_and_offsets() {
+        let v = ios(
+            Job {
+                rw: "randwrite".into(),
+                bsrange: Some("512-8k".into()),
+                number_ios: Some(1),
+                ..Job::default()
+            },
+            10_000,
+        );
+        let sizes: std::collections::BTreeSet<u64> = v.iter().map(|x| x.2).collect();
+        // fio's draw: MIN + uniform(0..=MAX-MIN), rounded down to a multiple of MIN (MAX itself
+        // comes up once in MAX-MIN+1 draws).
+        assert!(sizes
+            .iter()
+            .all(|s| s % 512 == 0 && (512..=8192).contains(s)));
+        assert!((1..16).all(|k| sizes.contains(&(k * 512))), "{sizes:?}");
+        let v = ios(
+            Job {
+                rw: "randwrite".into(),
+                bssplit: Some("512/50:4k/50".into()),
+                blockalign: Some("4k".into()),
+                number_ios: Some(1),
+                ..Job::default()
+            },
+            10_000,
+        );
+        assert!(v.iter().all(|x| x.1 % 4096 == 0));
+        let unaligned = ios(
+            Job {
+                rw: "randwrite".into(),
+                bssplit: Some("512/50:4k/50".into()),
+                number_ios: Some(1),
+                ..Job::default()
+            },
+            10_000,
+        );
+        assert!(unaligned.iter().any(|x| x.1 % 4096 != 0));
+    }
+
+    /// fio's `rw=...:nr`: holes and backwards reads (examples/backwards-read.fio), and runs of
+    /// nr sequential IOs from each random offset.
+    #[test]
+    fn rw_offset_modifiers_as_fio_reads_them() {
+        let offsets = |rw: &str, n: usize| -> Vec<u64> {
+            ios(
+                Job {
+                    rw: rw.into(),
+                    number_ios: Some(1),
+                    ..Job::default()
+                },
+                n,
+            )
+            .iter()
+            .map(|x| x.1)
+            .collect()
+        };
+        assert_eq!(offsets("write:4k", 3), vec![0, 8192, 16384]);
+        let back = offsets("read:-8k", 4);
+        let end = (1u64 << 30) - 4096;
+        assert_eq!(back, vec![0, end, end - 4096, end - 8192]);
+        let runs = offsets("randread:8", 64);
+        for chunk in runs.chunks(8) {
+            assert!(
+                chunk.windows(2).all(|w| w[1] == w[0] + 4096 || w[1] == 0),
+                "{chunk:?}"
+            );
+        }
+        assert_ne!(runs[8], runs[7] + 4096);
+        assert!(Job {
+            rw: "randread:x".into(),
+            ..Job::default()
+        }
+        .compile(1 << 30)
+        .unwrap_err()
+        .starts_with("rw:"));
+    }
 }

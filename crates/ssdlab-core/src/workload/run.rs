@@ -182,8 +182,8 @@ impl JobRun {
         // The session's own recorder sees every command of the group; each job's meter sees
         // its own.
         let session = Session::new(dev, now, jobs[0].interval_ns);
-        for i in 0..jobs.len() {
-            if after[i].is_none() {
+        for (i, a) in after.iter().enumerate() {
+            if a.is_none() {
                 source.schedule(i, now);
             }
         }
@@ -331,7 +331,11 @@ impl JobSlot {
         let rec = &meter.rec;
         let n = rec.intervals_closed();
         let interval = self.job.interval_ns;
-        if state.attained || n < c.dur_intervals || (n as u64 * interval) < c.ramp_ns {
+        // fio's ss_ramp: data collection starts after it, so the window judged lies past it.
+        if state.attained
+            || n < c.dur_intervals
+            || ((n - c.dur_intervals) as u64 * interval) < c.ramp_ns
+        {
             return;
         }
         let s = &rec.series;
