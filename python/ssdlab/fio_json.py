@@ -47,7 +47,24 @@ def _samples(values) -> dict:
     return {"min": min(v), "max": max(v), "mean": mean, "dev": dev, "samples": len(v)}
 
 
-def _op(o: dict, elapsed_s: float, iops_series=None, mb_series=None, bins: dict | None = None) -> dict:
+def _percentiles(bins: dict, wanted: list[float]) -> dict:
+    """fio's percentile_list from a latency histogram (bucket midpoint ns -> completions): for
+    each percentile, the first bucket at which that share of completions is reached."""
+    total = sum(bins.values())
+    out = {}
+    for p in wanted:
+        need, seen, value = total * p / 100.0, 0, 0
+        for ns, n in sorted(bins.items()):
+            seen += n
+            value = ns
+            if seen >= need:
+                break
+        out[f"{p:f}"] = value if total else 0
+    return out
+
+
+def _op(o: dict, elapsed_s: float, iops_series=None, mb_series=None, bins: dict | None = None,
+        percentiles: list[float] | None = None, all_bins: dict | None = None) -> dict:
     bw_bytes = o["bytes"] / elapsed_s if elapsed_s > 0 else 0.0
     out = {
         "io_bytes": o["bytes"], "io_kbytes": o["bytes"] // 1024, "bw_bytes": round(bw_bytes),
@@ -56,6 +73,8 @@ def _op(o: dict, elapsed_s: float, iops_series=None, mb_series=None, bins: dict 
         "slat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0},
         "clat_ns": _lat(o, True), "lat_ns": _lat(o, False),
     }
+    if percentiles:  # the job's percentile_list instead of fio's default list
+        out["clat_ns"]["percentile"] = _percentiles(all_bins or {}, percentiles)
     if bins:  # json+, as fio writes it: only where there were completions
         out["clat_ns"]["bins"] = {str(k): v for k, v in sorted(bins.items())}
     bw = _samples([] if mb_series is None else [x * 1e6 / 1024 for x in mb_series])
@@ -152,6 +171,14 @@ def fio_job(result, job=None, drive=None, plus: bool = False, groupid: int = 0) 
     if drive is not None:
         options["filename"] = f"ssdlab:{drive}"
     col = {op: (series.get(f"{op}_iops"), series.get(f"{op}_mb_per_s")) for op in ("read", "write")}
+    given = {**getattr(job, "_global", {}), **getattr(job, "_given", {})} if job is not None else {}
+    wanted = None
+    if given.get("percentile_list"):
+        try:
+            wanted = [float(x) for x in given["percentile_list"].split(":") if x.strip()]
+        except ValueError:
+            wanted = None
+    pct = {op: dict(percentiles=wanted, all_bins=result.bins.get(op, {})) for op in ("read", "write", "trim")}
     all_bins: dict = {}
     for op_bins in result.bins.values():
         for k, v in op_bins.items():
@@ -165,10 +192,11 @@ def fio_job(result, job=None, drive=None, plus: bool = False, groupid: int = 0) 
     return {
         "jobname": s.get("name", "job"), "groupid": groupid, "error": 0, "eta": 0, "elapsed": round(elapsed),
         "job options": options,
-        "read": _op(s["read"], elapsed, *col["read"], bins=result.bins.get("read", {}) if plus else None),
-        "write": _op(s["write"], elapsed, *col["write"], bins=result.bins.get("write", {}) if plus else None),
+        "read": _op(s["read"], elapsed, *col["read"], bins=result.bins.get("read", {}) if plus else None, **pct["read"]),
+        "write": _op(s["write"], elapsed, *col["write"], bins=result.bins.get("write", {}) if plus else None,
+                     **pct["write"]),
         "trim": _op(s["trim"], elapsed, series.get("trim_iops"), None,
-                    bins=result.bins.get("trim", {}) if plus else None),
+                    bins=result.bins.get("trim", {}) if plus else None, **pct["trim"]),
         "sync": {"total_ios": 0, "lat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}},
         "job_runtime": round(elapsed * 1000), "usr_cpu": 0.0, "sys_cpu": 0.0, "ctx": 0, "majf": 0, "minf": 0,
         "iodepth_level": levels, "iodepth_submit": submit, "iodepth_complete": dict(submit),

@@ -361,6 +361,14 @@ def job_error(job: Job, message: str) -> SsdlabError:
 
 
 def _apply(job: Job, key: str, value: str | None, where: str) -> None:
+    if key == "percentile_list" and value is not None:
+        try:
+            ok = all(0 < float(x) <= 100 for x in value.split(":") if x.strip())
+        except ValueError:
+            ok = False
+        if not ok:
+            raise SsdlabError(f"{where}: percentile_list={value}: accepted: percentages in (0, 100] joined by ':', "
+                              "e.g. 50:99:99.9")
     if key in ("fill_device", "fill_fs"):
         # fio writes until the device is full: the span runs to the end of the drive, and the
         # job transfers all of it.

@@ -121,3 +121,27 @@ def test_json_keys_are_real_fios_for_the_same_job(tmp_path):
     # Job options as given on the command line (fio's own spelling of the names aside).
     assert {"name", "ioengine", "rw", "bs", "size", "iodepth"} <= _keys(oj["job options"])
     assert oj["job options"]["ioengine"] == "null" and ours["timestamp"] > 1_600_000_000
+
+
+def test_fio_log_options_write_fios_log_files(tmp_path):
+    """Issue 25 item 11: write_bw_log/write_iops_log/write_lat_log with log_avg_msec write fio's
+    windowed logs (time ms, value, direction, bs, prio), and percentile_list sets the JSON's
+    percentiles."""
+    (tmp_path / "j.fio").write_text("[global]\nrw=randrw\niodepth=4\nnumber_ios=20000\nlog_avg_msec=100\n"
+                                    "write_bw_log=m\nwrite_iops_log=m\nwrite_lat_log=m\npercentile_list=50:99.5\n[a]\n")
+    p = run("--drive", "crucial-m4-128", "--precondition", "fast-fill", "j.fio", "--output-format", "json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    job = json.loads(p.stdout)["jobs"][0]
+    assert list(job["read"]["clat_ns"]["percentile"]) == ["50.000000", "99.500000"]
+    names = sorted(x.name for x in tmp_path.glob("m_*.log"))
+    assert names == ["m_bw.1.log", "m_clat.1.log", "m_iops.1.log", "m_lat.1.log", "m_slat.1.log"]
+    rows = [[int(v) for v in line.split(", ")] for line in (tmp_path / "m_iops.1.log").read_text().splitlines()]
+    assert all(len(r) == 5 and r[2] in (0, 1) and r[3:] == [0, 0] for r in rows)
+    times = sorted({r[0] for r in rows})
+    assert times[:3] == [100, 200, 300]
+    # Per window, IOPS x 0.1 s is the IOs completed: they add up to the job's.
+    assert sum(r[1] for r in rows) / 10 == pytest.approx(job["read"]["total_ios"] + job["write"]["total_ios"], rel=0.01)
+    bw = [[int(v) for v in line.split(", ")] for line in (tmp_path / "m_bw.1.log").read_text().splitlines()]
+    assert all(b[1] == pytest.approx(i[1] * 4, abs=1) for b, i in zip(bw, rows))  # 4 KiB IOs: KiB/s = 4 x IOPS
+    lat = [int(line.split(", ")[1]) for line in (tmp_path / "m_clat.1.log").read_text().splitlines()]
+    assert min(lat) > 1000  # ns, as fio logs latency

@@ -6,6 +6,7 @@ import argparse
 import math
 import sys
 
+from .. import fio_logs
 from ..drive import FAULTS_HELP, LINK_POLICIES, PRECONDITIONS, Drive, Result, describe_preset, format_faults, preset_names
 from ..errors import SsdlabError
 from ..job import _OPTIONS, Job, _apply, _seconds, job_error, schedule
@@ -186,6 +187,11 @@ def _run(args: argparse.Namespace) -> int:
         for job, result, groupid in zip(step.jobs, results, step.groupids):
             prefix = f"{i:02d}-{job.name}-" if len(jobs) > 1 else ""
             i += 1
+            options = {**getattr(job, "_global", {}), **getattr(job, "_given", {})}
+            if fio_logs.wanted(options):
+                logs = fio_logs.write_fio_logs(result, options, job.name, i)
+                if not as_json:
+                    print(f"  wrote fio logs {', '.join(str(p) for p in logs)}")
             if as_json:
                 from ..fio_json import fio_job
                 fio_jobs.append(fio_job(result, job, drive.name, plus=args.output_format == "json+", groupid=groupid))
