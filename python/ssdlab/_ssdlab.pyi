@@ -57,6 +57,7 @@ class Simulation:
         sort: bool = False,
         per_request: bool = False,
         interval_s: float = 1.0,
+        fio_wait_relative: bool = False,
     ) -> list[str]: ...
     def advance_replay(self, seconds: float) -> bool: ...
     def replay_progress(self) -> tuple[float, int]: ...
@@ -127,4 +128,5 @@ def trace_stats(
     skip_bad_lines: bool = False,
     time_unit_ns: float | None = None,
     blkparse_queue_arrivals: bool = False,
+    fio_wait_relative: bool = False,
 ) -> str: ...

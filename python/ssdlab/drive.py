@@ -398,6 +398,7 @@ class Drive:
         interval_s: float = 1.0,
         per_request: "str | Path | None" = None,
         progress: bool = False,
+        fio_wait: str = "absolute",
     ) -> "ReplayResult":
         """Replay block traces (plain, gzip, bzip2, xz or zstd; format detected unless given).
 
@@ -416,11 +417,16 @@ class Drive:
         sort : read the whole trace and replay it in time order (default: file order, with
             a note when timestamps go backwards).
         blkparse_arrivals : "D" (issue) or "Q" (queue) events as arrivals.
+        fio_wait : fio v2 iolog "wait N" lines: "absolute" (N ms since the job started, as
+            fio's replay reads them) or "relative" (N us after the previous wait, as fio's
+            manual says); the one used is stated in summary["notes"].
         per_request : a Parquet file for one row per request (arrival, submit, complete,
             offset, length, op, latency), written as the replay goes (bounded memory).
         """
         if blkparse_arrivals not in ("D", "Q"):
             raise SsdlabError(f"blkparse arrivals '{blkparse_arrivals}'; accepted: D, Q")
+        if fio_wait not in ("absolute", "relative"):
+            raise SsdlabError(f"fio_wait '{fio_wait}'; accepted: absolute, relative")
         paths = [str(t) for t in trace] if isinstance(trace, (list, tuple)) else [str(trace)]
         unit_ns = time_unit_ns(time_unit)
         dev = device_number(device)
@@ -430,6 +436,7 @@ class Drive:
                 skip_bad_lines=skip_bad_lines, time_unit_ns=unit_ns,
                 blkparse_queue_arrivals=blkparse_arrivals == "Q", sort=sort,
                 per_request=per_request is not None, interval_s=interval_s,
+                fio_wait_relative=fio_wait == "relative",
             )
         except ValueError as e:
             raise SsdlabError(str(e)) from None

@@ -220,7 +220,7 @@ def fio_replay_job(replay, trace: str, drive: str | None = None, plus: bool = Fa
                                            "write": s["write"], "trim": s.get("trim", none)},
                                   series=replay.series, bins=replay.bins), None, drive, plus)
     job["job options"].update({"read_iolog": str(trace), "replay_mode": s.get("mode", "")})
-    job["ssdlab"] = {k: s[k] for k in ("requests", "elapsed_s", "trim_requests", "write_amplification", "final_flush_s",
+    job["ssdlab"] = {k: s[k] for k in ("requests", "elapsed_s", "trim_requests", "write_amplification", "trim_map_pages", "final_flush_s",
                                        "format", "mode", "notes", "faults", "run") if k in s}
     job["ssdlab"].update({f"{op}_{k}": s[op][k] for op in ("all", "read", "write", "trim")
                           for k in ("busy_s", "data_rate_mb_per_s") if k in s.get(op, {})})

@@ -14,6 +14,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
+import ssdlab
 from ssdlab import Drive, SsdlabError
 from ssdlab import trace_stats
 
@@ -294,3 +295,34 @@ def test_trace_stats_compares_a_look_alike_with_the_published_figures(tmp_path):
     assert published == 42.0 and abs(mine - published) < 3
     mine, published = map(float, rows["4K share %"])
     assert abs(mine - published) < 2
+
+
+def test_trims_are_apart_from_write_amplification(tmp_path):
+    """Issue 25 item 23: fio's t0038 iolog trims 2 GiB before each 4 KiB write; on a filled
+    drive the trims' map journalling had counted as the writes' amplification (206.4)."""
+    lines = ["fio version 3 iolog", "30 /dev/null add", "40 /dev/null open"]
+    for i in range(10):
+        lines += [f"{50 + 4 * i} /dev/null trim {i * 4096} 2147483648", f"{52 + 4 * i} /dev/null write {i * 4096} 4096"]
+    (tmp_path / "t.iolog").write_text("\n".join(lines) + "\n")
+    d = ssdlab.Drive.preset("crucial-m500-120")
+    d.precondition("fast-fill")
+    s = d.replay(tmp_path / "t.iolog").summary
+    assert s["trim_requests"] == 10 and s["write"]["ios"] == 10
+    assert s["trim_map_pages"] > 100  # 20 GiB of mapped units unmapped: the journal pages they took
+    assert 1.0 <= s["write_amplification"] < 3.0, s["write_amplification"]
+
+
+def test_fio_v2_wait_lines_say_which_meaning_is_used(tmp_path):
+    """Issue 25 item 23: fio's replay reads 'wait N' as N ms since the start; its manual as N us
+    after the previous wait. Both offered, the one used stated."""
+    text = "fio version 2 iolog\n/dev/x add\n/dev/x open\n/dev/x write 0 4096\n/dev/x wait 500\n" \
+           "/dev/x write 4096 4096\n/dev/x wait 500\n/dev/x write 8192 4096\n"
+    (tmp_path / "v2.log").write_text(text)
+    spans = {}
+    for meaning in ("absolute", "relative"):
+        st = ssdlab.trace_stats([str(tmp_path / "v2.log")], fio_wait=meaning)
+        assert any("'wait' lines (2)" in n and ("milliseconds since" if meaning == "absolute" else "microseconds after")
+                   in n.split("(fio")[0] for n in st["notes"]), st["notes"]
+        spans[meaning] = st["stats"]["span_s"]
+    # Absolute: both waits say "500 ms after the start"; relative: 500 us, then 500 us more.
+    assert spans["absolute"] == pytest.approx(0.5) and spans["relative"] == pytest.approx(0.001)

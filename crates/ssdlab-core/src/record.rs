@@ -16,6 +16,8 @@ pub struct Sample {
     /// independent, so the write amplification of a run does not depend on what is still
     /// queued on the dies when it ends.
     pub pages_committed: u64,
+    /// Of those, the pages that journalled TRIMs' map changes.
+    pub trim_pages: u64,
     pub gc_units: u64,
     pub host_units_written: u64,
     pub erases: u64,
@@ -29,6 +31,7 @@ impl Sample {
         Sample {
             page_programs: dev.nand().counters.page_programs,
             pages_committed: dev.pages_committed(),
+            trim_pages: dev.trim_pages_committed(),
             gc_units: dev.ftl.counters.gc_units_copied
                 + dev.ftl.counters.wear_leveling_units_copied,
             host_units_written: dev.ftl.counters.host_units_written,

@@ -209,6 +209,10 @@ pub struct ReplaySummary {
     /// NAND bytes the FTL programmed / host bytes written during the replay, after a final
     /// flush (as a trace run ends): the writes still in the buffer are programmed and counted.
     pub write_amplification: f64,
+    /// NAND pages that journalled TRIMs' map changes: apart from write amplification (a
+    /// trace's trims of mapped data would otherwise count as writes' amplification).
+    #[serde(skip_serializing_if = "crate::stats::is_zero")]
+    pub trim_map_pages: u64,
     /// How long the final flush took, seconds (not in `elapsed_s`).
     pub final_flush_s: f64,
     pub nand_page_programs: u64,
@@ -361,7 +365,8 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
         let s = Sample::of(dev);
         let at = rec.at_start;
         let host_units = s.host_units_written - at.host_units_written;
-        let pages = s.pages_committed - at.pages_committed;
+        let trim_pages = s.trim_pages - at.trim_pages;
+        let pages = s.pages_committed - at.pages_committed - trim_pages;
         let summary = ReplaySummary {
             requests: src.submitted,
             elapsed_s,
@@ -371,6 +376,7 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
             trim: class(&rec.trim, &src.busy_trim),
             trim_requests: rec.trim.ios,
             write_amplification: dev.write_amplification(pages, host_units),
+            trim_map_pages: trim_pages,
             final_flush_s: match src.flush {
                 Flush::Done { took_ns } => took_ns as f64 / NS_PER_S as f64,
                 _ => 0.0,

@@ -272,7 +272,7 @@ impl Simulation {
     }
 
     /// Start replaying trace files (merged in time order). Returns the formats used.
-    #[pyo3(signature = (paths, mode, scale, depth, format=None, columns=None, device=None, wrap=false, skip_bad_lines=false, time_unit_ns=None, blkparse_queue_arrivals=false, sort=false, per_request=false, interval_s=1.0))]
+    #[pyo3(signature = (paths, mode, scale, depth, format=None, columns=None, device=None, wrap=false, skip_bad_lines=false, time_unit_ns=None, blkparse_queue_arrivals=false, sort=false, per_request=false, interval_s=1.0, fio_wait_relative=false))]
     fn start_replay(
         &mut self,
         paths: Vec<String>,
@@ -289,6 +289,7 @@ impl Simulation {
         sort: bool,
         per_request: bool,
         interval_s: f64,
+        fio_wait_relative: bool,
     ) -> PyResult<Vec<String>> {
         self.idle_check()?;
         let mode = match mode {
@@ -324,6 +325,7 @@ impl Simulation {
             time_unit_ns,
             blkparse_queue_arrivals,
             sort,
+            fio_wait_relative,
         };
         let (requests, formats) =
             ssdlab_trace::replay::TraceRequests::open(&paths, options, self.dev.user_bytes())
@@ -715,7 +717,7 @@ fn crashtest(
 /// wrong and what is accepted.
 /// What trace files hold (`ssdlab trace stats`), as JSON.
 #[pyfunction]
-#[pyo3(signature = (paths, format=None, columns=None, device=None, skip_bad_lines=false, time_unit_ns=None, blkparse_queue_arrivals=false))]
+#[pyo3(signature = (paths, format=None, columns=None, device=None, skip_bad_lines=false, time_unit_ns=None, blkparse_queue_arrivals=false, fio_wait_relative=false))]
 fn trace_stats(
     py: Python<'_>,
     paths: Vec<String>,
@@ -725,6 +727,7 @@ fn trace_stats(
     skip_bad_lines: bool,
     time_unit_ns: Option<f64>,
     blkparse_queue_arrivals: bool,
+    fio_wait_relative: bool,
 ) -> PyResult<String> {
     let options = ssdlab_trace::replay::TraceOptions {
         format,
@@ -735,6 +738,7 @@ fn trace_stats(
         time_unit_ns,
         blkparse_queue_arrivals,
         sort: false,
+        fio_wait_relative,
     };
     py.allow_threads(|| ssdlab_trace::replay::stats_json(&paths, options))
         .map_err(PyValueError::new_err)

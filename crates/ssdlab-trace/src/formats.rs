@@ -206,10 +206,21 @@ fn parse_text<R: BufRead>(r: &mut TraceReader<R>, line: &str) -> Result<(), Stri
             if action == "wait" && r.fio_version == 2 {
                 // fio v2: wait until OFFSET milliseconds after the job started (fio's iolog.c,
                 // read_iolog2: ipo->delay = offset; the replay sleeps until mtime_since_genesis).
-                let ms = uint(field(rest, 2, "wait time")?, "wait time (ms)")?;
-                r.fio_wait_ns = r
-                    .fio_wait_ns
-                    .max(ms.checked_mul(1_000_000).ok_or("wait time too large")?);
+                let n = uint(field(rest, 2, "wait time")?, "wait time")?;
+                r.fio_wait_ns = if r.options.fio_wait_relative {
+                    // fio's manual: N microseconds after the previous wait; under 100 dropped.
+                    let step = if n < 100 {
+                        0
+                    } else {
+                        n.checked_mul(1_000).ok_or("wait time too large")?
+                    };
+                    r.fio_wait_ns
+                        .checked_add(step)
+                        .ok_or("wait time too large")?
+                } else {
+                    r.fio_wait_ns
+                        .max(n.checked_mul(1_000_000).ok_or("wait time too large")?)
+                };
                 r.fio_waits += 1;
                 return Ok(());
             }

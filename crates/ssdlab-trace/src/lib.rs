@@ -174,6 +174,10 @@ pub struct ReaderOptions {
     pub skip_bad_lines: bool,
     /// The column mapping of `TraceFormat::Columns`.
     pub columns: Option<ColumnSpec>,
+    /// fio v2 `wait N`: false (default), N milliseconds after the job started, as fio's source
+    /// replays it (iolog.c read_iolog2); true, N microseconds after the previous wait, as fio's
+    /// manual describes it (waits under 100 us discarded).
+    pub fio_wait_relative: bool,
 }
 
 impl Default for ReaderOptions {
@@ -184,6 +188,7 @@ impl Default for ReaderOptions {
             blkparse_arrival: BlkparseArrival::Issue,
             skip_bad_lines: false,
             columns: None,
+            fio_wait_relative: false,
         }
     }
 }
@@ -291,6 +296,16 @@ impl<R: BufRead> TraceReader<R> {
             && self.fio_waits == 0
         {
             notes.push("fio v2 iolog without 'wait' lines has no timestamps: every request arrives at time 0 (timed and afap modes send them at once, in file order); --mode qd --qd N replays it closed loop".into());
+        }
+        if self.options.format == TraceFormat::FioIolog
+            && self.fio_version == 2
+            && self.fio_waits > 0
+        {
+            notes.push(if self.options.fio_wait_relative {
+                format!("fio v2 'wait' lines ({}) read as fio's manual describes them: microseconds after the previous wait, waits under 100 us dropped (fio's own replay reads them as milliseconds since the start: --fio-wait absolute)", self.fio_waits)
+            } else {
+                format!("fio v2 'wait' lines ({}) read as fio's replay (iolog.c) does: milliseconds since the job started (fio's manual says microseconds after the previous wait: --fio-wait relative)", self.fio_waits)
+            });
         }
         notes.extend(self.blk.notes());
         if self.non_utf8_lines > 0 {

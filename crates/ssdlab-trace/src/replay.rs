@@ -24,6 +24,8 @@ pub struct TraceOptions {
     pub blkparse_queue_arrivals: bool,
     /// Read every record and replay them in time order.
     pub sort: bool,
+    /// fio v2 `wait`: relative microseconds (fio's manual) instead of absolute ms (its source).
+    pub fio_wait_relative: bool,
 }
 
 /// What happened while streaming, reported when the replay ends.
@@ -65,6 +67,7 @@ impl Sources {
                 BlkparseArrival::Issue
             },
             skip_bad_lines: options.skip_bad_lines,
+            fio_wait_relative: options.fio_wait_relative,
             ..ReaderOptions::default()
         };
         let mut detect = true;

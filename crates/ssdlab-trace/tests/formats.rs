@@ -190,7 +190,12 @@ fn fio_v2_waits_are_arrivals_and_a_log_without_them_is_noted() {
         recs.iter().map(|x| x.arrival_ns).collect::<Vec<_>>(),
         vec![0, 250_000_000]
     );
-    assert!(r.notes().is_empty());
+    // The meaning used is stated (issue 25 item 23).
+    assert!(
+        r.notes().len() == 1 && r.notes()[0].contains("milliseconds since the job started"),
+        "{:?}",
+        r.notes()
+    );
     let text = "fio version 2 iolog\n/dev/x add\n/dev/x write 0 4096\n/dev/x read 4096 4096\n";
     let mut r = TraceReader::new(text.as_bytes(), opts(TraceFormat::FioIolog));
     r.by_ref().for_each(drop);

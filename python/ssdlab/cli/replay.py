@@ -47,7 +47,7 @@ def _replay(args: argparse.Namespace) -> int:
         args.trace, args.mode, format=args.format, columns=args.columns, scale=args.scale, qd=args.qd,
         device=args.device, wrap=args.wrap, skip_bad_lines=args.skip_bad_lines, time_unit=unit,
         sort=args.sort, blkparse_arrivals=args.blkparse_arrivals, per_request=args.per_request,
-        progress=not (args.quiet or as_json),
+        progress=not (args.quiet or as_json), fio_wait=args.fio_wait,
     )
     s = r.summary
     _print_notes(s["notes"])
@@ -60,6 +60,8 @@ def _replay(args: argparse.Namespace) -> int:
         return 0
     waf = (f"write amplification {s['write_amplification']:.2f} (after a final flush of {s['final_flush_s'] * 1e3:.2f} ms)"
            if s["write"]["ios"] else "no writes")
+    if s.get("trim_map_pages"):
+        waf += f"; the trims' map journalling took {s['trim_map_pages']:,} NAND pages (not counted in it)"
     print(f"replay of {name} ({s['format']}, mode {s['mode']}) on {drive.name}: {s['requests']:,} requests, "
           f"{s['elapsed_s']:.3f} simulated s, {waf}")
     for key, label in (("bad_lines_skipped", "malformed lines skipped"),
@@ -93,7 +95,7 @@ def _size(b: float) -> str:
 def _stats(args: argparse.Namespace) -> int:
     out = trace_stats(args.trace, format=args.format, columns=args.columns, device=args.device,
                       skip_bad_lines=args.skip_bad_lines, time_unit=args.time_unit,
-                      blkparse_arrivals=args.blkparse_arrivals)
+                      blkparse_arrivals=args.blkparse_arrivals, fio_wait=args.fio_wait)
     _print_notes(out["notes"])
     if args.json:
         print(json.dumps(out, indent=2))
@@ -171,6 +173,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--time-unit", choices=("ns", "us", "ms", "s"),
                    help="DiskSim/MQSim arrival unit (default: ms if the times have decimals, as DiskSim's do; ns if integers, as MQSim's; stated in a note)")
     p.add_argument("--blkparse-arrivals", default="D", choices=("D", "Q"), help="blkparse/blktrace events used as arrivals")
+    p.add_argument("--fio-wait", default="absolute", choices=("absolute", "relative"),
+                   help="fio v2 iolog 'wait N': absolute = N ms since the job started, as fio's replay reads it "
+                        "(default); relative = N us after the previous wait, as fio's manual says")
 
 
 def add_parsers(sub) -> None:

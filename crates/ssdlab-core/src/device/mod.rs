@@ -227,6 +227,12 @@ impl Device {
             * self.geometry.planes_per_die as u64
     }
 
+    /// The pages of `pages_committed` that journalled TRIMs' map changes (reported apart from
+    /// write amplification).
+    pub fn trim_pages_committed(&self) -> u64 {
+        self.ftl.counters.pu_programs_meta_trim * self.geometry.planes_per_die as u64
+    }
+
     /// NAND bytes programmed per host byte written, for deltas of `pages_committed` and
     /// `ftl.counters.host_units_written` (0 when nothing was written).
     pub fn write_amplification(&self, pages: u64, host_units: u64) -> f64 {

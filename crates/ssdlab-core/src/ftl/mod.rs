@@ -232,6 +232,10 @@ pub struct FtlCounters {
     pub wear_leveling_victims: u64,
     /// Metadata programs (one per `planes` metadata pages) and what they held, in pages.
     pub pu_programs_meta: u64,
+    /// TRIMs' share of `pu_programs_meta`: metadata programs made while journalling a TRIM's
+    /// map changes (a page goes to the change that filled it; writes and trims share pages).
+    /// Write amplification leaves them out and reports them apart.
+    pub pu_programs_meta_trim: u64,
     pub meta_journal_pages: u64,
     pub meta_map_pages: u64,
     pub meta_summary_pages: u64,
@@ -503,7 +507,9 @@ impl Ftl {
             self.invalidate(lba);
             self.counters.host_units_trimmed += 1;
             self.map.record(lba, old, tag);
+            let before = self.counters.pu_programs_meta;
             self.map_updated(lba, sink);
+            self.counters.pu_programs_meta_trim += self.counters.pu_programs_meta - before;
         }
     }
 

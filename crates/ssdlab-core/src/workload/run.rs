@@ -19,9 +19,12 @@ pub struct JobSummary {
     pub read: OpSummary,
     pub write: OpSummary,
     pub trim: OpSummary,
-    /// NAND bytes the FTL programmed (data, GC, parity, padding) / host bytes written, during
-    /// the job.
+    /// NAND bytes the FTL programmed (data, GC, parity, padding, map persistence of writes) /
+    /// host bytes written, during the job; TRIMs' map pages are apart (`trim_map_pages`).
     pub write_amplification: f64,
+    /// NAND pages that journalled TRIMs' map changes (not in write amplification).
+    #[serde(skip_serializing_if = "crate::stats::is_zero")]
+    pub trim_map_pages: u64,
     pub gc_units_copied: u64,
     pub blocks_erased: u64,
     pub nand_page_programs: u64,
@@ -283,7 +286,8 @@ fn slot_result(
     let at_start = rec.at_start;
     let elapsed_s = elapsed_ns as f64 / NS_PER_S as f64;
     let host_units = s.host_units_written - at_start.host_units_written;
-    let pages = s.pages_committed - at_start.pages_committed;
+    let trim_pages = s.trim_pages - at_start.trim_pages;
+    let pages = s.pages_committed - at_start.pages_committed - trim_pages;
     JobResult {
         summary: JobSummary {
             name: job.job.name.clone(),
@@ -292,6 +296,7 @@ fn slot_result(
             write: rec.write.summary(elapsed_s),
             trim: rec.trim.summary(elapsed_s),
             write_amplification: dev.write_amplification(pages, host_units),
+            trim_map_pages: trim_pages,
             gc_units_copied: s.gc_units - at_start.gc_units,
             blocks_erased: s.erases - at_start.erases,
             nand_page_programs: pages,
