@@ -480,8 +480,10 @@ class Drive:
         notes = list(outcome["notes"])
         if mapping["out_of_order"]:
             notes.append(f"{mapping['out_of_order']:,} requests arrive earlier than the latest arrival above them "
-                         "(timestamps out of order; `trace stats` counts the same): they are sent at once, in file order; "
-                         "--sort replays the trace in time order")
+                         "(timestamps out of order; `trace stats` counts the same): they are replayed in file order "
+                         "(timed mode restarts its clock at each step back, keeping the recorded gaps after it); the "
+                         "per-request log keeps each recorded arrival (negative: before the first request); --sort "
+                         "replays the trace in time order")
         faults = {k: v - faults_before[k] for k, v in self.fault_counters().items()}
         summary.update({
             "format": "+".join(dict.fromkeys(formats)), "mode": mode,
@@ -626,7 +628,8 @@ class RequestLogWriter:
         self.rows = 0
 
     def add(self, columns: list) -> None:
-        arrival, submit, complete, offset, length = (np.frombuffer(c, dtype="<u8") for c in columns[:5])
+        arrival = np.frombuffer(columns[0], dtype="<i8")  # signed: recorded before the first request
+        submit, complete, offset, length = (np.frombuffer(c, dtype="<u8") for c in columns[1:5])
         op = np.frombuffer(columns[5], dtype=np.uint8)
         if len(op) == 0:
             return

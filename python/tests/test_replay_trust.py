@@ -326,3 +326,21 @@ def test_fio_v2_wait_lines_say_which_meaning_is_used(tmp_path):
         spans[meaning] = st["stats"]["span_s"]
     # Absolute: both waits say "500 ms after the start"; relative: 500 us, then 500 us more.
     assert spans["absolute"] == pytest.approx(0.5) and spans["relative"] == pytest.approx(0.001)
+
+
+def test_arrivals_recorded_before_the_first_request_are_kept(tmp_path):
+    """Issue 25 item 19: a trace whose first line is its latest (as a Tencent sample): the
+    per-request log keeps each recorded arrival (negative before the first) and timed mode
+    keeps the gaps after the step back instead of sending everything at once."""
+    lines = ["fio version 3 iolog", "0 /dev/x add", "0 /dev/x open", "9000000 /dev/x read 0 4096"]
+    lines += [f"{1_000_000 * k} /dev/x read {k * 1048576} 4096" for k in range(1, 4)]
+    (tmp_path / "t.iolog").write_text("\n".join(lines) + "\n")
+    d = ssdlab.Drive.preset("crucial-m4-128")
+    d.precondition("fast-fill")
+    r = d.replay(tmp_path / "t.iolog", mode="timed", per_request=tmp_path / "req.parquet")
+    rows = pq.read_table(tmp_path / "req.parquet").to_pandas().sort_values("arrival_us")
+    arrivals = rows.arrival_us.to_list()
+    assert arrivals[-1] == 0 and all(a < 0 for a in arrivals[:3]), arrivals
+    submits = rows.submit_us.to_list()[:3]
+    assert submits[1] - submits[0] == pytest.approx(arrivals[1] - arrivals[0], rel=0.01) > 0, (submits, arrivals)
+    assert any("restarts its clock" in n for n in r.summary["notes"])

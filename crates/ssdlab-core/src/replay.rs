@@ -227,8 +227,9 @@ pub struct ReplaySummary {
 /// One row per completed request (`--per-request`), column-oriented; taken in batches.
 #[derive(Clone, Debug, Default)]
 pub struct RequestLog {
-    /// Recorded arrival from the trace's first request, ns.
-    pub arrival_ns: Vec<u64>,
+    /// Recorded arrival from the trace's first request, ns: negative for a request recorded
+    /// before it (timestamps out of order), as the trace has it whatever the replay did.
+    pub arrival_ns: Vec<i64>,
     /// Submission and completion in the replay, ns from its start.
     pub submit_ns: Vec<u64>,
     pub complete_ns: Vec<u64>,
@@ -267,6 +268,8 @@ struct ReplaySource<I: Iterator<Item = ReplayRequest>> {
     origin_ns: Option<u64>,
     /// Idle time removed so far (Afap), nanoseconds.
     removed_ns: u64,
+    /// Timed mode: recorded arrivals to replay times.
+    clock: TimedClock,
     outstanding: u64,
     submitted: u64,
     busy_all: Busy,
@@ -274,9 +277,42 @@ struct ReplaySource<I: Iterator<Item = ReplayRequest>> {
     busy_write: Busy,
     busy_trim: Busy,
     /// Recorded arrivals of outstanding requests, by tag (only with a request log).
-    arrivals: BTreeMap<u64, u64>,
+    arrivals: BTreeMap<u64, i64>,
     log: Option<RequestLog>,
     flush: Flush,
+}
+
+/// Timed mode's clock: recorded arrivals to replay times (ns from the replay's start). A
+/// request recorded earlier than the one before it in the file (timestamps going backwards)
+/// cannot be sent in the past: the clock restarts there, the request goes when the one before
+/// it was due, and the recorded gaps after it are kept (the replay runs longer by the steps
+/// back). A trace whose first line is its latest (a Tencent sample) thus keeps its gaps
+/// instead of arriving all at once (issue 25 item 19).
+#[derive(Clone, Copy, Debug, Default)]
+struct TimedClock {
+    /// (recorded arrival, replay time) the clock counts from: the first request, or the last
+    /// step back.
+    anchor: Option<(u64, u64)>,
+    /// The last request submitted: (recorded arrival, replay time it was due).
+    last: (u64, u64),
+}
+
+impl TimedClock {
+    fn due(&self, arrival_ns: u64, scale: f64) -> u64 {
+        match self.anchor {
+            None => 0,
+            Some(_) if arrival_ns < self.last.0 => self.last.1,
+            Some((a, at)) => at.saturating_add(((arrival_ns - a) as f64 * scale) as u64),
+        }
+    }
+
+    fn submitted(&mut self, arrival_ns: u64, scale: f64) {
+        let due = self.due(arrival_ns, scale);
+        if self.anchor.is_none() || arrival_ns < self.last.0 {
+            self.anchor = Some((arrival_ns, due));
+        }
+        self.last = (arrival_ns, due);
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -294,6 +330,7 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
             start: dev.now(),
             origin_ns: None,
             removed_ns: 0,
+            clock: TimedClock::default(),
             outstanding: 0,
             submitted: 0,
             busy_all: Busy::default(),
@@ -407,7 +444,7 @@ impl<I: Iterator<Item = ReplayRequest>> Source for ReplaySource<I> {
                 SimTime(
                     start
                         .ns()
-                        .saturating_add((since_origin as f64 * scale) as u64),
+                        .saturating_add(self.clock.due(r.arrival_ns, scale)),
                 )
                 .max(now),
             ),
@@ -427,6 +464,9 @@ impl<I: Iterator<Item = ReplayRequest>> Source for ReplaySource<I> {
 
     fn submit(&mut self, dev: &mut Device, at: SimTime) {
         let r = self.requests.next().expect("a request announced");
+        if let ReplayMode::Timed { scale } = self.mode {
+            self.clock.submitted(r.arrival_ns, scale);
+        }
         let tag = self.submitted;
         dev.submit(
             HostIo {
@@ -440,8 +480,11 @@ impl<I: Iterator<Item = ReplayRequest>> Source for ReplaySource<I> {
         );
         if self.log.is_some() {
             let origin = self.origin_ns.unwrap_or(r.arrival_ns);
-            self.arrivals
-                .insert(tag, r.arrival_ns.saturating_sub(origin));
+            // Signed: a request recorded before the first keeps its own time (issue 25 item 19:
+            // they all read 0 when this saturated).
+            let since = (r.arrival_ns as i128 - origin as i128)
+                .clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+            self.arrivals.insert(tag, since);
         }
         let t = dev.now();
         match r.kind {
@@ -746,5 +789,38 @@ mod tests {
         assert!(log.op.iter().filter(|&&o| o == 2).count() == 1);
         assert!((0..log.len()).all(|i| log.complete_ns[i] >= log.submit_ns[i]));
         assert_eq!(log.arrival_ns[..3], [0, 1000, 2000]);
+    }
+
+    /// Issue 25 item 19: a trace whose first line is its latest (a Tencent sample) keeps its
+    /// recorded arrivals in the log (negative before the first) and its gaps in timed mode,
+    /// instead of arriving all at once.
+    #[test]
+    fn timestamps_going_backwards_keep_their_arrivals_and_gaps() {
+        let s = NS_PER_S;
+        let reqs = vec![
+            req(100 * s, IoKind::Read, 0, 4096),
+            req(s, IoKind::Read, 1 << 20, 4096),
+            req(2 * s, IoKind::Read, 2 << 20, 4096),
+            req(3 * s, IoKind::Read, 3 << 20, 4096),
+        ];
+        let mut d = dev();
+        let mut run = ReplayRun::new(&d, reqs.into_iter(), ReplayMode::Timed { scale: 1.0 }, s)
+            .with_request_log();
+        assert!(run.advance(&mut d, SimTime(u64::MAX)));
+        let log = run.take_log();
+        let mut rows: Vec<(i64, u64)> = (0..log.len())
+            .map(|i| (log.arrival_ns[i], log.submit_ns[i]))
+            .collect();
+        rows.sort_unstable();
+        let secs = |ns: u64| (ns as f64 / s as f64).round() as u64;
+        assert_eq!(
+            rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+            vec![-99 * s as i64, -98 * s as i64, -97 * s as i64, 0]
+        );
+        // The step back restarts the clock: sent at 0, then 1 s and 2 s later.
+        assert_eq!(
+            rows.iter().map(|r| secs(r.1)).collect::<Vec<_>>(),
+            vec![0, 1, 2, 0]
+        );
     }
 }

@@ -365,7 +365,7 @@ impl Simulation {
     }
 
     /// Requests completed since the last call, one row each, as little-endian column bytes:
-    /// (arrival_ns, submit_ns, complete_ns, offset_bytes, length_bytes as u64; op as u8).
+    /// (arrival_ns as i64; submit_ns, complete_ns, offset_bytes, length_bytes as u64; op as u8).
     fn take_request_log<'py>(&mut self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         let (run, _) = self
             .replay
@@ -379,8 +379,13 @@ impl Simulation {
             }
             PyBytes::new(py, &b)
         };
+        let arrival: Vec<u8> = log
+            .arrival_ns
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
         Ok(vec![
-            col(&log.arrival_ns),
+            PyBytes::new(py, &arrival),
             col(&log.submit_ns),
             col(&log.complete_ns),
             col(&log.offset_bytes),
