@@ -58,6 +58,7 @@ class Simulation:
         per_request: bool = False,
         interval_s: float = 1.0,
         fio_wait_relative: bool = False,
+        align_starts: bool = False,
     ) -> list[str]: ...
     def advance_replay(self, seconds: float) -> bool: ...
     def replay_progress(self) -> tuple[float, int]: ...
@@ -129,4 +130,5 @@ def trace_stats(
     time_unit_ns: float | None = None,
     blkparse_queue_arrivals: bool = False,
     fio_wait_relative: bool = False,
+    align_starts: bool = False,
 ) -> str: ...

@@ -399,6 +399,7 @@ class Drive:
         per_request: "str | Path | None" = None,
         progress: bool = False,
         fio_wait: str = "absolute",
+        align_starts: bool = False,
     ) -> "ReplayResult":
         """Replay block traces (plain, gzip, bzip2, xz or zstd; format detected unless given).
 
@@ -420,6 +421,9 @@ class Drive:
         fio_wait : fio v2 iolog "wait N" lines: "absolute" (N ms since the job started, as
             fio's replay reads them) or "relative" (N us after the previous wait, as fio's
             manual says); the one used is stated in summary["notes"].
+        align_starts : several files: count each one's arrivals from its own first request
+            (files recorded with clocks of different origins); without it, files whose first
+            requests are more than a day apart get a note (and timed mode refuses them).
         per_request : a Parquet file for one row per request (arrival, submit, complete,
             offset, length, op, latency), written as the replay goes (bounded memory).
         """
@@ -436,7 +440,7 @@ class Drive:
                 skip_bad_lines=skip_bad_lines, time_unit_ns=unit_ns,
                 blkparse_queue_arrivals=blkparse_arrivals == "Q", sort=sort,
                 per_request=per_request is not None, interval_s=interval_s,
-                fio_wait_relative=fio_wait == "relative",
+                fio_wait_relative=fio_wait == "relative", align_starts=align_starts,
             )
         except ValueError as e:
             raise SsdlabError(str(e)) from None

@@ -12,7 +12,7 @@ from .errors import SsdlabError
 def trace_stats(paths: list[str], *, format: str | None = None, columns: str | None = None,
                 device: "int | str | None" = None, skip_bad_lines: bool = False,
                 time_unit: "str | float | None" = None, blkparse_arrivals: str = "D",
-                fio_wait: str = "absolute") -> dict:
+                fio_wait: str = "absolute", align_starts: bool = False) -> dict:
     """What trace files hold: counts, bytes, size mix, sequentiality, inter-arrival times,
     recorded queue depth, time span, LBA span and footprint (ssdlab_trace::stats)."""
     if blkparse_arrivals not in ("D", "Q"):
@@ -21,6 +21,7 @@ def trace_stats(paths: list[str], *, format: str | None = None, columns: str | N
         return json.loads(_ssdlab.trace_stats(
             [str(p) for p in paths], format=format, columns=columns, device=device_number(device),
             skip_bad_lines=skip_bad_lines, time_unit_ns=time_unit_ns(time_unit),
-            blkparse_queue_arrivals=blkparse_arrivals == "Q", fio_wait_relative=fio_wait == "relative"))
+            blkparse_queue_arrivals=blkparse_arrivals == "Q", fio_wait_relative=fio_wait == "relative",
+            align_starts=align_starts))
     except ValueError as e:
         raise SsdlabError(str(e)) from None

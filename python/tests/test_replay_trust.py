@@ -344,3 +344,20 @@ def test_arrivals_recorded_before_the_first_request_are_kept(tmp_path):
     submits = rows.submit_us.to_list()[:3]
     assert submits[1] - submits[0] == pytest.approx(arrivals[1] - arrivals[0], rel=0.01) > 0, (submits, arrivals)
     assert any("restarts its clock" in n for n in r.summary["notes"])
+
+
+def test_files_whose_clocks_start_centuries_apart_are_refused_in_timed_mode_and_can_be_aligned(tmp_path):
+    """Issue 25 item 21: a DiskSim trace near 0 merged with one far out (an MSR trace's Windows
+    ticks) spanned 406 years and a timed replay never progressed."""
+    far = 400 * 365 * 86_400 * 1000  # ms
+    (tmp_path / "near.txt").write_text("".join(f"{k}.0 0 {k * 8} 8 1\n" for k in range(3)))
+    (tmp_path / "far.txt").write_text("".join(f"{far + k}.0 0 {1000 + k * 8} 8 1\n" for k in range(3)))
+    files = [tmp_path / "near.txt", tmp_path / "far.txt"]
+    d = ssdlab.Drive.preset("crucial-m4-128")
+    with pytest.raises(SsdlabError, match=r"days apart .*--align-starts"):
+        d.replay(files, mode="timed", format="disksim", time_unit="ms")
+    r = d.replay(files, mode="timed", format="disksim", time_unit="ms", align_starts=True)
+    assert r.summary["requests"] == 6 and r.summary["elapsed_s"] < 1.0
+    assert any("own first request" in n for n in r.summary["notes"])
+    afap = d.replay(files, format="disksim", time_unit="ms")
+    assert any("days apart" in n for n in afap.summary["notes"])

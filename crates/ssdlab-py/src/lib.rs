@@ -272,7 +272,7 @@ impl Simulation {
     }
 
     /// Start replaying trace files (merged in time order). Returns the formats used.
-    #[pyo3(signature = (paths, mode, scale, depth, format=None, columns=None, device=None, wrap=false, skip_bad_lines=false, time_unit_ns=None, blkparse_queue_arrivals=false, sort=false, per_request=false, interval_s=1.0, fio_wait_relative=false))]
+    #[pyo3(signature = (paths, mode, scale, depth, format=None, columns=None, device=None, wrap=false, skip_bad_lines=false, time_unit_ns=None, blkparse_queue_arrivals=false, sort=false, per_request=false, interval_s=1.0, fio_wait_relative=false, align_starts=false))]
     fn start_replay(
         &mut self,
         paths: Vec<String>,
@@ -290,6 +290,7 @@ impl Simulation {
         per_request: bool,
         interval_s: f64,
         fio_wait_relative: bool,
+        align_starts: bool,
     ) -> PyResult<Vec<String>> {
         self.idle_check()?;
         let mode = match mode {
@@ -326,10 +327,22 @@ impl Simulation {
             blkparse_queue_arrivals,
             sort,
             fio_wait_relative,
+            align_starts,
         };
         let (requests, formats) =
             ssdlab_trace::replay::TraceRequests::open(&paths, options, self.dev.user_bytes())
                 .map_err(PyValueError::new_err)?;
+        let spread = requests.start_spread_ns();
+        if matches!(mode, ReplayMode::Timed { .. })
+            && spread > ssdlab_trace::replay::START_SPREAD_NOTED_NS
+        {
+            // Issue 25 item 21: a timed replay of files whose clocks differ by centuries never
+            // got anywhere.
+            return Err(PyValueError::new_err(format!(
+                "the files' first requests are {:.1} days apart (clocks of different origins?): a timed replay would wait that long between them; --align-starts counts each file from its own first request (or --mode afap removes idle time)",
+                spread as f64 / ssdlab_trace::replay::START_SPREAD_NOTED_NS as f64
+            )));
+        }
         let outcome = requests.outcome.clone();
         let interval_ns = (interval_s * NS_PER_S as f64) as u64;
         let mut run = ReplayRun::new(&self.dev, requests, mode, interval_ns.max(1));
@@ -722,7 +735,7 @@ fn crashtest(
 /// wrong and what is accepted.
 /// What trace files hold (`ssdlab trace stats`), as JSON.
 #[pyfunction]
-#[pyo3(signature = (paths, format=None, columns=None, device=None, skip_bad_lines=false, time_unit_ns=None, blkparse_queue_arrivals=false, fio_wait_relative=false))]
+#[pyo3(signature = (paths, format=None, columns=None, device=None, skip_bad_lines=false, time_unit_ns=None, blkparse_queue_arrivals=false, fio_wait_relative=false, align_starts=false))]
 fn trace_stats(
     py: Python<'_>,
     paths: Vec<String>,
@@ -733,6 +746,7 @@ fn trace_stats(
     time_unit_ns: Option<f64>,
     blkparse_queue_arrivals: bool,
     fio_wait_relative: bool,
+    align_starts: bool,
 ) -> PyResult<String> {
     let options = ssdlab_trace::replay::TraceOptions {
         format,
@@ -744,6 +758,7 @@ fn trace_stats(
         blkparse_queue_arrivals,
         sort: false,
         fio_wait_relative,
+        align_starts,
     };
     py.allow_threads(|| ssdlab_trace::replay::stats_json(&paths, options))
         .map_err(PyValueError::new_err)

@@ -26,7 +26,15 @@ pub struct TraceOptions {
     pub sort: bool,
     /// fio v2 `wait`: relative microseconds (fio's manual) instead of absolute ms (its source).
     pub fio_wait_relative: bool,
+    /// Several files: count each one's arrivals from its own first request (files recorded
+    /// with clocks of different origins, e.g. a DiskSim trace near 0 and an MSR trace in
+    /// Windows ticks), instead of merging them as recorded.
+    pub align_starts: bool,
 }
+
+/// First requests of merged files further apart than this are noted (and timed mode refuses
+/// them without `align_starts`): a day, far beyond the files of one recording session.
+pub const START_SPREAD_NOTED_NS: u64 = 86_400 * 1_000_000_000;
 
 /// What happened while streaming, reported when the replay ends.
 #[derive(Default)]
@@ -46,7 +54,10 @@ pub struct Sources {
     /// Notes about the files as given (per-CPU files of one blktrace capture read once).
     given: Vec<String>,
     heads: Vec<Option<TraceRecord>>,
-    started: bool,
+    /// Each file's first arrival (read at open), and what is taken off its arrivals.
+    firsts: Vec<Option<u64>>,
+    shift: Vec<u64>,
+    align: bool,
     pub error: Option<String>,
     pub records: u64,
 }
@@ -120,17 +131,39 @@ impl Sources {
             files.push(r);
         }
         let n = files.len();
-        Ok((
-            Sources {
-                files,
-                given,
-                heads: vec![None; n],
-                started: false,
-                error: None,
-                records: 0,
-            },
-            formats,
-        ))
+        let mut sources = Sources {
+            files,
+            given,
+            heads: vec![None; n],
+            firsts: vec![None; n],
+            shift: vec![0; n],
+            align: options.align_starts,
+            error: None,
+            records: 0,
+        };
+        // The first request of each file, now: how far apart the files' clocks start.
+        for k in 0..n {
+            sources.pull(k);
+            sources.firsts[k] = sources.heads[k].map(|r| r.arrival_ns);
+        }
+        if sources.align {
+            for k in 0..n {
+                sources.shift[k] = sources.firsts[k].unwrap_or(0);
+                if let Some(h) = sources.heads[k].as_mut() {
+                    h.arrival_ns -= sources.shift[k];
+                }
+            }
+        }
+        Ok((sources, formats))
+    }
+
+    /// How far apart the files' first requests are, ns (0 for one file).
+    pub fn start_spread_ns(&self) -> u64 {
+        let firsts: Vec<u64> = self.firsts.iter().flatten().copied().collect();
+        match (firsts.iter().min(), firsts.iter().max()) {
+            (Some(a), Some(b)) => b - a,
+            _ => 0,
+        }
     }
 
     fn pull(&mut self, k: usize) {
@@ -138,7 +171,10 @@ impl Sources {
             return;
         }
         self.heads[k] = match self.files[k].next() {
-            Some(Ok(r)) => Some(r),
+            Some(Ok(mut r)) => {
+                r.arrival_ns = r.arrival_ns.saturating_sub(self.shift[k]);
+                Some(r)
+            }
             Some(Err(e)) => {
                 self.error = Some(e);
                 None
@@ -158,7 +194,26 @@ impl Sources {
                 }
             })
         });
-        self.given.iter().cloned().chain(per_file).collect()
+        let spread = self.start_spread_ns();
+        let clocks = if self.align && self.files.len() > 1 {
+            Some(
+                "each file's arrivals are counted from its own first request (--align-starts)"
+                    .to_string(),
+            )
+        } else if spread > START_SPREAD_NOTED_NS {
+            Some(format!(
+                "the files' first requests are {:.1} days apart (clocks of different origins?): merged as recorded; --align-starts counts each file from its own first request",
+                spread as f64 / START_SPREAD_NOTED_NS as f64
+            ))
+        } else {
+            None
+        };
+        self.given
+            .iter()
+            .cloned()
+            .chain(clocks)
+            .chain(per_file)
+            .collect()
     }
 
     pub fn bad_lines(&self) -> u64 {
@@ -170,12 +225,6 @@ impl Iterator for Sources {
     type Item = TraceRecord;
 
     fn next(&mut self) -> Option<TraceRecord> {
-        if !self.started {
-            self.started = true;
-            for k in 0..self.files.len() {
-                self.pull(k);
-            }
-        }
         if self.error.is_some() {
             return None;
         }
@@ -240,6 +289,11 @@ impl TraceRequests {
             },
             formats,
         ))
+    }
+
+    /// How far apart the files' first requests are, ns (0 for one file).
+    pub fn start_spread_ns(&self) -> u64 {
+        self.sources.start_spread_ns()
     }
 
     /// The stream ended (or failed): publish what it saw.

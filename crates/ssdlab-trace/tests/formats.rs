@@ -466,3 +466,58 @@ fn skip_bad_lines_lets_detection_pass_over_a_damaged_line() {
     assert_eq!(recs.len(), 7);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Issue 25 item 21: files whose clocks start centuries apart (a DiskSim trace near 0 and one
+/// far out) are noted when merged as recorded, and `align_starts` counts each from its own
+/// first request.
+#[test]
+fn files_with_distant_clocks_are_noted_and_can_be_aligned() {
+    let dir = tempdir().join("clocks");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str, start_ns: u64| {
+        let recs: Vec<TraceRecord> = (0..3u64)
+            .map(|i| TraceRecord {
+                arrival_ns: start_ns + i * 1_000_000,
+                device: 0,
+                kind: OpKind::Read,
+                offset_bytes: i * 4096,
+                length_bytes: 4096,
+                service_ns: None,
+            })
+            .collect();
+        let p = dir.join(name);
+        std::fs::write(&p, text_of(TraceFormat::DiskSim, &recs)).unwrap();
+        p.display().to_string()
+    };
+    let paths = vec![
+        file("near.disksim", 0),
+        file("far.disksim", 400 * 365 * 86_400 * 1_000_000_000),
+    ];
+    let open = |align: bool| {
+        let options = replay::TraceOptions {
+            format: Some("disksim".into()),
+            time_unit_ns: Some(1.0),
+            align_starts: align,
+            ..Default::default()
+        };
+        replay::Sources::open(&paths, &options).unwrap().0
+    };
+    let mut merged = open(false);
+    assert!(merged.start_spread_ns() > replay::START_SPREAD_NOTED_NS);
+    let arrivals: Vec<u64> = merged.by_ref().map(|r| r.arrival_ns).collect();
+    assert_eq!(arrivals.len(), 6);
+    assert!(merged
+        .notes()
+        .iter()
+        .any(|n| n.contains("days apart") && n.contains("--align-starts")));
+    let mut aligned = open(true);
+    let arrivals: Vec<u64> = aligned.by_ref().map(|r| r.arrival_ns).collect();
+    assert_eq!(
+        arrivals,
+        vec![0, 0, 1_000_000, 1_000_000, 2_000_000, 2_000_000]
+    );
+    assert!(aligned
+        .notes()
+        .iter()
+        .any(|n| n.contains("own first request")));
+}

@@ -47,7 +47,7 @@ def _replay(args: argparse.Namespace) -> int:
         args.trace, args.mode, format=args.format, columns=args.columns, scale=args.scale, qd=args.qd,
         device=args.device, wrap=args.wrap, skip_bad_lines=args.skip_bad_lines, time_unit=unit,
         sort=args.sort, blkparse_arrivals=args.blkparse_arrivals, per_request=args.per_request,
-        progress=not (args.quiet or as_json), fio_wait=args.fio_wait,
+        progress=not (args.quiet or as_json), fio_wait=args.fio_wait, align_starts=args.align_starts,
     )
     s = r.summary
     _print_notes(s["notes"])
@@ -95,7 +95,7 @@ def _size(b: float) -> str:
 def _stats(args: argparse.Namespace) -> int:
     out = trace_stats(args.trace, format=args.format, columns=args.columns, device=args.device,
                       skip_bad_lines=args.skip_bad_lines, time_unit=args.time_unit,
-                      blkparse_arrivals=args.blkparse_arrivals, fio_wait=args.fio_wait)
+                      blkparse_arrivals=args.blkparse_arrivals, fio_wait=args.fio_wait, align_starts=args.align_starts)
     _print_notes(out["notes"])
     if args.json:
         print(json.dumps(out, indent=2))
@@ -176,6 +176,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fio-wait", default="absolute", choices=("absolute", "relative"),
                    help="fio v2 iolog 'wait N': absolute = N ms since the job started, as fio's replay reads it "
                         "(default); relative = N us after the previous wait, as fio's manual says")
+    p.add_argument("--align-starts", action="store_true",
+                   help="several files: count each one's arrivals from its own first request (files whose clocks "
+                        "start at different origins, e.g. a DiskSim trace near 0 and an MSR trace in Windows ticks)")
 
 
 def add_parsers(sub) -> None:
