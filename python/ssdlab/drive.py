@@ -14,7 +14,7 @@ import pandas as pd
 from . import _ssdlab
 from .errors import SsdlabError
 from .job import Job
-from .progress import Progress
+from .progress import Progress, auto
 from .results import JobSummary, ReplaySummary
 
 PRESET_PACKAGE = "ssdlab.presets"
@@ -34,17 +34,24 @@ def preset_path(name: str) -> Path:
     return Path(str(p))
 
 
-def series_frame(series_json: str) -> pd.DataFrame:
-    """The core's interval series (JSON) as a DataFrame, one row per interval."""
+def series_frame(series_json: str, elapsed_s: float | None = None) -> pd.DataFrame:
+    """The core's interval series (JSON) as a DataFrame, one row per interval. With the run's
+    `elapsed_s`, a last interval the run did not fill is marked `partial`, ends at the run's
+    end (time_s) and has its rates over the time it covered, not over a whole interval."""
     s = json.loads(series_json)
-    interval_s = s["interval_ns"] / 1e9
+    full_s = s["interval_ns"] / 1e9
     n = len(s["read_ios"])
+    interval_s = np.full(n, full_s)
+    partial = np.zeros(n, dtype=bool)
+    if n and elapsed_s is not None and (n - 1) * full_s < elapsed_s < n * full_s - 1e-9:
+        interval_s[-1] = elapsed_s - (n - 1) * full_s
+        partial[-1] = True
     read_ios = np.asarray(s["read_ios"], dtype=np.float64)
     write_ios = np.asarray(s["write_ios"], dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         df = pd.DataFrame(
             {
-                "time_s": (np.arange(n) + 1) * interval_s,
+                "time_s": np.arange(n) * full_s + interval_s,
                 "read_iops": read_ios / interval_s,
                 "write_iops": write_ios / interval_s,
                 "read_mb_per_s": np.asarray(s["read_bytes"], dtype=np.float64) / interval_s / 1e6,
@@ -55,6 +62,7 @@ def series_frame(series_json: str) -> pd.DataFrame:
                 "nand_page_programs": np.asarray(s["nand_page_programs"], dtype=np.int64),
                 "gc_units_copied": np.asarray(s["gc_units_copied"], dtype=np.int64),
                 "free_blocks": np.asarray(s["free_blocks"], dtype=np.int64),
+                "partial": partial,
             }
         )
     energy_uj = np.asarray(s.get("energy_uj", []), dtype=np.float64)
@@ -102,7 +110,7 @@ class Result:
         # The latency histograms (fio json+ "bins") travel beside the summary, not in it.
         bins = {op: {int(k): v for k, v in summary[op].pop("latency_ns_bins", {}).items()}
                 for op in ("read", "write", "trim") if op in summary}
-        return Result(summary, series_frame(series_json), bins)
+        return Result(summary, series_frame(series_json, summary.get("elapsed_s")), bins)
 
     def plot(self, column: str | None = None, log: bool = True):
         """The per-interval IOPS as the review report draws them (dots, log axis labelled by
@@ -240,6 +248,7 @@ class Drive:
         self.geometry = json.loads(self._sim.geometry_json())
         # What the model derives from the configuration (ssdlab_core::describe), read once.
         self.description = json.loads(_ssdlab.describe_config(toml_text))
+        self._preconditioned = "none"
 
     @classmethod
     def preset(cls, name: str, seed: int = 0) -> "Drive":
@@ -274,7 +283,7 @@ class Drive:
         """Every block erased, the mapping empty."""
         self._sim.secure_erase()
 
-    def precondition(self, kind: str = "fill", progress: bool = False) -> Result | None:
+    def precondition(self, kind: str = "fill", progress: bool | None = None) -> Result | None:
         """Bring the drive to a known state.
 
         kind : "none"; "secure-erase"; "fill" (secure erase, then a timed sequential 128 KiB
@@ -285,6 +294,7 @@ class Drive:
             raise SsdlabError(f"precondition '{kind}' is not known; accepted: {', '.join(PRECONDITIONS)}")
         if kind == "none":
             return None
+        self._preconditioned = kind
         self.secure_erase()
         unit = self.geometry["mapping_unit_bytes"]
         units = self.geometry["logical_units"]
@@ -325,13 +335,15 @@ class Drive:
         a large drive would only cost time)."""
         self.fill(int(self.description["link_line_bytes_per_s"] * seconds * 1.05) + (1 << 20))
 
-    def run(self, job: Job | dict, progress: bool = False) -> Result:
+    def run(self, job: Job | dict, progress: bool | None = None) -> Result:
         """Run one job to its end and return what it measured. `progress`: True for a progress
-        line on stderr, or an object with update(sim_s, ios, fraction) and close()."""
+        line on stderr, or an object with update(sim_s, ios, fraction) and close(); by default
+        (None) shown in a terminal or notebook once the run has taken more than 2 wall
+        seconds, silent when stderr goes to a file or pipe."""
         return self.run_together([job], progress=progress)[0]
 
     def run_together(self, jobs: "list[Job | dict]", wait_for: "list[int | None] | None" = None,
-                     progress: bool = False) -> list[Result]:
+                     progress: bool | None = None) -> list[Result]:
         """Run `jobs` at once on the drive, as fio runs the jobs of a file between two
         stonewalls, and return what each measured (its own IOs over its own span; the
         drive-wide figures of each summary, such as write amplification, are the drive's over
@@ -354,7 +366,7 @@ class Drive:
         except (ValueError, TypeError, OverflowError) as e:
             raise SsdlabError(f"jobs {', '.join(j.name for j in jobs)}: {e}") from None
         names = " + ".join(j.name for j in jobs)
-        bar = progress if hasattr(progress, "update") else Progress(f"{self.name} {names}", enabled=progress)
+        bar = progress if hasattr(progress, "update") else Progress(f"{self.name} {names}", enabled=auto(progress))
         try:
             while not self._sim.advance(1.0):
                 bar.update(*self._sim.progress())
@@ -372,8 +384,16 @@ class Drive:
 
     def _provenance(self) -> dict:
         from . import __version__
+        import datetime
+        import hashlib
+        config = json.dumps(self.config, sort_keys=True, default=str).encode()
         return {"ssdlab_version": __version__, "drive": self.name, "drive_source": self.source,
-                "seed": self.seed, "faults": self.config.get("faults", {})}
+                "seed": self.seed, "faults": self.config.get("faults", {}),
+                # The state the drive was brought to before this (the last precondition given).
+                "precondition": self._preconditioned,
+                # The resolved drive configuration (preset or file, with --set and faults).
+                "config_sha256": hashlib.sha256(config).hexdigest(),
+                "written_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
 
     def __repr__(self) -> str:
         g = self.geometry
@@ -397,7 +417,7 @@ class Drive:
         blkparse_arrivals: str = "D",
         interval_s: float = 1.0,
         per_request: "str | Path | None" = None,
-        progress: bool = False,
+        progress: bool | None = None,
         fio_wait: str = "absolute",
         align_starts: bool = False,
     ) -> "ReplayResult":
@@ -447,7 +467,7 @@ class Drive:
         except OverflowError:
             raise SsdlabError(f"--qd {qd}: must be between 0 and {2**32 - 1}") from None
         faults_before = self.fault_counters()
-        bar = Progress(f"{self.name} replay", enabled=progress)
+        bar = Progress(f"{self.name} replay", enabled=auto(progress))
         log = RequestLogWriter(per_request) if per_request is not None else None
         try:
             while not self._sim.advance_replay(1.0):
@@ -503,7 +523,7 @@ class Drive:
         # The latency histograms (fio json+ "bins") travel beside the summary, not in it.
         bins = {op: {int(k): v for k, v in summary[op].pop("latency_ns_bins", {}).items()}
                 for op in ("all", "read", "write", "trim") if op in summary}
-        return ReplayResult(summary, series_frame(series_json), bins)
+        return ReplayResult(summary, series_frame(series_json, summary.get("elapsed_s")), bins)
 
     def idle(self, seconds: float) -> None:
         """Leave the drive idle for `seconds`: background garbage collection may use the time,

@@ -9,6 +9,14 @@ import time
 SHOW_AFTER_S = 2.0
 
 
+def auto(progress: bool | None) -> bool:
+    """A progress setting: None (the Python API's default) means shown where someone is
+    watching: stderr is a terminal, or the code runs in a Jupyter kernel."""
+    if progress is not None:
+        return bool(progress)
+    return (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()) or "ipykernel" in sys.modules
+
+
 class Progress:
     def __init__(self, label: str, enabled: bool = True, stream=None):
         self.label = label

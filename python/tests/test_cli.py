@@ -82,3 +82,14 @@ def test_seeds_and_binary_drive_files_are_one_clear_line(tmp_path, small_toml):
     from ssdlab.errors import SsdlabError
     with pytest.raises(SsdlabError, match="seed -1: accepted: a whole number from 0 to"):
         Drive(small_toml.read_text(), "small", seed=-1)
+
+
+def test_review_checks_out_before_running_anything(tmp_path):
+    """Issue 25 item 16: a review whose --out cannot be written fails at once, not after the
+    runs (a file where the directory should be)."""
+    f = tmp_path / "taken"
+    f.write_text("x")
+    p = run_cli("review", "crucial-m500-960", "--out", str(f))
+    assert p.returncode == 2 and "--out" in p.stderr and "is a file" in p.stderr, p.stderr
+    p = run_cli("procedure", "consistency", "--drive", "crucial-m500-960", "--out", str(f))
+    assert p.returncode == 2 and "is a file" in p.stderr, p.stderr

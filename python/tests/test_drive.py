@@ -155,3 +155,29 @@ def test_a_read_whose_transfer_outlasts_a_progress_slice_completes():
     r = d.run(Job(rw="read", bs="512m", iodepth=1, number_ios=2))
     assert r.summary["read"]["ios"] == 2
     assert r.summary["elapsed_s"] > 2 * 512 * 2**20 / 500e6   # at most the 500 MB/s read path
+
+
+def test_summaries_say_where_they_came_from_and_the_last_interval_is_partial():
+    """Issue 25 item 16: provenance in every summary (precondition, a hash of the resolved
+    drive configuration, when it was written); a last interval the run did not fill is marked
+    partial and its rates are over the time it covered."""
+    import ssdlab
+    d = ssdlab.Drive.preset("crucial-m4-128")
+    d.precondition("fast-fill")
+    r = d.run(ssdlab.Job(rw="randread", iodepth=8, number_ios=30_000, log_interval_s=1.0))
+    run = r.summary["run"]
+    assert run["precondition"] == "fast-fill" and len(run["config_sha256"]) == 64 and run["written_at"][:2] == "20"
+    other = ssdlab.Drive.preset("crucial-m4-256").run(ssdlab.Job(rw="read", number_ios=10)).summary["run"]
+    same = ssdlab.Drive.preset("crucial-m4-128").run(ssdlab.Job(rw="read", number_ios=10)).summary["run"]
+    assert same["config_sha256"] == run["config_sha256"] != other["config_sha256"]
+    assert same["precondition"] == "none"
+    s = r.series
+    elapsed = r.summary["elapsed_s"]
+    assert 1 < elapsed < 60 and elapsed % 1 > 0.01
+    assert s.partial.iloc[-1] and not s.partial.iloc[:-1].any()
+    assert s.time_s.iloc[-1] == pytest.approx(elapsed)
+    # Every interval's IOs over its own length add up to the run's.
+    lengths = s.time_s.diff().fillna(s.time_s.iloc[0])
+    assert (s.read_iops * lengths).sum() == pytest.approx(30_000, rel=1e-6)
+    # The partial interval runs at the job's pace, not a fraction of it.
+    assert s.read_iops.iloc[-1] == pytest.approx(s.read_iops.iloc[-2], rel=0.2)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import SsdlabError
 from ..review.procedures import PROCEDURES, resolve_params
-from .common import SEED
+from .common import SEED, out_dir
 
 
 def parse_value(text: str, default):
@@ -81,6 +81,7 @@ def _review(args) -> int:
         raise SsdlabError("name at least one drive (see `ssdlab drives`) or a --target")
     if args.jobs is not None and args.jobs < 1:
         raise SsdlabError(f"--jobs {args.jobs}: at least 1")
+    out_dir(args.out)  # before any simulated time is spent (issue 25 item 16)
     r = review(args.drives, args.out, procedures, overrides, quick=args.quick, jobs=args.jobs, targets=targets,
                png=not args.no_png, progress=not args.quiet, seed=args.seed or 0)
     print(f"review of {', '.join(dict.fromkeys(o.drive for o in r['outcomes']))}: {r['tasks']} runs in {r['wall_s']:.1f} s wall")
@@ -111,6 +112,7 @@ def _procedure(args) -> int:
             raise SsdlabError("--spare applies to consistency only")
         overrides["spare"] = _spare(args.spare)
     p = resolve_params(name, overrides)
+    out_dir(args.out)  # before any simulated time is spent
     targets = _targets(args)
     if bool(args.drive) == bool(targets):
         raise SsdlabError("give one of --drive or --target")
