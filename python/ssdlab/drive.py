@@ -207,6 +207,16 @@ class ReplayResult:
         return paths
 
 
+def _now_utc():
+    """Now, or SOURCE_DATE_EPOCH when set (byte-identical outputs for a fixed date)."""
+    import datetime
+    import os
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    if epoch.isdigit():
+        return datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc)
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
 def _checked_dicts(jobs):
     """Jobs given as dicts become Jobs; a dict with a field Job lacks is a clear error."""
     out = []
@@ -384,7 +394,6 @@ class Drive:
 
     def _provenance(self) -> dict:
         from . import __version__
-        import datetime
         import hashlib
         config = json.dumps(self.config, sort_keys=True, default=str).encode()
         return {"ssdlab_version": __version__, "drive": self.name, "drive_source": self.source,
@@ -393,7 +402,7 @@ class Drive:
                 "precondition": self._preconditioned,
                 # The resolved drive configuration (preset or file, with --set and faults).
                 "config_sha256": hashlib.sha256(config).hexdigest(),
-                "written_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+                "written_at": _now_utc().isoformat(timespec="seconds")}
 
     def __repr__(self) -> str:
         g = self.geometry
