@@ -37,7 +37,11 @@ def line(x, y, name, drive, variant="", **kw):
 
 
 def bar(x, y, name, **kw):
-    return {"type": "bar", "x": list(x), "y": [float(v) for v in y], "name": name, "meta": {"compare": True}, **kw}
+    """Bars with their values on them (a reader compares figures, not bar heights)."""
+    values = [float(v) for v in y]
+    labels = [f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}" for v in values]
+    return {"type": "bar", "x": list(x), "y": values, "name": name, "meta": {"compare": True},
+            "text": labels, "textposition": "outside", "cliponaxis": False, **kw}
 
 
 def slug(s: str | None) -> str:

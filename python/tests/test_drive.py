@@ -164,7 +164,7 @@ def test_summaries_say_where_they_came_from_and_the_last_interval_is_partial():
     import ssdlab
     d = ssdlab.Drive.preset("crucial-m4-128")
     d.precondition("fast-fill")
-    r = d.run(ssdlab.Job(rw="randread", iodepth=8, number_ios=30_000, log_interval_s=1.0))
+    r = d.run(ssdlab.Job(rw="randread", iodepth=8, number_ios=100_000, log_interval_s=1.0))
     run = r.summary["run"]
     assert run["precondition"] == "fast-fill" and len(run["config_sha256"]) == 64 and run["written_at"][:2] == "20"
     other = ssdlab.Drive.preset("crucial-m4-256").run(ssdlab.Job(rw="read", number_ios=10)).summary["run"]
@@ -178,6 +178,6 @@ def test_summaries_say_where_they_came_from_and_the_last_interval_is_partial():
     assert s.time_s.iloc[-1] == pytest.approx(elapsed)
     # Every interval's IOs over its own length add up to the run's.
     lengths = s.time_s.diff().fillna(s.time_s.iloc[0])
-    assert (s.read_iops * lengths).sum() == pytest.approx(30_000, rel=1e-6)
+    assert (s.read_iops * lengths).sum() == pytest.approx(100_000, rel=1e-6)
     # The partial interval runs at the job's pace, not a fraction of it.
     assert s.read_iops.iloc[-1] == pytest.approx(s.read_iops.iloc[-2], rel=0.2)

@@ -139,9 +139,12 @@ def test_fio_log_options_write_fios_log_files(tmp_path):
     assert all(len(r) == 5 and r[2] in (0, 1) and r[3:] == [0, 0] for r in rows)
     times = sorted({r[0] for r in rows})
     assert times[:3] == [100, 200, 300]
-    # Per window, IOPS x 0.1 s is the IOs completed: they add up to the job's.
-    assert sum(r[1] for r in rows) / 10 == pytest.approx(job["read"]["total_ios"] + job["write"]["total_ios"], rel=0.01)
+    # Per window, IOPS x its length (0.1 s; the last one as long as the run went on) is the IOs
+    # completed: they add up to the job's.
+    length = {t: (t - p) / 1000 for p, t in zip([0] + times[:-1], times)}
+    assert sum(r[1] * length[r[0]] for r in rows) == pytest.approx(job["read"]["total_ios"] + job["write"]["total_ios"],
+                                                                  rel=0.01)
     bw = [[int(v) for v in line.split(", ")] for line in (tmp_path / "m_bw.1.log").read_text().splitlines()]
-    assert all(b[1] == pytest.approx(i[1] * 4, abs=1) for b, i in zip(bw, rows))  # 4 KiB IOs: KiB/s = 4 x IOPS
+    assert all(b[1] == pytest.approx(i[1] * 4, abs=4) for b, i in zip(bw, rows))  # 4 KiB IOs: KiB/s = 4 x IOPS
     lat = [int(line.split(", ")[1]) for line in (tmp_path / "m_clat.1.log").read_text().splitlines()]
     assert min(lat) > 1000  # ns, as fio logs latency

@@ -162,16 +162,28 @@ def test_review_report_and_buttons_in_a_real_browser(tmp_path, two_drives):
     pngs = sorted(p.name for p in (out / "png").glob("*.png"))
     assert "consistency-full-test-small-spare-25.png" in pngs and "four-corners.png" in pngs
     assert "trim-test-other.png" in pngs
-    assert len(pngs) == 3 * 2 * 2 + 1 + 2
+    # Per-drive charts also with the drives overlaid (issue 25 item 15): 3 consistency charts x
+    # (2 drives + all) x 2 spares, the four corners' bars, trim x (2 drives + all).
+    assert "consistency-full-all-spare-25.png" in pngs and "trim-all.png" in pngs
+    assert len(pngs) == 3 * 3 * 2 + 1 + 3
     full = pd.read_parquet(out / "data" / "consistency-full.parquet")
     assert set(full.drive) == {"test-small", "test-other"} and set(full.variant) == {"spare 0%", "spare 25%"}
     summary = pd.read_csv(out / "summary.csv", index_col=0)
-    assert list(summary.columns) == ["test-small", "test-other"] and summary.index.name == "metric"
+    assert list(summary.columns) == ["unit", "test-small", "test-other"] and summary.index.name == "metric"
+    # A unit on every row (issue 25 item 14): the four corners' sequential rows are MB/s, the
+    # random ones IOPS, and say so.
+    assert summary.unit.notna().all() and (summary.unit != "").all(), summary[summary.unit.isna()]
+    assert summary.loc["four-corners: 128K sequential write QD1 (MB/s)", "unit"] == "MB/s"
+    summary = summary.drop(columns="unit")
     # Figures carry the digits that matter, not a float's 16.
     assert all(len(f"{v}".replace("-", "").replace(".", "").lstrip("0")) <= 8 for v in summary.stack())
     rows = json.loads((out / "summary.json").read_text())
     assert {r["spare_pct"] for r in rows if r["procedure"] == "consistency"} == {0.0, 25.0}
     assert all(r["run"]["ssdlab_version"] == ssdlab.__version__ and "seed" in r["run"] for r in rows)
+    # The conditions each figure was measured under, in summary.json and on every chart.
+    assert all(r["conditions"] and "precondition:" in r["conditions"] for r in rows)
+    assert any("quick" in r["conditions"] for r in rows) == bool(rows[0]["run"].get("quick"))
+    assert "Conditions:" in html and html.count("precondition: ") >= len({r["procedure"] for r in rows})
 
     from playwright.sync_api import sync_playwright
     with sync_playwright() as p:

@@ -157,8 +157,11 @@ impl Sources {
         Ok((sources, formats))
     }
 
-    /// How far apart the files' first requests are, ns (0 for one file).
+    /// How far apart the files' first requests are, ns (0 for one file, or once aligned).
     pub fn start_spread_ns(&self) -> u64 {
+        if self.align {
+            return 0;
+        }
         let firsts: Vec<u64> = self.firsts.iter().flatten().copied().collect();
         match (firsts.iter().min(), firsts.iter().max()) {
             (Some(a), Some(b)) => b - a,

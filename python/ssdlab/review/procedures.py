@@ -32,6 +32,8 @@ class Outcome:
     tables: dict = field(default_factory=dict)  # name -> DataFrame
     wall_s: float = 0.0
     source: str = "model"  # "model" or "fio"
+    # The parameters it ran with (resolved), for the charts, tables and summary.json.
+    params: dict = field(default_factory=dict)
 
 
 class Tracker:
@@ -232,7 +234,11 @@ def four_corners(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[
     d.secure_erase()
     run("128K sequential write QD1", d, Job(rw="write", bs="128k", iodepth=1, size=str(whole), runtime_s=p["seq_s"], time_based=True))
     table = pd.DataFrame(rows)
-    return [Outcome("four-corners", label, "", {r["test"]: r["mb_per_s"] for r in rows}, {"results": table}, time.perf_counter() - t0)]
+    summary = {}
+    for r in rows:  # MB/s for the sequential corners, IOPS for the random ones, as reviews quote them
+        unit, key = ("MB/s", "mb_per_s") if "sequential" in r["test"] else ("IOPS", "iops")
+        summary[f"{r['test']} ({unit})"] = r[key]
+    return [Outcome("four-corners", label, "", summary, {"results": table}, time.perf_counter() - t0)]
 
 
 def sequential_qd(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
@@ -252,7 +258,7 @@ def sequential_qd(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list
     d.fill_read_reach(p["duration_s"])
     r = d.run(Job(rw="read", bs=p["bs"], iodepth=p["qd"], size=str(whole), runtime_s=p["duration_s"], time_based=True), progress=tracker)
     rows.append({"test": f"sequential read {p['bs']} QD{p['qd']}", "mb_per_s": r.summary["read"]["mb_per_s"], "iops": r.summary["read"]["iops"]})
-    return [Outcome("sequential-qd", label, "", {r["test"]: r["mb_per_s"] for r in rows}, {"results": pd.DataFrame(rows)}, time.perf_counter() - t0)]
+    return [Outcome("sequential-qd", label, "", {f"{r['test']} (MB/s)": r["mb_per_s"] for r in rows}, {"results": pd.DataFrame(rows)}, time.perf_counter() - t0)]
 
 
 def transfer_size(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
@@ -370,7 +376,7 @@ def qd_scaling(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Ou
                          "mb_per_s": s["read"]["mb_per_s"] + s["write"]["mb_per_s"],
                          "latency_us_mean": _mean_latency(s)})
     table = pd.DataFrame(rows)
-    summary = {f"{w} QD{q}": float(v) for w, q, v in table[table.qd.isin([1, 32])][["workload", "qd", "iops"]].itertuples(index=False)}
+    summary = {f"{w} QD{q} (IOPS)": float(v) for w, q, v in table[table.qd.isin([1, 32])][["workload", "qd", "iops"]].itertuples(index=False)}
     return [Outcome("qd-scaling", label, "", summary, {"curves": table}, time.perf_counter() - t0)]
 
 
@@ -540,7 +546,7 @@ def power(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome
     r = d.run(Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=p["write_s"], time_based=True), progress=tracker)
     rows.append({"state": "4K random write QD32", "watts": r.summary["power"]["average_w"]})
     table = pd.DataFrame(rows)
-    return [Outcome("power", label, "", {r["state"]: r["watts"] for r in rows}, {"results": table}, time.perf_counter() - t0)]
+    return [Outcome("power", label, "", {f"{r['state']} (W)": r["watts"] for r in rows}, {"results": table}, time.perf_counter() - t0)]
 
 
 def _trace_list(v):
@@ -646,4 +652,52 @@ def run_procedure(procedure: str, source: str, params: dict | None = None, repor
     tracker = Tracker(report, proc.weights(p))
     outs = proc.run(source, p, tracker, seed)
     tracker.report(1.0, "done")
+    for o in outs:
+        o.params = dict(p)
     return outs
+
+
+# Units of the summary's keys that do not carry theirs in the name.
+_UNITS = (("_iops", "IOPS"), ("(iops)", "IOPS"), ("(mb/s)", "MB/s"), ("mb/s", "MB/s"), ("(w)", "W"), ("_s", "s"),
+          ("_w", "W"), ("_tbw", "TB"), ("write_amplification", "x"), ("factor", "x"), ("pe_cycles", "P/E cycles"),
+          ("_pct", "%"), ("_mb_per_s", "MB/s"), ("_us", "us"))
+
+
+def unit_of(key: str) -> str:
+    """The unit of a summary figure, from its key ("" when it has none)."""
+    k = key.lower()
+    for suffix, unit in _UNITS:
+        if suffix in k:
+            return unit
+    return ""
+
+
+# The drive state each procedure starts from (the code above: secure erase, then what it writes).
+PRECONDITIONS = {
+    "consistency": "secure erase + sequential fill of the span",
+    "four-corners": "secure erase; reads of a filled span, writes on an empty drive",
+    "sequential-qd": "secure erase; reads of a filled reach, writes on an empty drive",
+    "transfer-size": "secure erase, test file written first",
+    "trim": "secure erase + sequential fill",
+    "qd-scaling": "secure erase + sequential fill + random writes",
+    "endurance": "secure erase + sequential fill + 2 drive writes of the workload",
+    "storage-bench": "secure erase + sequential fill",
+    "power": "secure erase (idle, sequential write), sequential fill (random write)",
+}
+
+
+def describe_params(o: "Outcome") -> str:
+    """The parameters of a run as one line for a chart or table (duration, span, QD, ...,
+    the precondition, the spare-area variant, quick mode)."""
+    parts = [f"{k}={v}" for k, v in o.params.items() if v is not None and k not in ("spare", "quick")]
+    if o.procedure in PRECONDITIONS and o.source == "model":
+        parts.append(f"precondition: {PRECONDITIONS[o.procedure]}")
+    if o.variant:
+        parts.append(o.variant)
+    if o.procedure == "storage-bench":
+        from ..synth import TRACES
+        if any(t in TRACES for t in o.params.get("traces", [])):
+            parts.append("traces: synthetic look-alikes of the reviews' traces, not the recordings")
+    if o.params.get("quick"):
+        parts.append("quick mode")
+    return ", ".join(parts)

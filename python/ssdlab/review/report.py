@@ -96,8 +96,11 @@ def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], 
         data["transfer-size"] = pd.concat(frames, ignore_index=True)
 
     if "trim" in by:
+        # The legend beside the plot: a row of passes per drive below it ran into the axis title.
         fig = figure("Sequential write passes along the LBA span", {"title": {"text": "position in the LBA span (%)"}},
-                   {"title": {"text": "MB/s"}, "rangemode": "tozero"})
+                   {"title": {"text": "MB/s"}, "rangemode": "tozero"},
+                   legend={"orientation": "v", "x": 1.02, "y": 1, "xanchor": "left"},
+                   margin={"l": 70, "r": 260, "t": 50, "b": 50})
         frames = []
         for o in by["trim"]:
             t = o.tables["passes"]
@@ -138,7 +141,46 @@ def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], 
             cid = f"storage-bench-{slug(trace)}"
             charts.append((cid, "Storage bench (trace replay)", fig))
             data[cid] = g
+    _state_parameters(charts, by)
     return charts, data
+
+
+def _state_parameters(charts: list[tuple[str, str, dict]], by: dict[str, list[Outcome]]) -> None:
+    """Every chart says what its test ran with (issue 25 item 14): the procedure's parameters,
+    its precondition, the spare-area variants and quick mode, under the plot."""
+    from .procedures import describe_params
+    for cid, _, fig in charts:
+        proc = next((p for p in sorted(by, key=len, reverse=True) if cid.startswith(p)), None)
+        if proc is None:
+            continue
+        lines = list(dict.fromkeys(describe_params(o) for o in by[proc]))
+        text = "<br>".join(_wrap(line, 150) for line in lines if line)
+        if not text:
+            continue
+        n = text.count("<br>") + 1
+        layout = fig["layout"]
+        margin = dict(layout.get("margin", {}))
+        margin["t"] = margin.get("t", 50) + 14 * n + 10
+        layout["margin"] = margin
+        layout["height"] = layout.get("height", 420) + 14 * n + 10
+        # Between the title and the plot, clear of the legend and the axis titles below.
+        layout.setdefault("annotations", []).append({
+            "text": text, "xref": "paper", "yref": "paper", "x": 0, "xanchor": "left",
+            "y": 1, "yanchor": "bottom", "yshift": 6, "showarrow": False,
+            "align": "left", "font": {"size": 10, "color": "#555"}})
+
+
+def _wrap(text: str, width: int) -> str:
+    """A long parameter line broken at commas for a chart annotation."""
+    out, line = [], ""
+    for part in text.split(", "):
+        if line and len(line) + len(part) + 2 > width:
+            out.append(line + ",")
+            line = part
+        else:
+            line = f"{line}, {part}" if line else part
+    out.append(line)
+    return "<br>".join(out)
 
 
 def _size_label(b: int) -> str:
@@ -149,14 +191,20 @@ def _size_label(b: int) -> str:
 
 
 def summary_table(outcomes: list[Outcome]) -> pd.DataFrame:
+    """One row per figure (procedure, variant, key), one column per drive, and its unit."""
+    from .procedures import unit_of
     rows = {}
+    units = {}
     for o in outcomes:
         col = rows.setdefault(o.drive, {})
         pre = o.procedure + (f" [{o.variant}]" if o.variant else "")
         for k, v in o.summary.items():
             if isinstance(v, (int, float)) and v is not None and not isinstance(v, bool):
                 col[f"{pre}: {k}"] = v
-    return pd.DataFrame(rows)
+                units[f"{pre}: {k}"] = unit_of(k)
+    table = pd.DataFrame(rows)
+    table.insert(0, "unit", [units[k] for k in table.index])
+    return table
 
 
 PAGE = """<!DOCTYPE html>
@@ -242,6 +290,7 @@ def write_report(outcomes: list[Outcome], out: Path, title: str = "ssdlab review
     and the chart list (for the PNG step)."""
     import plotly.offline
 
+    from .procedures import describe_params, unit_of
     out.mkdir(parents=True, exist_ok=True)
     charts, data = build_charts(outcomes)
     drives = list(dict.fromkeys(o.drive for o in outcomes))
@@ -252,11 +301,13 @@ def write_report(outcomes: list[Outcome], out: Path, title: str = "ssdlab review
         df.to_parquet(out / "data" / f"{cid}.parquet", index=False)
     table = summary_table(outcomes)
     # Six significant digits: a measurement's precision, not a float's.
-    table.apply(lambda col: col.map(lambda v: float(f"{v:.6g}") if pd.notna(v) else v)).to_csv(
+    table.apply(lambda col: col if col.name == "unit" else col.map(lambda v: float(f"{v:.6g}") if pd.notna(v) else v)).to_csv(
         out / "summary.csv", index_label="metric")
     (out / "summary.json").write_text(json.dumps([{"procedure": o.procedure, "drive": o.drive, "variant": o.variant,
                                                    "spare_pct": _spare_pct(o.variant),
                                                    "source": o.source, "wall_s": o.wall_s, "summary": o.summary,
+                                                   "units": {k: unit_of(k) for k in o.summary},
+                                                   "parameters": o.params, "conditions": describe_params(o),
                                                    "run": provenance or {}}
                                                   for o in outcomes], indent=2, default=_jsonable) + "\n")
     body = []
@@ -273,6 +324,9 @@ def write_report(outcomes: list[Outcome], out: Path, title: str = "ssdlab review
         body.append(f'<div class="chart" id="{cid}"></div>')
     body.append("<h2>Summary</h2>")
     body.append(table.to_html(float_format=_number, na_rep="", border=0))
+    conditions = dict.fromkeys(f"{o.procedure}: {describe_params(o)}" for o in outcomes if describe_params(o))
+    if conditions:
+        body.append('<p class="note">Conditions: ' + "<br>".join(html.escape(c) for c in conditions) + "</p>")
     drive_buttons = " ".join(f'<button data-drive="{html.escape(d)}">{html.escape(d)}</button>' for d in drives)
     if len(drives) > 1:
         drive_buttons += ' <button data-drive="all">all</button>'
@@ -314,6 +368,8 @@ def write_pngs(info: dict, out: Path) -> list[Path]:
         page.wait_for_function("document.body.dataset.ready === '1'")
         for cid in info["charts"]:
             drives = info["drives"] if info["per_drive"][cid] else [None]
+            if info["per_drive"][cid] and len(info["drives"]) > 1:
+                drives = drives + ["all"]  # the drives compared, as the page's "all" button shows them
             spares = info["spares"] if info["per_spare"][cid] and info["spares"] else [None]
             for d in drives:
                 for s in spares:
@@ -324,7 +380,7 @@ def write_pngs(info: dict, out: Path) -> list[Path]:
                         const title = div.layout.title.text;
                         const copy = {data: div.data, layout: Object.assign({}, div.layout,
                             {title: {text: suffix ? title + " (" + suffix + ")" : title}})};
-                        return Plotly.toImage(copy, {format: 'png', width: 1000, height: 450});
+                        return Plotly.toImage(copy, {format: 'png', width: 1000, height: div.layout.height || 450});
                     }""", [cid, suffix])
                     name = "-".join(x for x in (cid, slug(d), slug(s)) if x) + ".png"
                     import base64

@@ -188,6 +188,9 @@ def review(drives: list[str], out: str | Path, procedures: list[str] | None = No
     if not tasks:
         raise SsdlabError("nothing to run: no drive or target takes these procedures")
     outcomes = run_all(tasks, jobs, progress, seed)
+    if quick:
+        for o in outcomes:
+            o.params = {**o.params, "quick": True}
     from .report import write_pngs, write_report
     from .. import __version__
     note = (f"Simulated with ssdlab {__version__}" + (" using --quick settings (shorter than methodology.md)" if quick else " with the methodology.md defaults")
