@@ -153,7 +153,12 @@ def _state_parameters(charts: list[tuple[str, str, dict]], by: dict[str, list[Ou
         proc = next((p for p in sorted(by, key=len, reverse=True) if cid.startswith(p)), None)
         if proc is None:
             continue
-        lines = list(dict.fromkeys(describe_params(o) for o in by[proc]))
+        # One line for the runs drawn; their spare-area variants named once.
+        from dataclasses import replace
+        lines = list(dict.fromkeys(describe_params(replace(o, variant="")) for o in by[proc]))
+        variants = list(dict.fromkeys(o.variant for o in by[proc] if o.variant))
+        if variants:
+            lines = [f"{line}, {' / '.join(variants)}" for line in lines]
         text = "<br>".join(_wrap(line, 150) for line in lines if line)
         if not text:
             continue
