@@ -28,7 +28,14 @@ pub(crate) fn accept_loop(
         match listener.accept() {
             Ok(stream) => {
                 let conn = next_conn.fetch_add(1, Ordering::Relaxed);
-                let open = shared.registry.lock().expect("registry").len();
+                let (open, evicted) = make_room(&shared);
+                if let Some(old) = evicted.filter(|_| may_log()) {
+                    eprintln!(
+                        "ssdlab serve: client {old} closed in its handshake to make room for a new one (at most {} handshakes at once); more such closings are logged at most every {} s",
+                        shared.config.max_handshakes,
+                        ACCEPT_LOG_EVERY.as_secs()
+                    );
+                }
                 if open >= shared.config.max_connections {
                     if may_log() {
                         eprintln!(
@@ -47,6 +54,7 @@ pub(crate) fn accept_loop(
                     conn,
                     stream: clone,
                     budget: None,
+                    evicted: false,
                 });
                 let shared = shared.clone();
                 let spawned = std::thread::Builder::new()
@@ -81,6 +89,30 @@ pub(crate) fn accept_loop(
         }
     }
     threads
+}
+
+/// Before a new client: if the handshakes in progress are at their limit, or the server is
+/// full and one is in its handshake, the oldest in its handshake is closed to make room.
+/// Returns the connections open (not counting those closed) and the one closed, if any.
+fn make_room(shared: &Shared) -> (usize, Option<u64>) {
+    let mut reg = shared.registry.lock().expect("registry");
+    let live = || reg.iter().filter(|o| !o.evicted);
+    let open = live().count();
+    let handshaking = live().filter(|o| o.budget.is_none()).count();
+    if handshaking == 0
+        || (handshaking < shared.config.max_handshakes && open < shared.config.max_connections)
+    {
+        return (open, None);
+    }
+    let oldest = reg
+        .iter_mut()
+        .filter(|o| !o.evicted && o.budget.is_none())
+        .min_by_key(|o| o.conn)
+        .expect("one in its handshake");
+    oldest.evicted = true;
+    oldest.stream.shutdown();
+    shared.refused.fetch_add(1, Ordering::Relaxed);
+    (open - 1, Some(oldest.conn))
 }
 
 pub(crate) fn serve_connection(

@@ -55,8 +55,13 @@ pub struct ServerConfig {
     pub handshake_timeout: Duration,
     /// Refuse WRITE, TRIM and WRITE_ZEROES and export the drive read-only.
     pub read_only: bool,
-    /// Connections served at once; a client beyond them is closed at once (logged).
+    /// Connections served at once; a client beyond them is closed at once (logged), unless a
+    /// connection still in its handshake can give way (the oldest does).
     pub max_connections: usize,
+    /// Connections in their handshake at once: a new client beyond them closes the oldest
+    /// one still in its handshake, so sockets that never finish it cannot keep real clients
+    /// out (issue 25 item 6: 32 silent sockets reopened every 10 s did).
+    pub max_handshakes: usize,
     /// Request bytes (WRITE payloads, READ lengths) one connection may have between reading
     /// the request and writing its reply; past it that socket is not read until replies drain,
     /// so memory is bounded by `max_connections` times this, whatever clients send.
@@ -82,6 +87,9 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Defaults of the other limits: 32 connections of 32 MiB in flight bound request and reply
 /// data at 1 GiB; 30 s without progress on a reply or a started request drops a client.
 pub const MAX_CONNECTIONS: usize = 32;
+/// A real client's handshake takes a few round trips (well under a millisecond locally);
+/// eight at once leaves room for several clients starting together.
+pub const MAX_HANDSHAKES: usize = 8;
 pub const CONNECTION_INFLIGHT_BYTES: u64 = 32 << 20;
 pub const IO_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -98,6 +106,7 @@ impl ServerConfig {
             handshake_timeout: HANDSHAKE_TIMEOUT,
             read_only: false,
             max_connections: MAX_CONNECTIONS,
+            max_handshakes: MAX_HANDSHAKES,
             connection_inflight_bytes: CONNECTION_INFLIGHT_BYTES,
             io_timeout: IO_TIMEOUT,
             power_cut_after: None,
@@ -307,7 +316,10 @@ impl Budget {
 struct Open {
     conn: u64,
     stream: Stream,
+    /// Set once the handshake is done: until then the connection is in its handshake.
     budget: Option<Arc<Budget>>,
+    /// Closed to make room for a new client (still in the registry until its thread ends).
+    evicted: bool,
 }
 
 type Registry = Arc<Mutex<Vec<Open>>>;

@@ -802,7 +802,7 @@ fn a_write_flood_is_bounded_by_the_connection_budget() {
 }
 
 /// Past the connection limit a new client is closed at once; once one leaves, a new one
-/// is served. Clients still in the handshake count.
+/// is served. A client still in its handshake gives way to a new one.
 #[test]
 fn connections_past_the_limit_are_closed_and_counted() {
     let (server, path) = start_limited("limit.sock", Pace::None, |c| {
@@ -813,6 +813,13 @@ fn connections_past_the_limit_are_closed_and_counted() {
     let mut half = UnixStream::connect(&path).unwrap(); // greeting only: in the handshake
     let mut hello = [0u8; 18];
     half.read_exact(&mut hello).unwrap();
+    // A third full client takes the place of the one stuck in its handshake.
+    let _c = Client::connect(&path);
+    half.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut rest = Vec::new();
+    half.read_to_end(&mut rest)
+        .expect("closed, not our timeout");
     let mut over = UnixStream::connect(&path).unwrap();
     over.set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
@@ -1023,4 +1030,37 @@ fn an_internal_error_in_the_simulation_closes_every_connection_and_is_reported()
     assert!(reports_failure(&server), "not reported");
     let stats = server.shutdown();
     assert!(stats.store_error.contains("internal error"), "{stats:?}");
+}
+
+/// Issue 25 item 6: sockets that never finish the handshake (reopened as fast as they are
+/// closed) kept every real client out. Handshakes have their own small budget: the oldest
+/// silent one gives way, and a real client gets in and is served.
+#[test]
+fn silent_handshakes_cannot_keep_a_real_client_out() {
+    let (server, path) = start_limited("silent.sock", Pace::None, |c| {
+        c.max_connections = 4;
+        c.max_handshakes = 2;
+    });
+    let mut silent = Vec::new();
+    for _ in 0..8 {
+        let s = UnixStream::connect(&path).unwrap();
+        silent.push(s);
+    }
+    // Eight silent sockets against a limit of four connections: a real client still gets in.
+    let mut c = Client::connect(&path);
+    c.send(CMD_READ, 0, 1, 0, &[], 4096);
+    assert_eq!(c.reply(|_| 4096).1, 0);
+    // At most `max_handshakes` of the silent ones were kept: the rest were closed.
+    let mut closed = 0;
+    for s in &mut silent {
+        s.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut buf = Vec::new();
+        if s.read_to_end(&mut buf).is_ok() {
+            closed += 1;
+        }
+    }
+    assert!(closed >= 8 - 2, "{closed} of 8 silent sockets closed");
+    drop(c);
+    server.shutdown();
 }
