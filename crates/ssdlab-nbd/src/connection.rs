@@ -110,8 +110,8 @@ fn make_room(shared: &Shared) -> (usize, Option<u64>) {
         .min_by_key(|o| o.conn)
         .expect("one in its handshake");
     oldest.evicted = true;
+    // Not counted as a refusal: it may be a socket already gone whose thread has yet to end.
     oldest.stream.shutdown();
-    shared.refused.fetch_add(1, Ordering::Relaxed);
     (open - 1, Some(oldest.conn))
 }
 
