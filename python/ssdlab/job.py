@@ -172,6 +172,8 @@ _IGNORED |= {
     "iomem", "mem", "iomem_align", "write_hist_log", "log_hist_msec", "write_lat_log", "log_compression",
     "group_reporting", "sqthread_poll", "hipri", "fixedbufs", "registerfiles", "nonvectored", "uncached",
     "clat_percentiles", "slat_percentiles", "significant_figures", "steadystate_check_interval",
+    # What the host does about errors: a modelled drive returns none to ignore.
+    "ignore_error", "error_dump",
 }
 # Options ssdlab refuses, by why.
 _ENGINE = "belongs to an I/O engine's own target (network, GPU, cloud or passthrough); ssdlab runs on one modelled drive"
@@ -188,7 +190,6 @@ _REFUSED = {
     **{k: "rate limits and think time are not modelled (the job runs as fast as the drive allows)"
        for k in ("rate", "rate_iops", "rate_min", "rate_process", "thinktime", "thinktime_blocks", "flow",
                  "flow_id", "flow_sleep", "cpuload", "cpuchunks")},
-    "loops": "run the job N times as N jobs ([a], [b], ...) instead",
     **{k: "fio's latency-target search (probing queue depths until a latency percentile holds) is not "
           "modelled; run `ssdlab procedure qd-scaling`, or one job per iodepth, and read the latency percentiles"
        for k in ("latency_target", "latency_window", "latency_percentile", "latency_run")},
@@ -225,6 +226,8 @@ class Placement:
     stonewall: bool = False
     new_group: bool = False
     wait_for: str | None = None
+    # A repeat of the job just before it (fio's loops): starts when that one ends.
+    after_previous: bool = False
 
 
 @dataclass
@@ -251,7 +254,7 @@ def schedule(jobs: list[Job]) -> list[Step]:
         if place.stonewall or not steps:
             steps.append(Step([], [], []))
         step = steps[-1]
-        after = None
+        after = len(step.jobs) - 1 if place.after_previous and step.jobs else None
         if place.wait_for is not None:
             names = [j.name for j in step.jobs]
             after = names.index(place.wait_for) if place.wait_for in names else None
@@ -322,6 +325,22 @@ def parse_fio(text: str, source: str = "<job file>") -> list[Job]:
         job._given = {key: "" if value is None else value for _l, key, value in opts}
         job._global = {key: "" if value is None else value for _l, key, value in global_opts}
         result.append(job)
+        # fio's loops=N: the job runs N times, one after another (each a run of its own).
+        loops = [(line, v) for line, k, v in global_opts + opts if k == "loops"]
+        if loops:
+            line, value = loops[-1]
+            try:
+                n = _int(value or "")
+            except ValueError:
+                n = 0
+            if not 1 <= n <= 10_000:
+                problems.append(f"{source}:{line}: loops={value}: accepted: a whole number from 1 to 10000")
+                continue
+            for k in range(1, n):
+                again = dataclasses.replace(job)
+                again._where, again._given, again._global = job._where, job._given, job._global
+                again._placement = Placement(after_previous=True)
+                result.append(again)
     if len(problems) == 1:
         raise SsdlabError(problems[0])
     if problems:
@@ -361,6 +380,9 @@ def job_error(job: Job, message: str) -> SsdlabError:
 
 
 def _apply(job: Job, key: str, value: str | None, where: str) -> None:
+    if key == "zonemode" and value is not None and value.strip() == "strided":
+        raise SsdlabError(f"{where}: zonemode=strided (read zonesize, then skip zoneskip) is not modelled; "
+                          "give each zone as a job of its own with offset= and size=, joined by stonewall")
     if key == "percentile_list" and value is not None:
         try:
             ok = all(0 < float(x) <= 100 for x in value.split(":") if x.strip())
@@ -376,6 +398,8 @@ def _apply(job: Job, key: str, value: str | None, where: str) -> None:
             job.size = None
             job.io_size = None
         return
+    if key == "loops":
+        return  # parse_fio repeats the job
     if key in _IGNORED:
         check = _UNSUPPORTED_VALUES.get(key)
         if check and value is not None and check(value):

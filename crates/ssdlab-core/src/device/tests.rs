@@ -982,6 +982,9 @@ fn steady_state_detection_stops_a_job_as_fio_does() {
     );
     let slope = go("iops_slope:1%").steady_state.unwrap();
     assert!(slope.attained, "{slope:?}");
+    // fio's lat (examples/example_latency_steadystate.fio): mean latency per interval.
+    let lat = go("lat:5%").steady_state.unwrap();
+    assert!(lat.attained && lat.value_pct <= 5.0, "{lat:?}");
     // A criterion no run meets: the job runs to its end and reports how close it came.
     let never = go("iops:0.0000001%");
     let n = never.steady_state.clone().unwrap();
@@ -990,7 +993,7 @@ fn steady_state_detection_stops_a_job_as_fio_does() {
     let dev = filled(&cfg, 1);
     for (ss, dur, says) in [
         ("iops", 3.0, "accepted: iops:P%"),
-        ("lat:1%", 3.0, "accepted: iops, iops_slope"),
+        ("clat:1%", 3.0, "accepted: iops, iops_slope"),
         ("iops:abc", 3.0, "not a positive percentage"),
         ("iops:1%", 0.0, "ss_dur"),
     ] {

@@ -177,7 +177,7 @@ pub const JOB_FIELDS: &[JobField] = &[
     JobField {
         name: "ss",
         unit: "",
-        accepted: "iops:P%, iops_slope:P%, bw:P%, bw_slope:P%; none: off",
+        accepted: "iops:P%, iops_slope:P%, bw:P%, bw_slope:P%, lat:P%, lat_slope:P%; none: off",
     },
     JobField {
         name: "ss_dur_s",
@@ -200,6 +200,8 @@ pub const JOB_FIELDS: &[JobField] = &[
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct SteadyCriterion {
     pub(super) bytes: bool,
+    /// fio's lat / lat_slope: the mean completion latency of each interval.
+    pub(super) latency: bool,
     pub(super) slope: bool,
     pub(super) limit_pct: f64,
     pub(super) dur_intervals: usize,
@@ -635,16 +637,19 @@ impl Job {
             None => None,
             Some(spec) => {
                 let (metric, limit) = spec.split_once(':').ok_or_else(|| {
-                    format!("ss: '{spec}'; accepted: iops:P%, iops_slope:P%, bw:P%, bw_slope:P%")
+                    format!("ss: '{spec}'; accepted: iops:P%, iops_slope:P%, bw:P%, bw_slope:P%, lat:P%, lat_slope:P%")
                 })?;
+                let latency = matches!(metric.trim(), "lat" | "lat_slope");
                 let (bytes, slope) = match metric.trim() {
+                    "lat" => (false, false),
+                    "lat_slope" => (false, true),
                     "iops" => (false, false),
                     "iops_slope" => (false, true),
                     "bw" => (true, false),
                     "bw_slope" => (true, true),
                     m => {
                         return Err(format!(
-                            "ss: '{m}'; accepted: iops, iops_slope, bw, bw_slope (each :P%)"
+                            "ss: '{m}'; accepted: iops, iops_slope, bw, bw_slope, lat, lat_slope (each :P%)"
                         ))
                     }
                 };
@@ -666,6 +671,7 @@ impl Job {
                 let dur = (self.ss_dur_s / self.log_interval_s).round().max(2.0) as usize;
                 Some(SteadyCriterion {
                     bytes,
+                    latency,
                     slope,
                     limit_pct,
                     dur_intervals: dur,

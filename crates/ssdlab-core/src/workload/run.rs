@@ -346,7 +346,11 @@ impl JobSlot {
         let s = &rec.series;
         let values: Vec<f64> = (n - c.dur_intervals..n)
             .map(|i| {
-                if c.bytes {
+                if c.latency {
+                    // Mean completion latency of the interval (fio's lat), ns.
+                    let n = s.read_ios[i] + s.write_ios[i];
+                    (s.read_latency_ns_sum[i] + s.write_latency_ns_sum[i]) as f64 / n.max(1) as f64
+                } else if c.bytes {
                     (s.read_bytes[i] + s.write_bytes[i]) as f64
                 } else {
                     (s.read_ios[i] + s.write_ios[i] + s.trim_ios[i]) as f64
