@@ -156,7 +156,7 @@ class Result:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         paths = [out / f"{prefix}summary.json", out / f"{prefix}timeseries.parquet", out / f"{prefix}timeseries.csv"]
-        paths[0].write_text(json.dumps(self.summary, indent=2) + "\n")
+        paths[0].write_text(json.dumps(_stamped(self.summary), indent=2) + "\n")
         self.series.to_parquet(paths[1], index=False)
         self.series.to_csv(paths[2], index=False)
         fig = self.plot_power()
@@ -202,7 +202,7 @@ class ReplayResult:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         paths = [out / f"{prefix}summary.json", out / f"{prefix}timeseries.parquet"]
-        paths[0].write_text(json.dumps(self.summary, indent=2) + "\n")
+        paths[0].write_text(json.dumps(_stamped(self.summary), indent=2) + "\n")
         self.series.to_parquet(paths[1], index=False)
         return paths
 
@@ -215,6 +215,14 @@ def _now_utc():
     if epoch.isdigit():
         return datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc)
     return datetime.datetime.now(datetime.timezone.utc)
+
+
+def _stamped(summary: dict) -> dict:
+    """The summary as a summary.json holds it: with when it was written (in the file only, so
+    a result stays the same for the same configuration and seed)."""
+    if "run" not in summary:
+        return summary
+    return {**summary, "run": {**summary["run"], "written_at": _now_utc().isoformat(timespec="seconds")}}
 
 
 def _checked_dicts(jobs):
@@ -401,8 +409,7 @@ class Drive:
                 # The state the drive was brought to before this (the last precondition given).
                 "precondition": self._preconditioned,
                 # The resolved drive configuration (preset or file, with --set and faults).
-                "config_sha256": hashlib.sha256(config).hexdigest(),
-                "written_at": _now_utc().isoformat(timespec="seconds")}
+                "config_sha256": hashlib.sha256(config).hexdigest()}
 
     def __repr__(self) -> str:
         g = self.geometry

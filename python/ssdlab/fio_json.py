@@ -204,9 +204,8 @@ def fio_job(result, job=None, drive=None, plus: bool = False, groupid: int = 0) 
         "latency_depth": depth, "latency_target": 0, "latency_percentile": 100.0, "latency_window": 0,
         **({"steadystate": _steadystate(st, series, job)} if (st := s.get("steady_state")) else {}),
         # What only a simulation knows, under its own key (fio's readers ignore unknown keys).
-        # (The document's own "timestamp" says when; the run's written_at is left out.)
-        "ssdlab": {k: ({a: b for a, b in s[k].items() if a != "written_at"} if k == "run" else s[k])
-                   for k in ("write_amplification", "gc_units_copied", "blocks_erased", "faults", "run") if k in s},
+        "ssdlab": {k: s[k] for k in ("write_amplification", "gc_units_copied", "blocks_erased", "faults", "run")
+                   if k in s},
     }
 
 
@@ -223,8 +222,6 @@ def fio_replay_job(replay, trace: str, drive: str | None = None, plus: bool = Fa
     job["job options"].update({"read_iolog": str(trace), "replay_mode": s.get("mode", "")})
     job["ssdlab"] = {k: s[k] for k in ("requests", "elapsed_s", "trim_requests", "write_amplification", "trim_map_pages", "final_flush_s",
                                        "format", "mode", "notes", "faults", "run") if k in s}
-    if "run" in job["ssdlab"]:
-        job["ssdlab"]["run"] = {a: b for a, b in job["ssdlab"]["run"].items() if a != "written_at"}
     job["ssdlab"].update({f"{op}_{k}": s[op][k] for op in ("all", "read", "write", "trim")
                           for k in ("busy_s", "data_rate_mb_per_s") if k in s.get(op, {})})
     return job

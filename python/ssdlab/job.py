@@ -336,7 +336,7 @@ def parse_fio(text: str, source: str = "<job file>") -> list[Job]:
             if not 1 <= n <= 10_000:
                 problems.append(f"{source}:{line}: loops={value}: accepted: a whole number from 1 to 10000")
                 continue
-            for k in range(1, n):
+            for _ in range(1, n):
                 again = dataclasses.replace(job)
                 again._where, again._given, again._global = job._where, job._given, job._global
                 again._placement = Placement(after_previous=True)

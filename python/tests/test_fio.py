@@ -146,3 +146,17 @@ def test_every_rejected_option_of_a_file_is_reported_at_once():
                  "c.fio:8: runtime=fast"):
         assert line in msg
     assert msg.count("option 'verify'") == 1  # once, though [global] applies it to both jobs
+
+
+def test_loops_repeat_a_job_while_the_others_run(tmp_path, small_toml):
+    """fio's loops=N (examples/fsx.fio, page_fault.fio): the job runs N times, each when the
+    one before ends; a job beside it runs meanwhile."""
+    from ssdlab.job import schedule
+    jobs = parse_fio("[a]\nrw=randread\nnumber_ios=1000\nloops=3\n[b]\nrw=randwrite\nnumber_ios=1000\n", "c.fio")
+    assert [j.name for j in jobs] == ["a", "a", "a", "b"]
+    steps = schedule(jobs)
+    assert len(steps) == 1 and steps[0].after == [None, 0, 1, None]
+    with pytest.raises(SsdlabError, match=r"c.fio:2: loops=0: accepted: a whole number from 1 to 10000"):
+        parse_fio("[a]\nloops=0\n", "c.fio")
+    ran = _fio_json(tmp_path, small_toml, "[a]\nrw=randread\nnumber_ios=1000\nloops=3\n")
+    assert [j["read"]["total_ios"] for j in ran] == [1000, 1000, 1000]

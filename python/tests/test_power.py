@@ -19,11 +19,11 @@ def test_the_power_procedure_orders_idle_states_and_writes_as_physics_says(tmp_p
     assert p.returncode == 0, p.stderr
     s = json.loads((tmp_path / "power-summary.json").read_text())
     row = s[0]["summary"] if isinstance(s, list) else s["summary"]
-    idle_none, idle_lpm, idle_devsleep = (row["idle, no link power management"], row["idle, HIPM+DIPM"],
-                                          row["idle, DevSleep"])
+    idle_none, idle_lpm, idle_devsleep = (row["idle, no link power management (W)"], row["idle, HIPM+DIPM (W)"],
+                                          row["idle, DevSleep (W)"])
     assert idle_none > idle_lpm > idle_devsleep > 0
-    assert row["128K sequential write QD32"] > idle_none
-    assert row["4K random write QD32"] > idle_none
+    assert row["128K sequential write QD32 (W)"] > idle_none
+    assert row["4K random write QD32 (W)"] > idle_none
 
 
 def test_a_run_on_a_drive_with_a_power_model_has_power_in_its_series_and_summary():
