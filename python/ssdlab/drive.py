@@ -400,6 +400,53 @@ class Drive:
             results.append(result)
         return results
 
+    def find_latency_depth(self, job: Job, target_s: float, window_s: float = 1.0, percentile: float = 100.0,
+                           progress: bool | None = None) -> Result:
+        """fio's latency_target: the highest queue depth, 1 to `job.iodepth`, at which
+        `percentile`% of a window's IOs complete within `target_s`. Each probe runs the job for
+        `window_s` simulated seconds at one depth (doubling from 1, then bisecting between the
+        last depth that met the target and the first that did not), on the drive as the probes
+        before left it. Returns the last window run at the depth found, its summary's
+        "latency_target" holding the depth, whether it met the target and every probe."""
+        import dataclasses
+        from .fio_json import _percentiles
+        probes, results = [], {}
+
+        def meets(depth: int) -> bool:
+            r = self.run(dataclasses.replace(job, iodepth=depth, runtime_s=window_s, time_based=True, number_ios=None,
+                                             io_size=None), progress=progress)
+            bins: dict = {}
+            for op in r.bins.values():
+                for k, v in op.items():
+                    bins[k] = bins.get(k, 0) + v
+            lat_s = _percentiles(bins, [percentile])[f"{percentile:f}"] / 1e9
+            probes.append({"iodepth": depth, "latency_us": lat_s * 1e6, "met": lat_s <= target_s})
+            results[depth] = r
+            return lat_s <= target_s
+
+        top, best, d = max(1, job.iodepth), 0, 1
+        while d <= top and meets(d):
+            best, d = d, d * 2
+        hi = d  # the first depth that missed (or past the top)
+        if best and d > top:
+            hi = top + 1
+            if best < top:
+                if meets(top):
+                    best = top
+                else:
+                    hi = top
+        while best and hi - best > 1:  # bisect between the last depth met and the first missed
+            mid = (best + hi) // 2
+            if meets(mid):
+                best = mid
+            else:
+                hi = mid
+        depth = best or 1
+        r = results[depth] if depth in results else results[min(results)]
+        r.summary["latency_target"] = {"depth": depth, "met": bool(best), "target_us": target_s * 1e6,
+                                       "window_s": window_s, "percentile": percentile, "probes": probes}
+        return r
+
     def _provenance(self) -> dict:
         from . import __version__
         import hashlib

@@ -118,6 +118,14 @@ def _depth_bucket(d: int, buckets=(1, 2, 4, 8, 16, 32)) -> str:
     return ">=64" if d >= 64 else str(max(b for b in buckets if b <= d))
 
 
+def _latency_keys(lt: dict | None, depth: int) -> dict:
+    """fio's latency-target keys: the depth found, the target (ns), percentile and window (us)."""
+    if not lt:
+        return {"latency_depth": depth, "latency_target": 0, "latency_percentile": 100.0, "latency_window": 0}
+    return {"latency_depth": lt["depth"], "latency_target": round(lt["target_us"] * 1e3),
+            "latency_percentile": lt["percentile"], "latency_window": round(lt["window_s"] * 1e6)}
+
+
 def _steadystate(st: dict, series, job) -> dict:
     """fio's "steadystate": the criterion, the window it was judged on ("data": per-interval
     iops and bw over the last ss_dur), its mean, largest deviation and slope."""
@@ -201,7 +209,7 @@ def fio_job(result, job=None, drive=None, plus: bool = False, groupid: int = 0) 
         "job_runtime": round(elapsed * 1000), "usr_cpu": 0.0, "sys_cpu": 0.0, "ctx": 0, "majf": 0, "minf": 0,
         "iodepth_level": levels, "iodepth_submit": submit, "iodepth_complete": dict(submit),
         **_latency_buckets(all_bins),
-        "latency_depth": depth, "latency_target": 0, "latency_percentile": 100.0, "latency_window": 0,
+        **_latency_keys(s.get("latency_target"), depth),
         **({"steadystate": _steadystate(st, series, job)} if (st := s.get("steady_state")) else {}),
         # What only a simulation knows, under its own key (fio's readers ignore unknown keys).
         "ssdlab": {k: s[k] for k in ("write_amplification", "gc_units_copied", "blocks_erased", "faults", "run")

@@ -190,9 +190,8 @@ _REFUSED = {
     **{k: "rate limits and think time are not modelled (the job runs as fast as the drive allows)"
        for k in ("rate", "rate_iops", "rate_min", "rate_process", "thinktime", "thinktime_blocks", "flow",
                  "flow_id", "flow_sleep", "cpuload", "cpuchunks")},
-    **{k: "fio's latency-target search (probing queue depths until a latency percentile holds) is not "
-          "modelled; run `ssdlab procedure qd-scaling`, or one job per iodepth, and read the latency percentiles"
-       for k in ("latency_target", "latency_window", "latency_percentile", "latency_run")},
+    "latency_run": "fio's continuous queue-depth adjustment is not modelled; latency_target alone finds the depth and "
+                   "stops, as fio does by default",
     "program": "runs an external program",
 }
 _UNSUPPORTED_VALUES: dict = {}
@@ -379,7 +378,24 @@ def job_error(job: Job, message: str) -> SsdlabError:
     return SsdlabError(f"job '{job.name}': {message}")
 
 
+def _us_time(value: str) -> float:
+    """A fio time whose bare number means microseconds (latency_target, latency_window), in s."""
+    v = value.strip()
+    return float(v) * 1e-6 if re.fullmatch(r"[0-9.]+", v) else _seconds(v)
+
+
 def _apply(job: Job, key: str, value: str | None, where: str) -> None:
+    if key in ("latency_target", "latency_window", "latency_percentile"):
+        # fio's latency-target search (run by `Drive.find_latency_depth` and `ssdlab run`).
+        try:
+            v = float(value) if key == "latency_percentile" else _us_time(value or "")
+            if not (0 < v <= (100 if key == "latency_percentile" else 1e6)):
+                raise ValueError(f"{value} is out of range")
+        except ValueError as e:
+            raise SsdlabError(f"{where}: {key}={value}: {e}; accepted: a time (bare numbers are us) or, for "
+                              "latency_percentile, a percentage in (0, 100]") from None
+        job._latency = {**getattr(job, "_latency", {}), key: v}
+        return
     if key == "zonemode" and value is not None and value.strip() == "strided":
         raise SsdlabError(f"{where}: zonemode=strided (read zonesize, then skip zoneskip) is not modelled; "
                           "give each zone as a job of its own with offset= and size=, joined by stonewall")

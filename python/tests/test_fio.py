@@ -160,3 +160,20 @@ def test_loops_repeat_a_job_while_the_others_run(tmp_path, small_toml):
         parse_fio("[a]\nloops=0\n", "c.fio")
     ran = _fio_json(tmp_path, small_toml, "[a]\nrw=randread\nnumber_ios=1000\nloops=3\n")
     assert [j["read"]["total_ios"] for j in ran] == [1000, 1000, 1000]
+
+
+def test_latency_target_finds_the_deepest_queue_within_the_target(tmp_path, small_toml):
+    """fio's latency_target (examples/latency-profile.fio): the highest iodepth at which the
+    percentile of a window's latencies stays within the target; a looser target allows a
+    deeper queue, and fio's JSON says which depth."""
+    text = ("[global]\nbs=4k\nrw=randread\niodepth=64\nlatency_target={t}\nlatency_window=200000\n"
+            "latency_percentile=99\n[device]\n")
+    tight = _fio_json(tmp_path, small_toml, text.format(t=400))[0]
+    loose = _fio_json(tmp_path, small_toml, text.format(t=5000))[0]
+    assert 1 <= tight["latency_depth"] < loose["latency_depth"] <= 64, (tight["latency_depth"], loose["latency_depth"])
+    assert tight["latency_target"] == 400_000 and tight["latency_window"] == 200_000
+    assert tight["latency_percentile"] == 99.0
+    # The window kept (at the depth found) met the target.
+    assert tight["read"]["clat_ns"]["percentile"]["99.000000"] <= 400_000
+    with pytest.raises(SsdlabError, match="latency_percentile=200"):
+        parse_fio("[a]\nlatency_target=1000\nlatency_percentile=200\n", "c.fio")

@@ -143,6 +143,11 @@ def _chart(result: Result, rows: int = 24, width: int = 50, column: str = "write
 
 def _print_summary(result: Result) -> None:
     s = result.summary
+    if s.get("latency_target"):
+        lt = s["latency_target"]
+        print(f"latency target: {lt['percentile']:g}% of IOs within {lt['target_us']:,.0f} us "
+              f"{'met up to' if lt['met'] else 'not met even at'} iodepth {lt['depth']} "
+              f"({len(lt['probes'])} windows of {lt['window_s']:g} s)")
     together = s.get("run", {}).get("ran_with")
     print(f"job {s['name']}: {s['elapsed_s']:.2f} simulated s" + (f" (at once with {', '.join(together)})" if together else ""))
     for op in ("read", "write", "trim"):
@@ -183,7 +188,16 @@ def _run(args: argparse.Namespace) -> int:
     for step in schedule(jobs):
         for job in step.jobs:
             _warn_unwritten_reads(drive, job)
-        results = drive.run_together(step.jobs, step.after, progress=progress)
+        latency = [j for j in step.jobs if getattr(j, "_latency", {}).get("latency_target")]
+        if latency and len(step.jobs) > 1:
+            raise SsdlabError(f"job '{latency[0].name}': latency_target probes queue depths one job at a time; "
+                              "give it a stonewall so it runs alone")
+        if latency:
+            lt = latency[0]._latency
+            results = [drive.find_latency_depth(latency[0], lt["latency_target"], lt.get("latency_window", 1.0),
+                                                lt.get("latency_percentile", 100.0), progress=progress)]
+        else:
+            results = drive.run_together(step.jobs, step.after, progress=progress)
         for job, result, groupid in zip(step.jobs, results, step.groupids):
             prefix = f"{i:02d}-{job.name}-" if len(jobs) > 1 else ""
             i += 1
