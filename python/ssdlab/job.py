@@ -264,6 +264,44 @@ def schedule(jobs: list[Job]) -> list[Step]:
     return steps
 
 
+_ARITHMETIC = re.compile(r"[0-9.\s+\-*/%^()]+")
+
+
+def _arithmetic(value: str) -> str:
+    """fio's arithmetic in numeric values ("(4096*8)", page_fault.fio's "5*1024*1024*16000/8"):
+    + - * / % ^ and parentheses, evaluated as fio does; a value that is not such an expression
+    (or only a range such as bsrange's 512-4096) is returned as it is."""
+    import ast
+    v = value.strip()
+    if not v or not _ARITHMETIC.fullmatch(v) or not (v.startswith("(") or any(op in v for op in "*/%^")):
+        return value
+    try:
+        tree = ast.parse(v.replace("^", "**"), mode="eval")
+    except SyntaxError:
+        return value
+    ops = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.Div: lambda a, b: a / b, ast.Mod: lambda a, b: a % b,
+           ast.Pow: lambda a, b: a ** b if abs(b) <= 64 else float("inf")}
+
+    def ev(n):
+        if isinstance(n, ast.Expression):
+            return ev(n.body)
+        if isinstance(n, ast.Constant) and isinstance(n.value, (int, float)):
+            return n.value
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            return -ev(n.operand)
+        if isinstance(n, ast.BinOp) and type(n.op) in ops:
+            return ops[type(n.op)](ev(n.left), ev(n.right))
+        raise ValueError(v)
+    try:
+        result = ev(tree)
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return value
+    if result != result or abs(result) == float("inf"):
+        return value
+    return str(int(result)) if float(result).is_integer() else f"{result:g}"
+
+
 def parse_fio(text: str, source: str = "<job file>") -> list[Job]:
     """Parse fio's INI job format: [global] applies to every job; each other section is a job.
     Every option the model does not take is reported at once, each with its line. Where each
@@ -297,7 +335,7 @@ def parse_fio(text: str, source: str = "<job file>") -> list[Job]:
             raise SsdlabError(f"{source}:{lineno}: option '{line}' before any [section]")
         key, sep, value = line.partition("=")
         key = key.strip()
-        current.append((lineno, key, value.strip() if sep else None))
+        current.append((lineno, key, _arithmetic(value.strip()) if sep else None))
     if not jobs:
         raise SsdlabError(f"{source}: no job section; expected at least one [jobname] section")
     result: list[Job] = []

@@ -177,3 +177,11 @@ def test_latency_target_finds_the_deepest_queue_within_the_target(tmp_path, smal
     assert tight["read"]["clat_ns"]["percentile"]["99.000000"] <= 400_000
     with pytest.raises(SsdlabError, match="latency_percentile=200"):
         parse_fio("[a]\nlatency_target=1000\nlatency_percentile=200\n", "c.fio")
+
+
+def test_arithmetic_in_values_as_fio_reads_it(monkeypatch):
+    """fio evaluates + - * / % ^ in numeric values (page_fault.fio: size=5*1024*1024*$mb_memory/8);
+    a range such as bsrange's 512-4096 stays a range."""
+    job = parse_fio("[a]\nsize=5*1024*1024*16/8\niodepth=(2^4)\nbsrange=512-4096\nruntime=(60*2)\n", "c.fio")[0]
+    assert (job.size, job.iodepth, job.bsrange, job.runtime_s) == (str(10 * 2**20), 16, "512-4096", 120)
+    assert parse_fio("[a]\nsize=4k\n", "c.fio")[0].size == "4k"
