@@ -46,9 +46,6 @@ pub trait Source {
     /// FTL's map changes here, before it answers them).
     fn stepped(&mut self, _dev: &mut Device) {}
 
-    /// Intervals closed (measurement only); the device's clock is `now`.
-    fn intervals_closed(&mut self, _rec: &Recorder, _now: SimTime) {}
-
     /// The device is about to process the event at `t` (after the session's own recorder
     /// closed the intervals before it): a source with recorders of its own (the jobs of a
     /// group, each measured over its own span) closes theirs here, with the same samples.
@@ -201,9 +198,7 @@ impl Session {
     /// Process the event at `e`, its completions, and the submissions due at once.
     fn step(&mut self, dev: &mut Device, source: &mut impl Source, e: SimTime) {
         // Crossing into a new interval: sample device counters for the finished ones.
-        if self.meter.before_event(dev, e) {
-            source.intervals_closed(&self.meter.rec, dev.now());
-        }
+        self.meter.before_event(dev, e);
         source.before_event(dev, e);
         dev.step();
         source.stepped(dev);

@@ -283,16 +283,7 @@ fn write_file(dir: &std::path::Path, name: &str, bytes: &[u8]) -> String {
 #[test]
 fn compressed_files_are_read_by_their_magic_and_damage_is_named() {
     let dir = tempdir();
-    let recs: Vec<TraceRecord> = (0..2000u64)
-        .map(|i| TraceRecord {
-            arrival_ns: i * 1000,
-            device: 0,
-            kind: OpKind::Read,
-            offset_bytes: i * 4096,
-            length_bytes: 4096,
-            service_ns: None,
-        })
-        .collect();
+    let recs = reads(2000, 0, 1000);
     let text = text_of(TraceFormat::DiskSim, &recs);
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(text.as_bytes()).unwrap();
@@ -333,6 +324,20 @@ fn compressed_files_are_read_by_their_magic_and_damage_is_named() {
         .find_map(|r| r.err())
         .expect("an error");
     assert!(e.contains("gzip stream is corrupt or truncated"), "{e}");
+}
+
+/// `n` 4 KiB reads at consecutive offsets, `gap_ns` apart from `start_ns`.
+fn reads(n: u64, start_ns: u64, gap_ns: u64) -> Vec<TraceRecord> {
+    (0..n)
+        .map(|i| TraceRecord {
+            arrival_ns: start_ns + i * gap_ns,
+            device: 0,
+            kind: OpKind::Read,
+            offset_bytes: i * 4096,
+            length_bytes: 4096,
+            service_ns: None,
+        })
+        .collect()
 }
 
 fn tempdir() -> std::path::PathBuf {
@@ -475,16 +480,7 @@ fn files_with_distant_clocks_are_noted_and_can_be_aligned() {
     let dir = tempdir().join("clocks");
     std::fs::create_dir_all(&dir).unwrap();
     let file = |name: &str, start_ns: u64| {
-        let recs: Vec<TraceRecord> = (0..3u64)
-            .map(|i| TraceRecord {
-                arrival_ns: start_ns + i * 1_000_000,
-                device: 0,
-                kind: OpKind::Read,
-                offset_bytes: i * 4096,
-                length_bytes: 4096,
-                service_ns: None,
-            })
-            .collect();
+        let recs = reads(3, start_ns, 1_000_000);
         let p = dir.join(name);
         std::fs::write(&p, text_of(TraceFormat::DiskSim, &recs)).unwrap();
         p.display().to_string()

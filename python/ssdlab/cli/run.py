@@ -54,19 +54,19 @@ def _job_from_args(args: argparse.Namespace) -> list[Job]:
         "number_ios": args.number_ios,
         "rwmixread": args.rwmixread,
         "random_distribution": args.random_distribution,
-        "randseed": args.seed if args.seed is not None else None,
+        "randseed": args.seed,
         "log_interval_s": args.interval,
         "numjobs": args.numjobs,
         "link_power": args.link_power,
     }
-    given = {"rw": args.rw, "bs": args.bs, "bssplit": args.bssplit, "iodepth": args.iodepth, "offset": args.offset,
-             "size": args.size, "io_size": args.io_size, "number_ios": args.number_ios, "rwmixread": args.rwmixread,
-             "random_distribution": args.random_distribution, "randseed": args.seed, "log_avg_msec":
-             None if args.interval is None else round(args.interval * 1000), "numjobs": args.numjobs,
-             "runtime": args.runtime, "ramp_time": args.ramp_time, "time_based": "" if args.time_based else None,
-             **{k: (v if v is not True else "") for k, v in (("ioengine", args.ioengine), ("direct", args.direct),
-                                                           ("filename", args.filename),
-                                                           ("group_reporting", args.group_reporting)) if v is not None}}
+    # The options as given, in fio's names and spelling, for fio's JSON "job options".
+    from ..fio_json import _OPTION_NAMES
+    given = {_OPTION_NAMES.get(k, k): v for k, v in overrides.items() if k != "log_interval_s"}
+    given.update({"log_avg_msec": None if args.interval is None else round(args.interval * 1000),
+                  "runtime": args.runtime, "ramp_time": args.ramp_time, "time_based": "" if args.time_based else None})
+    given.update({k: (v if v is not True else "") for k, v in (("ioengine", args.ioengine), ("direct", args.direct),
+                                                              ("filename", args.filename),
+                                                              ("group_reporting", args.group_reporting)) if v is not None})
     options = _fio_options(getattr(args, "fio_options", []))
     for job in jobs:
         for key, value in options:

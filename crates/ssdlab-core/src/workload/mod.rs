@@ -146,15 +146,18 @@ mod tests {
     /// random offsets (fio's jesd219.fio: 512-byte IOs on 4k boundaries).
     #[test]
     fn bsrange_and_blockalign_shape_sizes_and_offsets() {
-        let v = ios(
-            Job {
+        let randwrite = |bsrange: Option<&str>, bssplit: Option<&str>, blockalign: Option<&str>| {
+            let job = Job {
                 rw: "randwrite".into(),
-                bsrange: Some("512-8k".into()),
+                bsrange: bsrange.map(Into::into),
+                bssplit: bssplit.map(Into::into),
+                blockalign: blockalign.map(Into::into),
                 number_ios: Some(1),
                 ..Job::default()
-            },
-            10_000,
-        );
+            };
+            ios(job, 10_000)
+        };
+        let v = randwrite(Some("512-8k"), None, None);
         let sizes: std::collections::BTreeSet<u64> = v.iter().map(|x| x.2).collect();
         // fio's draw: MIN + uniform(0..=MAX-MIN), rounded down to a multiple of MIN (MAX itself
         // comes up once in MAX-MIN+1 draws).
@@ -162,26 +165,9 @@ mod tests {
             .iter()
             .all(|s| s % 512 == 0 && (512..=8192).contains(s)));
         assert!((1..16).all(|k| sizes.contains(&(k * 512))), "{sizes:?}");
-        let v = ios(
-            Job {
-                rw: "randwrite".into(),
-                bssplit: Some("512/50:4k/50".into()),
-                blockalign: Some("4k".into()),
-                number_ios: Some(1),
-                ..Job::default()
-            },
-            10_000,
-        );
+        let v = randwrite(None, Some("512/50:4k/50"), Some("4k"));
         assert!(v.iter().all(|x| x.1 % 4096 == 0));
-        let unaligned = ios(
-            Job {
-                rw: "randwrite".into(),
-                bssplit: Some("512/50:4k/50".into()),
-                number_ios: Some(1),
-                ..Job::default()
-            },
-            10_000,
-        );
+        let unaligned = randwrite(None, Some("512/50:4k/50"), None);
         assert!(unaligned.iter().any(|x| x.1 % 4096 != 0));
     }
 

@@ -521,7 +521,7 @@ impl Source for JobSource {
         }
         self.refill.push_back(k);
         self.completed_ios += 1;
-        true
+        false // recorded by the job's own meter, not again by the session's
     }
 
     fn before_event(&mut self, dev: &Device, t: SimTime) {
