@@ -429,9 +429,10 @@ def _apply(job: Job, key: str, value: str | None, where: str) -> None:
             v = float(value) if key == "latency_percentile" else _us_time(value or "")
             if not (0 < v <= (100 if key == "latency_percentile" else 1e6)):
                 raise ValueError(f"{value} is out of range")
-        except ValueError as e:
-            raise SsdlabError(f"{where}: {key}={value}: {e}; accepted: a time (bare numbers are us) or, for "
-                              "latency_percentile, a percentage in (0, 100]") from None
+        except ValueError:
+            raise SsdlabError(f"{where}: {key}={value}: accepted: " + (
+                "a percentage in (0, 100]" if key == "latency_percentile" else
+                "a time up to 10^6 s, bare numbers in us (fio's unit here), or with a unit us, ms, s, m, h")) from None
         job._latency = {**getattr(job, "_latency", {}), key: v}
         return
     if key == "zonemode" and value is not None and value.strip() == "strided":
