@@ -24,6 +24,9 @@ class Job:
     bs : block size, or ``bssplit`` ("4k/50:64k/40:128k/10") for a mix, or ``bsrange``
         ("512-64k": uniform, multiples of the smallest)
     blockalign : random offsets align to this (default: the smallest block size)
+    zonesize, zonerange, zoneskip : fio's zonemode=strided: zonesize bytes are transferred in
+        a zone of zonerange bytes (default: zonesize), then the next zone starts zonerange +
+        zoneskip further on; the skipped bytes count toward the job's size, as in fio
     iodepth : commands kept in flight
     offset, size : the LBA span the job touches (default: the whole drive)
     io_size : bytes to transfer (default: ``size``, unless ``runtime_s`` with ``time_based``
@@ -48,6 +51,9 @@ class Job:
     bssplit: str | None = None
     bsrange: str | None = None
     blockalign: str | None = None
+    zonesize: str | None = None
+    zonerange: str | None = None
+    zoneskip: str | None = None
     iodepth: int = 1
     offset: str = "0"
     size: str | None = None
@@ -127,6 +133,9 @@ _OPTIONS = {
     "blocksize_range": ("bsrange", str),
     "blockalign": ("blockalign", str),
     "ba": ("blockalign", str),
+    "zonesize": ("zonesize", str),
+    "zonerange": ("zonerange", str),
+    "zoneskip": ("zoneskip", str),
     "timeout": ("runtime_s", _seconds),
     "iodepth": ("iodepth", _int),
     "offset": ("offset", str),
@@ -174,16 +183,25 @@ _IGNORED |= {
     "clat_percentiles", "slat_percentiles", "significant_figures", "steadystate_check_interval",
     # What the host does about errors: a modelled drive returns none to ignore.
     "ignore_error", "error_dump",
+    # How the host reaches the one device: NVMe passthrough (io_uring_cmd on /dev/ngXnY, whose
+    # only cmd_type is nvme) or libblkio's drivers; the drive sees the same commands.
+    "cmd_type", "libblkio_driver", "libblkio_path", "sqthread_poll_cpu",
+    # Command priorities (ioprio classes, NCQ priority): the modelled drives serve every
+    # command alike, as a drive without priority support does; the options change nothing.
+    "prio", "prioclass", "priohint", "cmdprio", "cmdprio_class", "cmdprio_hint", "cmdprio_percentage",
+    "cmdprio_bssplit",
 }
 # Options ssdlab refuses, by why.
 _ENGINE = "belongs to an I/O engine's own target (network, GPU, cloud or passthrough); ssdlab runs on one modelled drive"
 _REFUSED = {
-    **{k: _ENGINE for k in ("cmd_type", "port", "hostname", "http_verbose", "http_host", "http_user", "http_pass",
+    **{k: _ENGINE for k in ("port", "hostname", "http_verbose", "http_host", "http_user", "http_pass",
                              "http_mode", "http_s3_key", "http_s3_keyid", "http_s3_region", "uri", "protocol",
-                             "nfs_url", "pool", "volume", "clientname", "libblkio_driver", "libblkio_path",
+                             "nfs_url", "pool", "volume", "clientname",
                              "gpu_dev_ids", "cuda_io", "rdma_op", "bindname", "namespace", "busy_poll")},
-    **{k: "zoned block devices are not modelled" for k in ("zonemode", "zonesize", "zonerange", "zoneskip",
-                                                             "max_open_zones", "zone_reset_threshold")},
+    **{k: "zoned block devices are not modelled" for k in ("max_open_zones", "zone_reset_threshold",
+                                                             "zonecapacity", "job_max_open_zones",
+                                                             "ignore_zone_limits", "zone_reset_frequency",
+                                                             "read_beyond_wp")},
     **{k: "`ssdlab run` models timing, not data; check data through `ssdlab serve` with fio's verify"
        for k in ("verify", "verify_pattern", "verify_fatal", "do_verify", "verify_only", "buffer_pattern",
                  "dedupe_percentage", "dedupe_mode", "buffer_compress_chunk")},
@@ -195,6 +213,14 @@ _REFUSED = {
     "program": "runs an external program",
 }
 _UNSUPPORTED_VALUES: dict = {}
+# I/O engines whose operations are not block IO, by what they do instead.
+_FS = "it performs file-system operations (allocate, truncate, create, stat or delete files and directories)"
+_NOT_BLOCK_IO = {
+    **{e: _FS for e in ("falloc", "ftruncate", "filecreate", "filestat", "filedelete", "dircreate", "dirstat",
+                        "dirdelete")},
+    "cpuio": "it burns CPU time and does no IO",
+    "exec": "it runs an external program",
+}
 
 
 def _expand(line: str) -> str:
@@ -357,6 +383,10 @@ def parse_fio(text: str, source: str = "<job file>") -> list[Job]:
                 continue
             if key in _OPTIONS:
                 job._where[_OPTIONS[key][0]] = where
+        zoning = _zonemode(job, global_opts + opts, source)
+        if zoning:
+            problems.append(zoning)
+            continue
         job._placement = Placement(**place)
         # The options as written, for fio's JSON ("job options", "global options").
         job._given = {key: "" if value is None else value for _l, key, value in opts}
@@ -384,6 +414,28 @@ def parse_fio(text: str, source: str = "<job file>") -> list[Job]:
         problems.sort(key=_line_of)
         raise SsdlabError(f"{source}: {len(problems)} options are not accepted:\n  " + "\n  ".join(problems))
     return result
+
+
+def _zonemode(job: Job, opts: list, source: str) -> str | None:
+    """fio's zonemode for a parsed job: strided (zonesize given, or named) keeps the zone
+    fields; none must not come with a zonesize (zbd and unknown modes are _place's to
+    refuse). The problem as a message, or None."""
+    given = [(line, v) for line, k, v in opts if k == "zonemode"]
+    line, mode = given[-1] if given else (None, None)
+    mode = (mode or "").strip() or None
+    if not job.zonesize and mode != "strided":
+        job.zonerange = job.zoneskip = None  # no zones: fio ignores them
+    if mode is None:
+        return None  # zonesize alone means strided, as fio reads it
+    where = f"{source}:{line}"
+    if mode == "strided":
+        return None if job.zonesize else f"{where}: zonemode=strided needs zonesize (the bytes per zone)"
+    if mode == "none":
+        if job.zonesize:
+            return f"{where}: zonemode=none and zonesize are not compatible (as in fio); drop one"
+        job.zonerange = job.zoneskip = None
+        return None
+    return None  # zbd and unknown modes: reported by _place
 
 
 def _line_of(message: str) -> int:
@@ -435,9 +487,19 @@ def _apply(job: Job, key: str, value: str | None, where: str) -> None:
                 "a time up to 10^6 s, bare numbers in us (fio's unit here), or with a unit us, ms, s, m, h")) from None
         job._latency = {**getattr(job, "_latency", {}), key: v}
         return
-    if key == "zonemode" and value is not None and value.strip() == "strided":
-        raise SsdlabError(f"{where}: zonemode=strided (read zonesize, then skip zoneskip) is not modelled; "
-                          "give each zone as a job of its own with offset= and size=, joined by stonewall")
+    if key == "ioengine" and (value or "").strip() in _NOT_BLOCK_IO:
+        raise SsdlabError(f"{where}: ioengine={value.strip()} is not supported: {_NOT_BLOCK_IO[value.strip()]}; "
+                          "ssdlab models a drive's block reads, writes and trims (any engine that does those, such "
+                          "as libaio, io_uring, psync, sync or null, is accepted)")
+    if key == "zonemode":
+        mode = (value or "").strip()
+        if mode == "zbd":
+            raise SsdlabError(f"{where}: option 'zonemode' is not supported: zoned block devices are not modelled "
+                              "(zonemode=zbd; strided and none are)")
+        if mode not in ("", "none", "strided"):
+            raise SsdlabError(f"{where}: zonemode={mode}: accepted: none, strided (zbd: zoned block devices are "
+                              "not modelled)")
+        return
     if key == "percentile_list" and value is not None:
         try:
             ok = all(0 < float(x) <= 100 for x in value.split(":") if x.strip())

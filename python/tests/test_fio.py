@@ -40,6 +40,7 @@ def test_units_of_time():
     ("[a]\nrw=read\nverify=crc32c\n", r"c.fio:3: option 'verify' is not supported: `ssdlab run` models timing"),
     ("[a]\nrw=read\nbogus_opt=1\n", r"c.fio:3: option 'bogus_opt' is not supported; accepted:"),
     ("[a]\nzonemode=zbd\n", r"c.fio:2: option 'zonemode' is not supported: zoned block devices"),
+    ("[a]\nioengine=falloc\n", r"c.fio:2: ioengine=falloc is not supported: it performs file-system operations"),
     ("rw=read\n", r"c.fio:1: option 'rw=read' before any \[section\]"),
     ("[a\n", r"c.fio:1: '\[a' is not a section header"),
     ("[global]\nbs=4k\n", r"c.fio: no job section"),
@@ -185,3 +186,27 @@ def test_arithmetic_in_values_as_fio_reads_it(monkeypatch):
     job = parse_fio("[a]\nsize=5*1024*1024*16/8\niodepth=(2^4)\nbsrange=512-4096\nruntime=(60*2)\n", "c.fio")[0]
     assert (job.size, job.iodepth, job.bsrange, job.runtime_s) == (str(10 * 2**20), 16, "512-4096", 120)
     assert parse_fio("[a]\nsize=4k\n", "c.fio")[0].size == "4k"
+
+
+def test_strided_zones_and_per_direction_bssplit_run_as_fio_reads_them(tmp_path, small_toml):
+    """fio's zonemode=strided (examples/disk-zone-profile.fio: read zonesize, skip zoneskip)
+    and bssplit lists per direction (cmdprio-bssplit.fio); the host-side options of the
+    NVMe passthrough, libblkio and priority examples are accepted."""
+    from ssdlab import Drive
+    span = Drive.from_toml(small_toml).user_bytes
+    stride, zone = 8 << 20, 1 << 20
+    whole, rest = divmod(span, stride)
+    expected = (whole * zone + min(rest, zone)) // (64 << 10)
+    text = "[global]\nbs=64k\nrw=read\nzonemode=strided\nzonesize=1m\nzoneskip=7m\n[profile]\n"
+    assert _fio_json(tmp_path, small_toml, text)[0]["read"]["total_ios"] == expected
+    mixed = _fio_json(tmp_path, small_toml, "[m]\nrw=randrw\nbssplit=64k/40:1024k/60,1024k/100\nnumber_ios=2000\n"
+                      "cmdprio_bssplit=64k/100:1024k/0,1024k/0\ncmdprio_class=1\nprioclass=3\n")[0]
+    assert mixed["write"]["bw_bytes"] / mixed["write"]["iops"] == pytest.approx(1 << 20)
+    assert 0.55 * (1 << 20) < mixed["read"]["bw_bytes"] / mixed["read"]["iops"] < 0.75 * (1 << 20)
+    for text in ("[a]\nioengine=io_uring_cmd\ncmd_type=nvme\nsqthread_poll_cpu=0\n",
+                 "[a]\nioengine=libblkio\nlibblkio_driver=io_uring\nlibblkio_path=/dev/nvme0n1\n"):
+        assert parse_fio(text, "c.fio")[0].rw == "read"
+    with pytest.raises(SsdlabError, match=r"c.fio:2: zonemode=none and zonesize are not compatible"):
+        parse_fio("[a]\nzonemode=none\nzonesize=1m\n", "c.fio")
+    with pytest.raises(SsdlabError, match=r"c.fio:2: zonemode=strided needs zonesize"):
+        parse_fio("[a]\nzonemode=strided\n", "c.fio")

@@ -263,7 +263,7 @@ def add_parsers(sub) -> None:
     d.set_defaults(func=_drives)
     r = sub.add_parser("run", help="run a job (fio job file or flags) on a drive",
                        description="Run fio-style jobs on a simulated drive. Times are simulated seconds.")
-    r.add_argument("jobfile", nargs="?", help="fio job file; its sections run at once unless stonewall/wait_for says otherwise (subset: rw (with :NR), bs (also READ,WRITE[,TRIM]), bssplit, bsrange, blockalign, iodepth, offset, size, io_size, runtime/timeout, time_based, ramp_time, startdelay, numjobs, number_ios, rwmixread, random_distribution (incl. zoned, zoned_abs), randseed, log_avg_msec, ss, fill_device, loops, latency_target, fio's log options, stonewall, new_group, wait_for); any of them also on the command line as fio spells it, e.g. --bsrange=512-4k")
+    r.add_argument("jobfile", nargs="?", help="fio job file; its sections run at once unless stonewall/wait_for says otherwise (subset: rw (with :NR), bs (also READ,WRITE[,TRIM]), bssplit (also READ,WRITE[,TRIM] lists), bsrange, blockalign, zonemode=strided with zonesize/zonerange/zoneskip, iodepth, offset, size, io_size, runtime/timeout, time_based, ramp_time, startdelay, numjobs, number_ios, rwmixread, random_distribution (incl. zoned, zoned_abs), randseed, log_avg_msec, ss, fill_device, loops, latency_target, fio's log options, stonewall, new_group, wait_for); any of them also on the command line as fio spells it, e.g. --bsrange=512-4k")
     r.add_argument("--name", help="the job's name (fio's --name; default: its rw)")
     r.add_argument("--time-based", "--time_based", action="store_true",
                    help="run for --runtime even after the span is covered (implied by --runtime)")

@@ -15,6 +15,9 @@ pub(super) struct Generator {
     pub(super) scatter: u64,
     /// IOs issued: `rw=rand...:nr` draws a new offset every nr of them.
     pub(super) issued: u64,
+    /// zonemode=strided: the current zone's start and the bytes transferred in it.
+    zone_start: u64,
+    zone_bytes: u64,
 }
 
 impl Generator {
@@ -33,6 +36,8 @@ impl Generator {
             slots,
             scatter,
             issued: 0,
+            zone_start: 0,
+            zone_bytes: 0,
         }
     }
 
@@ -60,7 +65,23 @@ impl Generator {
             IoKind::Trim => job.trim_size.unwrap_or(size),
             _ => size,
         };
+        // bssplit with a list of its own for this direction: drawn from that list.
+        let own = match kind {
+            IoKind::Write => job.write_sizes.as_deref(),
+            IoKind::Trim => job.trim_sizes.as_deref(),
+            _ => None,
+        };
+        let size = match own {
+            Some(list) => {
+                let r = self.rng.below(100) as u32;
+                list.iter().find(|&&(_, cum)| r < cum).unwrap().0
+            }
+            None => size,
+        };
         self.issued += 1;
+        if let Some(zones) = job.zones {
+            return (kind, job.span_start + self.in_zone(job, zones, size), size);
+        }
         let offset = match job.pattern {
             Pattern::Sequential => {
                 if self.cursor.saturating_add(size) > job.span_bytes {
@@ -125,6 +146,39 @@ impl Generator {
             }
         };
         (kind, job.span_start + offset, size)
+    }
+
+    /// fio's zonemode=strided: the IO's offset in the span. After `size` bytes in a zone the
+    /// next zone starts `range + skip` further on (at the start again past the end);
+    /// sequential IO runs through the zone's range (from its start again at its end), random
+    /// IO lands anywhere in it.
+    fn in_zone(&mut self, job: &CompiledJob, (size, range, skip): (u64, u64, u64), io: u64) -> u64 {
+        if self.zone_bytes >= size {
+            self.zone_bytes = 0;
+            self.zone_start += range + skip;
+            if self.zone_start >= job.span_bytes {
+                self.zone_start = 0;
+            }
+            self.cursor = self.zone_start;
+        }
+        let end = (self.zone_start + range).min(job.span_bytes);
+        let first = self.zone_start.min(end.saturating_sub(io));
+        let o = match job.pattern {
+            Pattern::Sequential => {
+                if self.cursor < first || self.cursor + io > end {
+                    self.cursor = first;
+                }
+                let o = self.cursor;
+                self.cursor += io;
+                o
+            }
+            Pattern::Random => {
+                let slots = ((end - first).saturating_sub(io) / job.align_bytes) + 1;
+                first + self.rng.below(slots) * job.align_bytes
+            }
+        };
+        self.zone_bytes += io;
+        o
     }
 
     fn scattered(&self, rank: u64) -> u64 {

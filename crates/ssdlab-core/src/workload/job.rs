@@ -23,6 +23,13 @@ pub struct Job {
     pub bsrange: Option<String>,
     /// fio's blockalign: random offsets align to this (default: the smallest block size).
     pub blockalign: Option<String>,
+    /// fio's zonemode=strided: `zonesize` bytes are transferred in a zone of `zonerange`
+    /// bytes (default: zonesize), then the next zone starts `zonerange + zoneskip` further on
+    /// (back to the start past the end); the job ends when what it transferred and skipped
+    /// covers its span. None: no zones.
+    pub zonesize: Option<String>,
+    pub zonerange: Option<String>,
+    pub zoneskip: Option<String>,
     pub iodepth: u32,
     /// Start of the LBA span.
     pub offset: String,
@@ -92,7 +99,7 @@ pub const JOB_FIELDS: &[JobField] = &[
     JobField {
         name: "bssplit",
         unit: "bytes/percent",
-        accepted: "SIZE/PCT pairs joined by ':' (4k/50:64k/50); overrides bs",
+        accepted: "SIZE/PCT pairs joined by ':' (4k/50:64k/50; a blank PCT shares what is left evenly), one list or READ,WRITE[,TRIM] lists; overrides bs",
     },
     JobField {
         name: "bsrange",
@@ -103,6 +110,21 @@ pub const JOB_FIELDS: &[JobField] = &[
         name: "blockalign",
         unit: "bytes",
         accepted: "a multiple of 512 (default: the smallest block size)",
+    },
+    JobField {
+        name: "zonesize",
+        unit: "bytes",
+        accepted: "a size, a multiple of the block size (fio's zonemode=strided); unset: no zones",
+    },
+    JobField {
+        name: "zonerange",
+        unit: "bytes",
+        accepted: "a size (default: zonesize); only with zonesize",
+    },
+    JobField {
+        name: "zoneskip",
+        unit: "bytes",
+        accepted: "a size (default 0); only with zonesize",
     },
     JobField {
         name: "iodepth",
@@ -229,6 +251,9 @@ impl Default for Job {
             bssplit: None,
             bsrange: None,
             blockalign: None,
+            zonesize: None,
+            zonerange: None,
+            zoneskip: None,
             iodepth: 1,
             offset: "0".into(),
             size: None,
@@ -374,7 +399,12 @@ pub struct CompiledJob {
     /// bs=READ,WRITE,TRIM: the write and trim sizes where they differ from the read size.
     pub(super) write_size: Option<u64>,
     pub(super) trim_size: Option<u64>,
+    /// bssplit=READ,WRITE,TRIM: the write and trim lists where they differ from the read list.
+    pub(super) write_sizes: Option<Vec<(u64, u32)>>,
+    pub(super) trim_sizes: Option<Vec<(u64, u32)>>,
     pub(super) align_bytes: u64,
+    /// zonemode=strided: (zonesize, zonerange, zoneskip) in bytes.
+    pub(super) zones: Option<(u64, u64, u64)>,
     /// bsrange: (smallest, largest) size; each IO draws one (a multiple of the smallest).
     pub(super) bs_range: Option<(u64, u64)>,
     /// fio's `rw=...:nr` (sequential): bytes added to each next offset.
@@ -401,6 +431,8 @@ impl CompiledJob {
     pub fn uses_random_stream(&self) -> bool {
         self.pattern == Pattern::Random
             || self.sizes.len() > 1
+            || self.write_sizes.is_some()
+            || self.trim_sizes.is_some()
             || (self.read_pct > 0 && self.read_pct < 100)
     }
 }
@@ -471,24 +503,23 @@ impl Job {
             sizes.push((hi, 100));
             bs_range = Some((lo, hi));
         }
+        // fio's bssplit=READ[,WRITE[,TRIM]]: one list per direction; a missing one takes the
+        // list before it.
+        let (mut write_sizes, mut trim_sizes) = (None, None);
         match &self.bssplit {
             Some(split) => {
-                let mut total = 0;
-                for part in split.split(':').filter(|p| !p.is_empty()) {
-                    let (size, pct) = part
-                        .split_once('/')
-                        .ok_or_else(|| format!("bssplit: '{part}' is not size/percent"))?;
-                    let bytes = parse_size(size).map_err(|e| format!("bssplit: {e}"))?;
-                    let pct: u32 = pct
-                        .trim()
-                        .parse()
-                        .map_err(|_| format!("bssplit: '{pct}' is not a whole percentage"))?;
-                    total += pct;
-                    sizes.push((bytes, total));
+                let lists: Vec<&str> = split.split(',').map(str::trim).collect();
+                if lists.len() > 3 {
+                    return Err(format!(
+                        "bssplit: '{split}' has {} lists; accepted: READ[,WRITE[,TRIM]]",
+                        lists.len()
+                    ));
                 }
-                if total != 100 {
-                    return Err(format!("bssplit: percentages add up to {total}, not 100"));
-                }
+                sizes = parse_bssplit(lists[0])?;
+                let write = lists.get(1).map(|l| parse_bssplit(l)).transpose()?;
+                let trim = lists.get(2).map(|l| parse_bssplit(l)).transpose()?;
+                trim_sizes = trim.or_else(|| write.clone()).filter(|t| *t != sizes);
+                write_sizes = write.filter(|w| *w != sizes);
             }
             None if bs_range.is_some() => {}
             None if !self.bs.contains(',') => {
@@ -521,6 +552,8 @@ impl Job {
         let all_sizes = || {
             sizes
                 .iter()
+                .chain(write_sizes.iter().flatten())
+                .chain(trim_sizes.iter().flatten())
                 .map(|&(b, _)| b)
                 .chain(write_size)
                 .chain(trim_size)
@@ -633,6 +666,43 @@ impl Job {
             None if self.time_based || number_ios.is_some() => None,
             None => Some(span_bytes),
         };
+        let zones = match &self.zonesize {
+            None => {
+                if self.zonerange.is_some() || self.zoneskip.is_some() {
+                    return Err("zonerange, zoneskip: only with zonesize (fio's zonemode=strided)".into());
+                }
+                None
+            }
+            Some(z) => {
+                let size = parse_size(z).map_err(|e| format!("zonesize: {e}"))?;
+                let range = match &self.zonerange {
+                    Some(r) => parse_size(r).map_err(|e| format!("zonerange: {e}"))?,
+                    None => size,
+                };
+                let skip = match &self.zoneskip {
+                    Some(k) => parse_size(k).map_err(|e| format!("zoneskip: {e}"))?,
+                    None => 0,
+                };
+                if size == 0 || size % bs_max != 0 || range < bs_max || range > span_bytes {
+                    return Err(format!(
+                        "zonesize {size}, zonerange {range}: accepted: a zonesize that is a multiple of the largest \
+                         block size ({bs_max} bytes), a zonerange of at least one block and at most the span \
+                         ({span_bytes} bytes)"
+                    ));
+                }
+                Some((size, range, skip))
+            }
+        };
+        // fio counts the bytes a strided job skips toward its size: it ends when what it
+        // transferred and skipped covers the limit.
+        let io_bytes_max = match (io_bytes_max, zones) {
+            (Some(limit), Some((size, _, skip))) if skip > 0 => {
+                let zones_whole = limit / (size + skip);
+                let rest = limit - zones_whole * (size + skip);
+                Some(zones_whole * size + rest.min(size))
+            }
+            (limit, _) => limit,
+        };
         let steady = match &self.ss {
             None => None,
             Some(spec) => {
@@ -721,7 +791,10 @@ impl Job {
             sizes,
             write_size,
             trim_size,
+            write_sizes,
+            trim_sizes,
             align_bytes,
+            zones,
             bs_range,
             seq_add,
             ios_per_offset,
@@ -738,4 +811,53 @@ impl Job {
             link_power,
         })
     }
+}
+
+/// One bssplit list ("4k/50:1k/:32k/"): (bytes, cumulative percent) in the order given; blank
+/// percentages share what the others leave evenly, as fio fills them (the last blank takes
+/// the remainder of the division).
+fn parse_bssplit(list: &str) -> Result<Vec<(u64, u32)>, String> {
+    let mut parts = Vec::new();
+    for part in list.split(':').filter(|p| !p.trim().is_empty()) {
+        let (size, pct) = part
+            .split_once('/')
+            .ok_or_else(|| format!("bssplit: '{part}' is not size/percent"))?;
+        let bytes = parse_size(size).map_err(|e| format!("bssplit: {e}"))?;
+        let pct = match pct.trim() {
+            "" => None,
+            p => Some(p.parse::<u32>().ok().filter(|&p| p <= 100).ok_or_else(|| {
+                format!("bssplit: '{p}' is not a whole percentage (0 to 100)")
+            })?),
+        };
+        parts.push((bytes, pct));
+    }
+    if parts.is_empty() {
+        return Err(format!("bssplit: '{list}' names no size; accepted: SIZE/PCT pairs joined by ':'"));
+    }
+    let given: u32 = parts.iter().filter_map(|p| p.1).sum();
+    let blanks = parts.iter().filter(|p| p.1.is_none()).count() as u32;
+    if given > 100 || (blanks == 0 && given != 100) {
+        return Err(format!("bssplit: percentages add up to {given}, not 100"));
+    }
+    let (share, mut rest) = if blanks > 0 {
+        ((100 - given) / blanks, (100 - given) % blanks)
+    } else {
+        (0, 0)
+    };
+    let mut total = 0;
+    let mut out = Vec::with_capacity(parts.len());
+    let mut blanks_left = blanks;
+    for (bytes, pct) in parts {
+        let pct = pct.unwrap_or_else(|| {
+            blanks_left -= 1;
+            if blanks_left == 0 {
+                share + std::mem::take(&mut rest)
+            } else {
+                share
+            }
+        });
+        total += pct;
+        out.push((bytes, total));
+    }
+    Ok(out)
 }

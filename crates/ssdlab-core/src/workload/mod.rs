@@ -171,6 +171,91 @@ mod tests {
         assert!(unaligned.iter().any(|x| x.1 % 4096 != 0));
     }
 
+    /// fio's bssplit with a list per direction (examples/cmdprio-bssplit.fio:
+    /// `64k/40:1024k/60,1024k/100`) and blank percentages sharing what is left evenly.
+    #[test]
+    fn bssplit_lists_per_direction_and_blank_shares() {
+        let job = Job {
+            rw: "randrw".into(),
+            bssplit: Some("64k/40:1024k/60,1024k/100".into()),
+            number_ios: Some(1),
+            ..Job::default()
+        };
+        let v = ios(job, 20_000);
+        let reads: Vec<u64> = v
+            .iter()
+            .filter(|x| x.0 == crate::device::IoKind::Read)
+            .map(|x| x.2)
+            .collect();
+        assert!(v
+            .iter()
+            .filter(|x| x.0 == crate::device::IoKind::Write)
+            .all(|x| x.2 == 1 << 20));
+        let small = reads.iter().filter(|&&b| b == 64 << 10).count() as f64 / reads.len() as f64;
+        assert!((small - 0.4).abs() < 0.02, "{small}");
+        // fio's own example: 4k/50:1k/:32k/ gives 25% each to 1k and 32k.
+        let job = Job {
+            rw: "randread".into(),
+            bssplit: Some("4k/50:1k/:32k/".into()),
+            number_ios: Some(1),
+            ..Job::default()
+        };
+        let v = ios(job, 20_000);
+        let share = |b: u64| v.iter().filter(|x| x.2 == b).count() as f64 / v.len() as f64;
+        assert!((share(1024) - 0.25).abs() < 0.02 && (share(32 << 10) - 0.25).abs() < 0.02);
+        let bad = |split: &str| {
+            Job {
+                bssplit: Some(split.into()),
+                ..Job::default()
+            }
+            .compile(1 << 30)
+            .unwrap_err()
+        };
+        assert!(bad("4k/60:8k/60").contains("add up to 120"));
+        assert!(bad("4k/50,8k/50,4k/50,8k/50").contains("has 4 lists"));
+    }
+
+    /// fio's zonemode=strided (examples/disk-zone-profile.fio): zonesize bytes in each zone,
+    /// then on by zonerange + zoneskip; the skipped bytes count toward the job's size.
+    #[test]
+    fn strided_zones_read_a_share_of_each_stride() {
+        let mib = 1u64 << 20;
+        let job = Job {
+            rw: "read".into(),
+            bs: "64k".into(),
+            zonesize: Some("1m".into()),
+            zoneskip: Some("7m".into()),
+            ..Job::default()
+        };
+        let c = job.clone().compile(1 << 30).unwrap();
+        // 1 GiB in strides of 8 MiB, 1 MiB read in each: 128 MiB.
+        assert_eq!(c.io_bytes_max, Some(128 * mib));
+        let v = ios(job, 40);
+        assert!(v[..16].iter().enumerate().all(|(i, x)| x.1 == i as u64 * 65536));
+        assert_eq!(v[16].1, 8 * mib);
+        assert_eq!(v[32].1, 16 * mib);
+        // Random IO stays in the zone's range.
+        let job = Job {
+            rw: "randread".into(),
+            zonesize: Some("1m".into()),
+            zonerange: Some("2m".into()),
+            zoneskip: Some("6m".into()),
+            number_ios: Some(1),
+            ..Job::default()
+        };
+        for (i, x) in ios(job, 1024).iter().enumerate() {
+            let zone = (i as u64 * 4096) / mib;
+            assert!((zone * 8 * mib..zone * 8 * mib + 2 * mib).contains(&x.1), "{i}: {}", x.1);
+        }
+        let err = Job {
+            zoneskip: Some("1m".into()),
+            ..Job::default()
+        }
+        .compile(1 << 30)
+        .unwrap_err();
+        assert!(err.contains("only with zonesize"), "{err}");
+    }
+
     /// fio's `rw=...:nr`: holes and backwards reads (examples/backwards-read.fio), and runs of
     /// nr sequential IOs from each random offset.
     #[test]
