@@ -43,6 +43,8 @@ class Job:
         zoned_abs:50/10g:50/ (ACCESS%/SIZE); with READ,WRITE[,TRIM] lists after commas
     link_power : the host's link power management during the job (none, hipm, dipm,
         hipm+dipm, devsleep); only a drive with a power model changes link state
+    loops : fio's loops: the job's passes, one after another (each from the span's start once
+        the pass before has completed), reported as one job
     """
 
     name: str = "job"
@@ -72,10 +74,11 @@ class Job:
     ss_dur_s: float = 0.0
     ss_ramp_s: float = 0.0
     link_power: str = "none"
+    loops: int = 1
 
     def to_json(self) -> str:
         """The job for the model; ValueError ("field: why") for a count out of its range."""
-        for name in ("iodepth", "rwmixread", "numjobs"):
+        for name in ("iodepth", "rwmixread", "numjobs", "loops"):
             v = getattr(self, name)
             if not isinstance(v, int) or not 0 <= v < 2**32:
                 raise ValueError(f"{name}: {v} is out of range; accepted: a whole number below 2^32")
@@ -251,8 +254,6 @@ class Placement:
     stonewall: bool = False
     new_group: bool = False
     wait_for: str | None = None
-    # A repeat of the job just before it (fio's loops): starts when that one ends.
-    after_previous: bool = False
 
 
 @dataclass
@@ -279,7 +280,7 @@ def schedule(jobs: list[Job]) -> list[Step]:
         if place.stonewall or not steps:
             steps.append(Step([], [], []))
         step = steps[-1]
-        after = len(step.jobs) - 1 if place.after_previous and step.jobs else None
+        after = None
         if place.wait_for is not None:
             names = [j.name for j in step.jobs]
             after = names.index(place.wait_for) if place.wait_for in names else None
@@ -393,6 +394,7 @@ def parse_fio(text: str, source: str = "<job file>") -> list[Job]:
         job._global = {key: "" if value is None else value for _l, key, value in global_opts}
         result.append(job)
         # fio's loops=N: the job runs N times, one after another (each a run of its own).
+        # fio's loops=N: the job's passes, one after another, reported as one job.
         loops = [(line, v) for line, k, v in global_opts + opts if k == "loops"]
         if loops:
             line, value = loops[-1]
@@ -400,14 +402,10 @@ def parse_fio(text: str, source: str = "<job file>") -> list[Job]:
                 n = _int(value or "")
             except ValueError:
                 n = 0
-            if not 1 <= n <= 10_000:
-                problems.append(f"{source}:{line}: loops={value}: accepted: a whole number from 1 to 10000")
+            if not 1 <= n < 2**32:
+                problems.append(f"{source}:{line}: loops={value}: accepted: a whole number from 1 to 2^32 - 1")
                 continue
-            for _ in range(1, n):
-                again = dataclasses.replace(job)
-                again._where, again._given, again._global = job._where, job._given, job._global
-                again._placement = Placement(after_previous=True)
-                result.append(again)
+            job.loops = n
     if len(problems) == 1:
         raise SsdlabError(problems[0])
     if problems:

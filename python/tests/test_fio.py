@@ -149,18 +149,21 @@ def test_every_rejected_option_of_a_file_is_reported_at_once():
     assert msg.count("option 'verify'") == 1  # once, though [global] applies it to both jobs
 
 
-def test_loops_repeat_a_job_while_the_others_run(tmp_path, small_toml):
-    """fio's loops=N (examples/fsx.fio, page_fault.fio): the job runs N times, each when the
-    one before ends; a job beside it runs meanwhile."""
+def test_loops_run_a_job_s_passes_as_one_job_while_the_others_run(tmp_path, small_toml):
+    """fio's loops=N (examples/fsx.fio: loops=500000, page_fault.fio): the job's passes run
+    one after another and are reported as one job, as fio reports them; a job beside it runs
+    meanwhile."""
     from ssdlab.job import schedule
     jobs = parse_fio("[a]\nrw=randread\nnumber_ios=1000\nloops=3\n[b]\nrw=randwrite\nnumber_ios=1000\n", "c.fio")
-    assert [j.name for j in jobs] == ["a", "a", "a", "b"]
-    steps = schedule(jobs)
-    assert len(steps) == 1 and steps[0].after == [None, 0, 1, None]
-    with pytest.raises(SsdlabError, match=r"c.fio:2: loops=0: accepted: a whole number from 1 to 10000"):
+    assert [(j.name, j.loops) for j in jobs] == [("a", 3), ("b", 1)]
+    assert schedule(jobs)[0].after == [None, None]
+    with pytest.raises(SsdlabError, match=r"c.fio:2: loops=0: accepted: a whole number from 1 to 2\^32 - 1"):
         parse_fio("[a]\nloops=0\n", "c.fio")
     ran = _fio_json(tmp_path, small_toml, "[a]\nrw=randread\nnumber_ios=1000\nloops=3\n")
-    assert [j["read"]["total_ios"] for j in ran] == [1000, 1000, 1000]
+    assert [j["read"]["total_ios"] for j in ran] == [3000]
+    fsx = _fio_json(tmp_path, small_toml, "[file]\niodepth=1\nrw=randrw\nsize=256k\nbs=4k\nnorandommap\n"
+                    "loops=500000\nruntime=2\n")[0]
+    assert fsx["read"]["total_ios"] + fsx["write"]["total_ios"] > 64 * 10
 
 
 def test_latency_target_finds_the_deepest_queue_within_the_target(tmp_path, small_toml):

@@ -1150,3 +1150,46 @@ fn wait_for_and_startdelay_start_a_job_later() {
         .unwrap();
     assert!(e.starts_with("wait_for:"), "{e}");
 }
+
+/// fio's loops (examples/fsx.fio: loops=500000): the job runs its passes one after another as
+/// one job; a sequential pass starts at the span's start again, after the pass before has
+/// completed every IO.
+#[test]
+fn loops_run_passes_as_one_job() {
+    let mut dev = filled(&example(), 1);
+    let once = run(&mut dev, job("randread", "4k", 8, 5_000)).summary;
+    let mut dev = filled(&example(), 1);
+    let thrice = run(
+        &mut dev,
+        Job {
+            loops: 3,
+            ..job("randread", "4k", 8, 5_000)
+        },
+    )
+    .summary;
+    assert_eq!(thrice.read.ios, 15_000);
+    let ratio = thrice.elapsed_s / once.elapsed_s;
+    assert!((ratio / 3.0 - 1.0).abs() < 0.05, "{ratio}");
+    // Passes of 1 MiB over a 4 MiB span: each starts at the span's start, so the same 256
+    // units are written four times (passes that went on would write the whole span).
+    let mut dev = Device::new(&example(), 1).unwrap();
+    let r = run(
+        &mut dev,
+        Job {
+            loops: 4,
+            size: Some("4m".into()),
+            io_size: Some("1m".into()),
+            ..job("write", "4k", 4, 0)
+        },
+    )
+    .summary;
+    assert_eq!(r.write.ios, 1024);
+    assert_eq!(dev.ftl.mapped_units(), 256);
+    let bad = Job {
+        loops: 0,
+        ..job("read", "4k", 1, 1)
+    }
+    .compile(dev.user_bytes())
+    .unwrap_err();
+    assert!(bad.starts_with("loops:"), "{bad}");
+}

@@ -148,6 +148,15 @@ impl Generator {
         (kind, job.span_start + offset, size)
     }
 
+    /// A new pass of the job (fio's loops): from the span's start again; the random stream
+    /// goes on.
+    pub(super) fn restart(&mut self) {
+        self.cursor = 0;
+        self.issued = 0;
+        self.zone_start = 0;
+        self.zone_bytes = 0;
+    }
+
     /// fio's zonemode=strided: the IO's offset in the span. After `size` bytes in a zone the
     /// next zone starts `range + skip` further on (at the start again past the end);
     /// sequential IO runs through the zone's range (from its start again at its end), random

@@ -67,6 +67,10 @@ pub struct Job {
     /// The host's link power management during the job (`crate::power::LinkPolicy`): none,
     /// hipm, dipm, hipm+dipm, devsleep. Matters only on a drive with a power model.
     pub link_power: String,
+    /// fio's loops: the job runs this many times, one after another, as one job (its
+    /// results over all of them); each pass starts at the span's start once the pass before
+    /// it has completed every IO. 1: once.
+    pub loops: u32,
 }
 
 /// One field of [`Job`] as data: its unit and what it accepts. With [`Job::default`] (the
@@ -216,6 +220,11 @@ pub const JOB_FIELDS: &[JobField] = &[
         unit: "",
         accepted: LinkPolicy::NAMES,
     },
+    JobField {
+        name: "loops",
+        unit: "passes",
+        accepted: "1 or more (fio's loops: the whole job again, reported as one)",
+    },
 ];
 
 /// A steady-state criterion (fio's `ss`).
@@ -272,6 +281,7 @@ impl Default for Job {
             ss_dur_s: 0.0,
             ss_ramp_s: 0.0,
             link_power: "none".into(),
+            loops: 1,
         }
     }
 }
@@ -422,6 +432,8 @@ pub struct CompiledJob {
     pub(super) distribution: Distribution,
     pub(super) interval_ns: u64,
     pub(super) link_power: LinkPolicy,
+    /// fio's loops: passes of the job (`number_ios` and `io_bytes_max` are per pass).
+    pub(super) loops: u64,
 }
 
 impl CompiledJob {
@@ -669,7 +681,9 @@ impl Job {
         let zones = match &self.zonesize {
             None => {
                 if self.zonerange.is_some() || self.zoneskip.is_some() {
-                    return Err("zonerange, zoneskip: only with zonesize (fio's zonemode=strided)".into());
+                    return Err(
+                        "zonerange, zoneskip: only with zonesize (fio's zonemode=strided)".into(),
+                    );
                 }
                 None
             }
@@ -776,6 +790,9 @@ impl Job {
         if self.log_interval_s.is_nan() || self.log_interval_s <= 0.0 {
             return Err("log_interval: must be a positive number of seconds".into());
         }
+        if self.loops == 0 {
+            return Err("loops: 0; accepted: 1 or more".into());
+        }
         let link_power = LinkPolicy::parse(&self.link_power).ok_or_else(|| {
             format!(
                 "link_power: '{}' is not a policy; accepted: {}",
@@ -809,6 +826,7 @@ impl Job {
             distribution,
             interval_ns: (self.log_interval_s * NS_PER_S as f64) as u64,
             link_power,
+            loops: u64::from(self.loops),
         })
     }
 }
@@ -823,27 +841,27 @@ fn parse_bssplit(list: &str) -> Result<Vec<(u64, u32)>, String> {
             .split_once('/')
             .ok_or_else(|| format!("bssplit: '{part}' is not size/percent"))?;
         let bytes = parse_size(size).map_err(|e| format!("bssplit: {e}"))?;
-        let pct = match pct.trim() {
-            "" => None,
-            p => Some(p.parse::<u32>().ok().filter(|&p| p <= 100).ok_or_else(|| {
-                format!("bssplit: '{p}' is not a whole percentage (0 to 100)")
-            })?),
-        };
+        let pct =
+            match pct.trim() {
+                "" => None,
+                p => Some(p.parse::<u32>().ok().filter(|&p| p <= 100).ok_or_else(|| {
+                    format!("bssplit: '{p}' is not a whole percentage (0 to 100)")
+                })?),
+            };
         parts.push((bytes, pct));
     }
     if parts.is_empty() {
-        return Err(format!("bssplit: '{list}' names no size; accepted: SIZE/PCT pairs joined by ':'"));
+        return Err(format!(
+            "bssplit: '{list}' names no size; accepted: SIZE/PCT pairs joined by ':'"
+        ));
     }
     let given: u32 = parts.iter().filter_map(|p| p.1).sum();
     let blanks = parts.iter().filter(|p| p.1.is_none()).count() as u32;
     if given > 100 || (blanks == 0 && given != 100) {
         return Err(format!("bssplit: percentages add up to {given}, not 100"));
     }
-    let (share, mut rest) = if blanks > 0 {
-        ((100 - given) / blanks, (100 - given) % blanks)
-    } else {
-        (0, 0)
-    };
+    let share = (100 - given).checked_div(blanks).unwrap_or(0);
+    let mut rest = (100 - given).checked_rem(blanks).unwrap_or(0);
     let mut total = 0;
     let mut out = Vec::with_capacity(parts.len());
     let mut blanks_left = blanks;

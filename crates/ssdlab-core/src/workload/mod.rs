@@ -231,7 +231,10 @@ mod tests {
         // 1 GiB in strides of 8 MiB, 1 MiB read in each: 128 MiB.
         assert_eq!(c.io_bytes_max, Some(128 * mib));
         let v = ios(job, 40);
-        assert!(v[..16].iter().enumerate().all(|(i, x)| x.1 == i as u64 * 65536));
+        assert!(v[..16]
+            .iter()
+            .enumerate()
+            .all(|(i, x)| x.1 == i as u64 * 65536));
         assert_eq!(v[16].1, 8 * mib);
         assert_eq!(v[32].1, 16 * mib);
         // Random IO stays in the zone's range.
@@ -245,7 +248,11 @@ mod tests {
         };
         for (i, x) in ios(job, 1024).iter().enumerate() {
             let zone = (i as u64 * 4096) / mib;
-            assert!((zone * 8 * mib..zone * 8 * mib + 2 * mib).contains(&x.1), "{i}: {}", x.1);
+            assert!(
+                (zone * 8 * mib..zone * 8 * mib + 2 * mib).contains(&x.1),
+                "{i}: {}",
+                x.1
+            );
         }
         let err = Job {
             zoneskip: Some("1m".into()),

@@ -52,6 +52,10 @@ struct JobStream {
     issued_ios: u64,
     issued_bytes: u64,
     outstanding: u64,
+    /// fio's loops: the pass this stream is in, and what it issued in it.
+    pass: u64,
+    pass_ios: u64,
+    pass_bytes: u64,
 }
 
 /// Tag bits below a stream's index (a stream issues fewer than 2^48 IOs).
@@ -153,6 +157,9 @@ impl JobRun {
                     ),
                     issued_ios: 0,
                     issued_bytes: 0,
+                    pass: 0,
+                    pass_ios: 0,
+                    pass_bytes: 0,
                     outstanding: 0,
                 });
             }
@@ -223,7 +230,7 @@ impl JobRun {
                     if let Some(r) = job.runtime_ns {
                         since(meter.rec.start) / (r as f64 / NS_PER_S as f64)
                     } else if let Some(n) = job.number_ios {
-                        slot.completed_ios as f64 / (n * n_streams) as f64
+                        slot.completed_ios as f64 / (n * n_streams * job.loops) as f64
                     } else if let Some(b) = job.io_bytes_max {
                         let issued: u64 = src
                             .streams
@@ -231,7 +238,7 @@ impl JobRun {
                             .filter(|s| s.job == i)
                             .map(|s| s.issued_bytes)
                             .sum();
-                        issued as f64 / (b * n_streams) as f64
+                        issued as f64 / (b * n_streams * job.loops) as f64
                     } else {
                         0.0
                     }
@@ -317,13 +324,13 @@ impl JobSlot {
         if self.stop_issuing_at.is_some_and(|t| now >= t) {
             return false;
         }
-        if self.job.number_ios.is_some_and(|n| s.issued_ios >= n) {
-            return false;
-        }
-        if self.job.io_bytes_max.is_some_and(|b| s.issued_bytes >= b) {
-            return false;
-        }
-        true
+        !self.pass_done(s)
+    }
+
+    /// The stream has issued what one pass of the job issues.
+    fn pass_done(&self, s: &JobStream) -> bool {
+        self.job.number_ios.is_some_and(|n| s.pass_ios >= n)
+            || self.job.io_bytes_max.is_some_and(|b| s.pass_bytes >= b)
     }
 
     /// fio's steady-state check over the closed intervals: once met, stop issuing.
@@ -437,6 +444,21 @@ impl JobSource {
         self.end_if_idle(dev, i);
     }
 
+    /// fio's loops: stream `k` has issued its pass, every IO of it has completed and passes
+    /// remain: start the next from the span's start. True if it did.
+    fn next_pass(&mut self, k: usize) -> bool {
+        let s = &mut self.streams[k];
+        let slot = &self.jobs[s.job];
+        if s.outstanding > 0 || s.pass + 1 >= slot.job.loops || !slot.pass_done(s) {
+            return false;
+        }
+        s.pass += 1;
+        s.pass_ios = 0;
+        s.pass_bytes = 0;
+        s.generator.restart();
+        true
+    }
+
     /// Issue the next IO of stream `k` at `now`, if its job still issues. True if it did.
     fn issue(&mut self, dev: &mut Device, k: usize, now: SimTime) -> bool {
         let s = &mut self.streams[k];
@@ -457,6 +479,8 @@ impl JobSource {
         );
         s.issued_ios += 1;
         s.issued_bytes += length;
+        s.pass_ios += 1;
+        s.pass_bytes += length;
         s.outstanding += 1;
         slot.outstanding += 1;
         true
@@ -494,9 +518,20 @@ impl Source for JobSource {
     fn submit(&mut self, dev: &mut Device, at: SimTime) {
         match self.refill.pop_front() {
             Some(k) => {
+                // A stream that starts its next pass (fio's loops) fills its queue again.
+                let n = if self.next_pass(k) {
+                    self.jobs[self.streams[k].job].job.job.iodepth
+                } else {
+                    1
+                };
                 if !self.issue(dev, k, at) {
                     let i = self.streams[k].job;
                     self.end_if_idle(dev, i);
+                }
+                for _ in 1..n {
+                    if !self.issue(dev, k, at) {
+                        break;
+                    }
                 }
             }
             None => self.start_due(dev, at),
