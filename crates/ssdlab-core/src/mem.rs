@@ -4,13 +4,13 @@
 //! they only make the flat map's random accesses cheaper (fewer TLB misses, overlapped misses).
 #![allow(unsafe_code)]
 
-/// A table of `len` copies of `value`, backed by transparent huge pages where the kernel
-/// offers them on request (THP "madvise" mode): a 1 GB map touched at random otherwise pays a
-/// TLB miss and a page walk on nearly every access.
-pub fn table<T: Copy>(len: usize, value: T) -> Vec<T> {
-    let mut v: Vec<T> = Vec::with_capacity(len);
-    advise_huge_pages(v.as_ptr() as usize, len * std::mem::size_of::<T>());
-    v.resize(len, value);
+/// A table of `len` zeros, backed by transparent huge pages where the kernel offers them on
+/// request (THP "madvise" mode): a 1 GB map touched at random otherwise pays a TLB miss and a
+/// page walk on nearly every access. The memory comes zeroed from the allocator (fresh pages
+/// from the kernel for a big table), so no page is touched, nor allocated, until written.
+pub fn zeroed_table(len: usize) -> Vec<u32> {
+    let v = vec![0u32; len];
+    advise_huge_pages(v.as_ptr() as usize, std::mem::size_of_val(v.as_slice()));
     v
 }
 

@@ -63,12 +63,45 @@ pub struct Unmapped {
     pub valid_before: u32,
 }
 
+/// A table of u32 entries held complemented, so that UNMAPPED (all ones) is stored as 0: a
+/// new table is zeroed memory the kernel hands out untouched (no page is allocated until
+/// written), so a drive opens at once and holds memory for what was written. Values read
+/// and written through it are the plain ones.
+struct Table(Vec<u32>);
+
+impl Table {
+    /// `len` entries, every one UNMAPPED.
+    fn unmapped(len: usize) -> Table {
+        const _: () = assert!(!UNMAPPED == 0);
+        Table(crate::mem::zeroed_table(len))
+    }
+
+    #[inline(always)]
+    fn get(&self, i: usize) -> u32 {
+        !self.0[i]
+    }
+
+    #[inline(always)]
+    fn set(&mut self, i: usize, value: u32) {
+        self.0[i] = !value;
+    }
+
+    /// Every entry UNMAPPED again.
+    fn clear(&mut self) {
+        self.0.fill(0);
+    }
+
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.iter().map(|&raw| !raw)
+    }
+}
+
 pub struct Map {
     /// Logical unit -> physical unit, or UNMAPPED. The flat L2P table.
-    l2p: Vec<u32>,
+    l2p: Table,
     /// Physical unit -> logical unit it holds (the LBA in its out-of-band area), or UNMAPPED
     /// when the unit is free, stale, padding or parity. Invariant: l2p[p2l[p]] == p.
-    p2l: Vec<u32>,
+    p2l: Table,
     /// Write sequence number of each PU (out-of-band).
     pu_sequence: Vec<u32>,
     /// Valid units per block. Invariant: equals the count of mapped p2l entries in the block.
@@ -86,9 +119,9 @@ impl Map {
     pub fn new(g: &Geometry) -> Map {
         let blocks = (g.dies * g.blocks_per_die) as usize;
         Map {
-            l2p: crate::mem::table(g.logical_units as usize, UNMAPPED),
-            p2l: crate::mem::table(g.physical_units as usize, UNMAPPED),
-            pu_sequence: crate::mem::table(blocks * g.pus_per_block as usize, 0),
+            l2p: Table::unmapped(g.logical_units as usize),
+            p2l: Table::unmapped(g.physical_units as usize),
+            pu_sequence: crate::mem::zeroed_table(blocks * g.pus_per_block as usize),
             valid: vec![0; blocks],
             mapped_units: 0,
             units_per_block: Divisor::new(g.units_per_block),
@@ -99,34 +132,34 @@ impl Map {
     /// Physical unit of logical unit `lba`, or UNMAPPED.
     #[inline(always)]
     pub fn lookup(&self, lba: Lba) -> Ppn {
-        Ppn(self.l2p[lba.0 as usize])
+        Ppn(self.l2p.get(lba.0 as usize))
     }
 
     /// The logical unit a physical unit holds (its out-of-band LBA), or UNMAPPED.
     #[inline(always)]
     pub fn reverse(&self, ppn: Ppn) -> Lba {
-        Lba(self.p2l[ppn.0 as usize])
+        Lba(self.p2l.get(ppn.0 as usize))
     }
 
     /// Start loading the map entry of `lba` (a write or read of it is coming).
     #[inline]
     pub fn prefetch_lookup(&self, lba: Lba) {
-        crate::mem::prefetch(&self.l2p, lba.0 as usize);
+        crate::mem::prefetch(&self.l2p.0, lba.0 as usize);
     }
 
     /// The same for any `lba`, UNMAPPED included (then nothing useful is loaded): no branch.
     #[inline(always)]
     pub fn prefetch_lookup_clamped(&self, lba: Lba) {
-        crate::mem::prefetch_clamped(&self.l2p, lba.0 as usize);
+        crate::mem::prefetch_clamped(&self.l2p.0, lba.0 as usize);
     }
 
     /// Start loading what overwriting `lba` will touch: its current reverse-map entry. Call
     /// after `prefetch_lookup` has had time to land.
     #[inline]
     pub fn prefetch_overwrite(&self, lba: Lba) {
-        let ppn = self.l2p[lba.0 as usize];
+        let ppn = self.l2p.get(lba.0 as usize);
         if ppn != UNMAPPED {
-            crate::mem::prefetch(&self.p2l, ppn as usize);
+            crate::mem::prefetch(&self.p2l.0, ppn as usize);
         }
     }
 
@@ -158,13 +191,18 @@ impl Map {
     #[inline(always)]
     pub fn map(&mut self, Lba(lba): Lba, Ppn(ppn): Ppn, block: u32) {
         debug_assert_eq!(
-            self.p2l[ppn as usize], UNMAPPED,
+            self.p2l.get(ppn as usize),
+            UNMAPPED,
             "ppn {ppn} already holds data"
         );
-        debug_assert_eq!(self.l2p[lba as usize], UNMAPPED, "lba {lba} already mapped");
+        debug_assert_eq!(
+            self.l2p.get(lba as usize),
+            UNMAPPED,
+            "lba {lba} already mapped"
+        );
         debug_assert_eq!(self.units_per_block.quotient(ppn), block);
-        self.l2p[lba as usize] = ppn;
-        self.p2l[ppn as usize] = lba;
+        self.l2p.set(lba as usize, ppn);
+        self.p2l.set(ppn as usize, lba);
         self.valid[block as usize] += 1;
         self.mapped_units += 1;
     }
@@ -172,16 +210,17 @@ impl Map {
     /// Take `lba` off the map: its copy goes stale. None if it was not mapped.
     #[inline]
     pub fn unmap(&mut self, Lba(lba): Lba) -> Option<Unmapped> {
-        let ppn = self.l2p[lba as usize];
+        let ppn = self.l2p.get(lba as usize);
         if ppn == UNMAPPED {
             return None;
         }
         debug_assert_eq!(
-            self.p2l[ppn as usize], lba,
+            self.p2l.get(ppn as usize),
+            lba,
             "forward and reverse maps disagree"
         );
-        self.p2l[ppn as usize] = UNMAPPED;
-        self.l2p[lba as usize] = UNMAPPED;
+        self.p2l.set(ppn as usize, UNMAPPED);
+        self.l2p.set(lba as usize, UNMAPPED);
         self.mapped_units -= 1;
         let block = self.units_per_block.quotient(ppn);
         let v = self.valid[block as usize];
@@ -199,9 +238,9 @@ impl Map {
     /// is unmapped until [`Map::map`] places it again (no other change in between).
     #[inline(always)]
     pub fn unmap_copy(&mut self, Ppn(ppn): Ppn, block: u32) {
-        debug_assert_eq!(self.l2p[self.p2l[ppn as usize] as usize], ppn);
-        self.l2p[self.p2l[ppn as usize] as usize] = UNMAPPED;
-        self.p2l[ppn as usize] = UNMAPPED;
+        debug_assert_eq!(self.l2p.get(self.p2l.get(ppn as usize) as usize), ppn);
+        self.l2p.set(self.p2l.get(ppn as usize) as usize, UNMAPPED);
+        self.p2l.set(ppn as usize, UNMAPPED);
         self.valid[block as usize] -= 1;
         self.mapped_units -= 1;
     }
@@ -209,8 +248,12 @@ impl Map {
     /// Forget everything: no unit mapped, no sequence numbers (a secure erase keeps the
     /// sequence numbers: `keep_sequences`).
     pub fn clear(&mut self, keep_sequences: bool) {
-        self.l2p.fill(UNMAPPED);
-        self.p2l.fill(UNMAPPED);
+        // Nothing mapped means both tables hold UNMAPPED only (the invariants): a fresh drive's
+        // tables stay untouched (their pages are not even allocated yet).
+        if self.mapped_units > 0 {
+            self.l2p.clear();
+            self.p2l.clear();
+        }
         if !keep_sequences {
             self.pu_sequence.fill(0);
         }
@@ -267,7 +310,7 @@ impl Map {
     /// everything the placement journalled (see [`HELD`]).
     #[inline(never)]
     pub fn record_host(&mut self, Lba(lba): Lba, Ppn(old_ppn): Ppn, tag: u64, mark: usize) {
-        let new_ppn = self.l2p[lba as usize];
+        let new_ppn = self.l2p.get(lba as usize);
         let upb = self.units_per_block;
         let Some(journal) = &mut self.changes else {
             return;
@@ -301,7 +344,7 @@ impl Map {
     /// Journal the move of `lba` from `old_ppn` to where it maps now.
     #[inline]
     pub fn record(&mut self, Lba(lba): Lba, Ppn(old_ppn): Ppn, tag: u64) {
-        let new_ppn = self.l2p[lba as usize];
+        let new_ppn = self.l2p.get(lba as usize);
         self.push_change(MapChange {
             lba,
             old_ppn,
@@ -320,8 +363,8 @@ impl Map {
 
     /// Feed the tables to a digest, in a fixed order.
     pub fn digest_into(&self, eat: &mut impl FnMut(u32)) {
-        self.l2p.iter().for_each(|&x| eat(x));
-        self.p2l.iter().for_each(|&x| eat(x));
+        self.l2p.iter().for_each(&mut *eat);
+        self.p2l.iter().for_each(&mut *eat);
         self.valid.iter().for_each(|&x| eat(x));
     }
 
@@ -329,13 +372,13 @@ impl Map {
     /// in a RAIN parity PU. An error says which failed.
     pub fn verify(&self, g: &Geometry) -> Result<(), String> {
         let mut mapped = 0u64;
-        for (lba, &ppn) in self.l2p.iter().enumerate() {
+        for (lba, ppn) in self.l2p.iter().enumerate() {
             if ppn != UNMAPPED {
                 mapped += 1;
-                if self.p2l[ppn as usize] != lba as u32 {
+                if self.p2l.get(ppn as usize) != lba as u32 {
                     return Err(format!(
                         "l2p[{lba}] = {ppn} but p2l[{ppn}] = {}",
-                        self.p2l[ppn as usize]
+                        self.p2l.get(ppn as usize)
                     ));
                 }
             }
@@ -347,16 +390,16 @@ impl Map {
             ));
         }
         let upb = g.units_per_block as usize;
-        for (block, chunk) in self.p2l.chunks(upb).enumerate() {
+        for (block, chunk) in self.p2l.0.chunks(upb).enumerate() {
             let mut valid = 0;
-            for (i, &lba) in chunk.iter().enumerate() {
+            for (i, lba) in chunk.iter().map(|&raw| !raw).enumerate() {
                 if lba != UNMAPPED {
                     valid += 1;
                     let ppn = (block * upb + i) as u32;
-                    if self.l2p[lba as usize] != ppn {
+                    if self.l2p.get(lba as usize) != ppn {
                         return Err(format!(
                             "p2l[{ppn}] = {lba} but l2p[{lba}] = {}",
-                            self.l2p[lba as usize]
+                            self.l2p.get(lba as usize)
                         ));
                     }
                     let pu = (i as u32) / g.units_per_pu;
