@@ -45,11 +45,8 @@ impl Generator {
         let size = if let Some((lo, hi)) = job.bs_range {
             // fio's bsrange: uniform in the range, rounded down to a multiple of the smallest.
             (lo + self.rng.below(hi - lo + 1)) / lo * lo
-        } else if job.sizes.len() == 1 {
-            job.sizes[0].0
         } else {
-            let r = self.rng.below(100) as u32;
-            job.sizes.iter().find(|&&(_, cum)| r < cum).unwrap().0
+            self.draw_size(&job.sizes)
         };
         let kind = if job.trim {
             IoKind::Trim
@@ -60,24 +57,13 @@ impl Generator {
         } else {
             IoKind::Write
         };
-        let size = match kind {
-            IoKind::Write => job.write_size.unwrap_or(size),
-            IoKind::Trim => job.trim_size.unwrap_or(size),
-            _ => size,
-        };
-        // bssplit with a list of its own for this direction: drawn from that list.
+        // Writes and trims with sizes of their own (bs=READ,WRITE,TRIM or bssplit lists).
         let own = match kind {
             IoKind::Write => job.write_sizes.as_deref(),
             IoKind::Trim => job.trim_sizes.as_deref(),
             _ => None,
         };
-        let size = match own {
-            Some(list) => {
-                let r = self.rng.below(100) as u32;
-                list.iter().find(|&&(_, cum)| r < cum).unwrap().0
-            }
-            None => size,
-        };
+        let size = own.map_or(size, |list| self.draw_size(list));
         self.issued += 1;
         if let Some(zones) = job.zones {
             return (kind, job.span_start + self.in_zone(job, zones, size), size);
@@ -188,6 +174,15 @@ impl Generator {
         };
         self.zone_bytes += io;
         o
+    }
+
+    /// A size from (bytes, cumulative weight) pairs: the one size without a draw.
+    fn draw_size(&mut self, sizes: &[(u64, u32)]) -> u64 {
+        if let [(only, _)] = sizes {
+            return *only;
+        }
+        let r = self.rng.below(100) as u32;
+        sizes.iter().find(|&&(_, cum)| r < cum).unwrap().0
     }
 
     fn scattered(&self, rank: u64) -> u64 {

@@ -406,10 +406,8 @@ pub struct CompiledJob {
     pub(super) trim: bool,
     /// (bytes, cumulative weight out of 100).
     pub(super) sizes: Vec<(u64, u32)>,
-    /// bs=READ,WRITE,TRIM: the write and trim sizes where they differ from the read size.
-    pub(super) write_size: Option<u64>,
-    pub(super) trim_size: Option<u64>,
-    /// bssplit=READ,WRITE,TRIM: the write and trim lists where they differ from the read list.
+    /// bs=READ,WRITE,TRIM or bssplit=READ,WRITE,TRIM: the write and trim sizes (bytes,
+    /// cumulative weight) where they differ from the read ones.
     pub(super) write_sizes: Option<Vec<(u64, u32)>>,
     pub(super) trim_sizes: Option<Vec<(u64, u32)>>,
     pub(super) align_bytes: u64,
@@ -443,8 +441,9 @@ impl CompiledJob {
     pub fn uses_random_stream(&self) -> bool {
         self.pattern == Pattern::Random
             || self.sizes.len() > 1
-            || self.write_sizes.is_some()
-            || self.trim_sizes.is_some()
+            || [&self.write_sizes, &self.trim_sizes]
+                .iter()
+                .any(|l| l.as_ref().is_some_and(|l| l.len() > 1))
             || (self.read_pct > 0 && self.read_pct < 100)
     }
 }
@@ -541,7 +540,6 @@ impl Job {
         }
         // fio's bs=READ,WRITE[,TRIM]: an empty place takes fio's default (4k); a missing
         // one takes the place before it.
-        let (mut write_size, mut trim_size) = (None, None);
         if self.bssplit.is_none() && bs_range.is_none() && self.bs.contains(',') {
             let parts: Vec<&str> = self.bs.split(',').map(str::trim).collect();
             if parts.len() > 3 {
@@ -558,8 +556,8 @@ impl Job {
             let write = parts.get(1).map(|p| size(p)).transpose()?.unwrap_or(read);
             let trim = parts.get(2).map(|p| size(p)).transpose()?.unwrap_or(write);
             sizes.push((read, 100));
-            write_size = (write != read).then_some(write);
-            trim_size = (trim != read).then_some(trim);
+            write_sizes = (write != read).then(|| vec![(write, 100)]);
+            trim_sizes = (trim != read).then(|| vec![(trim, 100)]);
         }
         let all_sizes = || {
             sizes
@@ -567,8 +565,6 @@ impl Job {
                 .chain(write_sizes.iter().flatten())
                 .chain(trim_sizes.iter().flatten())
                 .map(|&(b, _)| b)
-                .chain(write_size)
-                .chain(trim_size)
         };
         if all_sizes().any(|b| b == 0 || b % 512 != 0) {
             return Err("bs: every block size must be a positive multiple of 512 bytes".into());
@@ -806,8 +802,6 @@ impl Job {
             read_pct,
             trim,
             sizes,
-            write_size,
-            trim_size,
             write_sizes,
             trim_sizes,
             align_bytes,

@@ -175,13 +175,16 @@ mod tests {
     /// `64k/40:1024k/60,1024k/100`) and blank percentages sharing what is left evenly.
     #[test]
     fn bssplit_lists_per_direction_and_blank_shares() {
-        let job = Job {
-            rw: "randrw".into(),
-            bssplit: Some("64k/40:1024k/60,1024k/100".into()),
-            number_ios: Some(1),
-            ..Job::default()
+        let split = |rw: &str, bssplit: &str| {
+            let job = Job {
+                rw: rw.into(),
+                bssplit: Some(bssplit.into()),
+                number_ios: Some(1),
+                ..Job::default()
+            };
+            ios(job, 20_000)
         };
-        let v = ios(job, 20_000);
+        let v = split("randrw", "64k/40:1024k/60,1024k/100");
         let reads: Vec<u64> = v
             .iter()
             .filter(|x| x.0 == crate::device::IoKind::Read)
@@ -194,13 +197,7 @@ mod tests {
         let small = reads.iter().filter(|&&b| b == 64 << 10).count() as f64 / reads.len() as f64;
         assert!((small - 0.4).abs() < 0.02, "{small}");
         // fio's own example: 4k/50:1k/:32k/ gives 25% each to 1k and 32k.
-        let job = Job {
-            rw: "randread".into(),
-            bssplit: Some("4k/50:1k/:32k/".into()),
-            number_ios: Some(1),
-            ..Job::default()
-        };
-        let v = ios(job, 20_000);
+        let v = split("randread", "4k/50:1k/:32k/");
         let share = |b: u64| v.iter().filter(|x| x.2 == b).count() as f64 / v.len() as f64;
         assert!((share(1024) - 0.25).abs() < 0.02 && (share(32 << 10) - 0.25).abs() < 0.02);
         let bad = |split: &str| {

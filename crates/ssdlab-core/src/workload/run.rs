@@ -49,8 +49,8 @@ struct JobStream {
     /// The job of the group it belongs to.
     job: usize,
     generator: Generator,
+    /// IOs issued in all (the tags count them).
     issued_ios: u64,
-    issued_bytes: u64,
     outstanding: u64,
     /// fio's loops: the pass this stream is in, and what it issued in it.
     pass: u64,
@@ -156,7 +156,6 @@ impl JobRun {
                         },
                     ),
                     issued_ios: 0,
-                    issued_bytes: 0,
                     pass: 0,
                     pass_ios: 0,
                     pass_bytes: 0,
@@ -236,7 +235,7 @@ impl JobRun {
                             .streams
                             .iter()
                             .filter(|s| s.job == i)
-                            .map(|s| s.issued_bytes)
+                            .map(|s| s.pass * b + s.pass_bytes.min(b))
                             .sum();
                         issued as f64 / (b * n_streams * job.loops) as f64
                     } else {
@@ -478,7 +477,6 @@ impl JobSource {
             now,
         );
         s.issued_ios += 1;
-        s.issued_bytes += length;
         s.pass_ios += 1;
         s.pass_bytes += length;
         s.outstanding += 1;
@@ -524,14 +522,9 @@ impl Source for JobSource {
                 } else {
                     1
                 };
-                if !self.issue(dev, k, at) {
+                if (0..n).take_while(|_| self.issue(dev, k, at)).count() == 0 {
                     let i = self.streams[k].job;
                     self.end_if_idle(dev, i);
-                }
-                for _ in 1..n {
-                    if !self.issue(dev, k, at) {
-                        break;
-                    }
                 }
             }
             None => self.start_due(dev, at),
