@@ -695,9 +695,9 @@ impl Job {
                 };
                 if size == 0 || size % bs_max != 0 || range < bs_max || range > span_bytes {
                     return Err(format!(
-                        "zonesize {size}, zonerange {range}: accepted: a zonesize that is a multiple of the largest \
-                         block size ({bs_max} bytes), a zonerange of at least one block and at most the span \
-                         ({span_bytes} bytes)"
+                        "zonesize: {size} bytes with zonerange {range}: accepted: a zonesize that is a multiple of \
+                         the largest block size ({bs_max} bytes), a zonerange of at least one block and at most \
+                         the span ({span_bytes} bytes)"
                     ));
                 }
                 Some((size, range, skip))
