@@ -169,6 +169,23 @@ impl Device {
         c.submit(io, &mut b);
     }
 
+    /// A hint from a workload that knows its coming commands: start loading what the command
+    /// of `kind` at `offset_bytes` will touch. `near`: it comes soon, and its map entry was
+    /// hinted earlier, so the entries an overwrite makes stale are loaded now; otherwise its
+    /// map entry. Changes nothing but what the CPU caches hold.
+    #[inline]
+    pub fn prefetch_ahead(&self, kind: IoKind, offset_bytes: u64, near: bool) {
+        let unit = (offset_bytes / self.controller.unit_bytes()) as u32;
+        if unit >= self.geometry.logical_units as u32 {
+            return;
+        }
+        if !near {
+            self.ftl.prefetch_lookup(unit);
+        } else if kind != IoKind::Read {
+            self.ftl.prefetch_overwrite(unit);
+        }
+    }
+
     /// Process every event up to and including time `until`.
     pub fn run_until(&mut self, until: SimTime) {
         while self.next_event_time().is_some_and(|t| t <= until) {

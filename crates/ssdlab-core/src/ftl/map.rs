@@ -153,14 +153,19 @@ impl Map {
         crate::mem::prefetch_clamped(&self.l2p.0, lba.0 as usize);
     }
 
-    /// Start loading what overwriting `lba` will touch: its current reverse-map entry. Call
-    /// after `prefetch_lookup` has had time to land.
+    /// Start loading what overwriting `lba` will touch: its current reverse-map entry and its
+    /// block's valid count. Call after `prefetch_lookup` has had time to land. The block, for
+    /// the caller's own block tables; `None` when `lba` is unmapped.
     #[inline]
-    pub fn prefetch_overwrite(&self, lba: Lba) {
+    pub fn prefetch_overwrite(&self, lba: Lba) -> Option<u32> {
         let ppn = self.l2p.get(lba.0 as usize);
-        if ppn != UNMAPPED {
-            crate::mem::prefetch(&self.p2l.0, ppn as usize);
+        if ppn == UNMAPPED {
+            return None;
         }
+        crate::mem::prefetch(&self.p2l.0, ppn as usize);
+        let block = self.units_per_block.quotient(ppn);
+        crate::mem::prefetch(&self.valid, block as usize);
+        Some(block)
     }
 
     /// Valid units of `block`.

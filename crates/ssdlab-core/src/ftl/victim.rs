@@ -116,6 +116,13 @@ impl Buckets {
         self.prev[block as usize] = NONE;
     }
 
+    /// Start loading `block`'s links (a unit of it is about to go stale); no effect on values.
+    #[inline]
+    pub fn prefetch(&self, block: u32) {
+        crate::mem::prefetch(&self.next, block as usize);
+        crate::mem::prefetch(&self.prev, block as usize);
+    }
+
     /// A unit of `block` went stale: its valid count drops from `valid_before`.
     #[inline]
     pub fn move_down(&mut self, die: u32, block: u32, valid_before: u32) {

@@ -1,6 +1,8 @@
 //! The IOs of a job, in order: offsets (sequential, uniform, zipf, pareto scattered over the
 //! span), sizes and the read/write/trim mix, from the job's own random stream.
 
+use std::collections::VecDeque;
+
 use super::job::{CompiledJob, Distribution, Pattern};
 use crate::device::IoKind;
 use crate::rng::Rng;
@@ -18,7 +20,16 @@ pub(super) struct Generator {
     /// zonemode=strided: the current zone's start and the bytes transferred in it.
     zone_start: u64,
     zone_bytes: u64,
+    /// IOs drawn before they are issued (`LOOKAHEAD` of them), so the drive can start loading
+    /// their map entries while earlier ones run. Only jobs whose IOs depend on the random
+    /// stream alone draw ahead (random offsets, no `:nr`, no zones): the same IOs come out in
+    /// the same order either way, whatever restarts or ends the job.
+    ahead: Option<VecDeque<(IoKind, u64, u64)>>,
 }
+
+/// IOs drawn ahead: enough that a burst of submissions (a program unit's worth of writes
+/// completing at once) finds its map entries loaded (see `JobSource::issue`).
+pub(super) const LOOKAHEAD: usize = 64;
 
 impl Generator {
     /// `ordinal` counts the random jobs run on the drive before this one: back-to-back jobs with the
@@ -38,10 +49,34 @@ impl Generator {
             issued: 0,
             zone_start: 0,
             zone_bytes: 0,
+            ahead: (job.pattern == Pattern::Random
+                && job.ios_per_offset <= 1
+                && job.zones.is_none())
+            .then(|| VecDeque::with_capacity(LOOKAHEAD + 1)),
         }
     }
 
+    /// The next IO: (kind, offset, length).
     pub(super) fn next(&mut self, job: &CompiledJob) -> (IoKind, u64, u64) {
+        let Some(mut ahead) = self.ahead.take() else {
+            return self.draw(job);
+        };
+        while ahead.len() <= LOOKAHEAD {
+            let io = self.draw(job);
+            ahead.push_back(io);
+        }
+        let io = ahead.pop_front().expect("drawn above");
+        self.ahead = Some(ahead);
+        io
+    }
+
+    /// The IO `i` places after the one `next` returned last (0: the one it returns next), if
+    /// this job draws ahead and `i < LOOKAHEAD`.
+    pub(super) fn peek(&self, i: usize) -> Option<(IoKind, u64, u64)> {
+        self.ahead.as_ref()?.get(i).copied()
+    }
+
+    fn draw(&mut self, job: &CompiledJob) -> (IoKind, u64, u64) {
         let size = if let Some((lo, hi)) = job.bs_range {
             // fio's bsrange: uniform in the range, rounded down to a multiple of the smallest.
             (lo + self.rng.below(hi - lo + 1)) / lo * lo
@@ -195,4 +230,52 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
         (a, b) = (b, a % b);
     }
     a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::Job;
+
+    /// Drawing ahead (for the map prefetches) changes nothing a job issues: the same IOs in
+    /// the same order as drawing each when it is issued, across a restart (fio's next pass),
+    /// and `peek` shows the ones to come.
+    #[test]
+    fn drawing_ahead_issues_the_same_ios() {
+        let job = Job {
+            rw: "randrw".into(),
+            rwmixread: 30,
+            bssplit: Some("4k/50:8k/30:64k/20".into()),
+            random_distribution: "zoned:60/10:40/".into(),
+            number_ios: Some(1),
+            ..Job::default()
+        };
+        let c = job.compile(1 << 30).unwrap();
+        let mut ahead = Generator::new(&c, 9, 0);
+        let mut plain = Generator::new(&c, 9, 0);
+        assert!(ahead.ahead.is_some(), "a random job draws ahead");
+        plain.ahead = None;
+        assert_eq!(ahead.next(&c), plain.next(&c));
+        let coming: Vec<_> = (0..LOOKAHEAD).map(|k| ahead.peek(k).unwrap()).collect();
+        for (i, io) in coming.into_iter().enumerate() {
+            assert_eq!(io, plain.next(&c), "peek({i}) shows the IO to come");
+            assert_eq!(ahead.next(&c), io);
+        }
+        for i in 0..10_000 {
+            if i == 5_000 {
+                ahead.restart();
+                plain.restart();
+            }
+            assert_eq!(ahead.next(&c), plain.next(&c), "IO {i}");
+        }
+        // Sequential jobs do not draw ahead (their offsets follow the pass's cursor).
+        let seq = Job {
+            rw: "write".into(),
+            ..Job::default()
+        };
+        let c = seq.compile(1 << 30).unwrap();
+        let mut g = Generator::new(&c, 1, 0);
+        g.next(&c);
+        assert_eq!(g.peek(0), None);
+    }
 }
