@@ -323,6 +323,7 @@ class Drive:
             return None
         bs = 128 * 1024
         whole = self.user_bytes // bs * bs
+        self._sim.expect_sequential_fill()
         result = self.run(Job(name="precondition-fill", rw="write", bs="128k", iodepth=32, size=str(whole)), progress=progress)
         rest = units * unit - whole
         if rest:

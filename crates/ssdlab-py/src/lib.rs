@@ -125,6 +125,12 @@ impl Simulation {
         Ok(())
     }
 
+    /// Most of the drive is about to be written in order: allocate the map's pages meanwhile,
+    /// on another thread (changes no result).
+    fn expect_sequential_fill(&self) {
+        self.dev.expect_sequential_fill();
+    }
+
     /// Untimed sequential fill of logical units first..first+count.
     fn fill_untimed(&mut self, py: Python<'_>, first_unit: u32, count: u32) -> PyResult<()> {
         self.idle_check()?;

@@ -13,6 +13,7 @@ pub fn sequential_fill(dev: &mut Device) -> JobResult {
         ..Job::default()
     };
     let compiled = job.compile(dev.user_bytes()).unwrap();
+    dev.expect_sequential_fill();
     run_job(dev, &compiled, &mut |_| {})
 }
 

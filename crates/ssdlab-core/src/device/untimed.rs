@@ -11,12 +11,23 @@ impl Device {
     /// state a timed sequential fill reaches, in no simulated time.
     pub fn fill_untimed(&mut self, first_unit: u32, count: u32) {
         assert_eq!(self.outstanding(), 0, "fill with commands outstanding");
+        if count as u64 * 2 >= self.geometry.logical_units {
+            self.expect_sequential_fill();
+        }
         let before = self.ftl.buffered_host_units();
         self.ftl.fill_untimed(first_unit, count);
         self.controller.rewritten(first_unit, first_unit + count);
         // Units of the last, partial PU sit in the write buffer, as after a timed fill.
         let after = self.ftl.buffered_host_units();
         self.controller.buffer.held_changed(before, after);
+    }
+
+    /// Most of the drive is about to be written in order (a sequential fill, timed or not):
+    /// the map's pages are allocated meanwhile on another thread, instead of one at a time as
+    /// the fill first touches them (`mem::populate_in_background`). Changes no result; the
+    /// memory is what the fill would take anyway.
+    pub fn expect_sequential_fill(&self) {
+        self.ftl.populate_map();
     }
 
     /// Write `writes` logical units drawn uniformly from `first..first + span` without timing:

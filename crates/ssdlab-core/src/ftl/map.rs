@@ -141,6 +141,14 @@ impl Map {
         Lba(self.p2l.get(ppn.0 as usize))
     }
 
+    /// Have the big tables' pages allocated now, in the background: they are about to be
+    /// written whole (see [`crate::mem::populate_in_background`]).
+    pub fn populate(&self) {
+        crate::mem::populate_in_background(&self.l2p.0);
+        crate::mem::populate_in_background(&self.p2l.0);
+        crate::mem::populate_in_background(&self.pu_sequence);
+    }
+
     /// Start loading the map entry of `lba` (a write or read of it is coming).
     #[inline]
     pub fn prefetch_lookup(&self, lba: Lba) {

@@ -24,6 +24,12 @@ impl Ftl {
         self.map.lookup(Lba(lba)).0
     }
 
+    /// The map is about to be written whole (a sequential fill): have its pages allocated now,
+    /// on another thread, instead of one by one as the fill first touches them.
+    pub fn populate_map(&self) {
+        self.map.populate();
+    }
+
     /// Start loading the map entry of `lba` (a write or read of it is coming).
     #[inline]
     pub fn prefetch_lookup(&self, lba: u32) {
