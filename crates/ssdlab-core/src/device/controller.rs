@@ -160,12 +160,6 @@ impl Controller {
         std::mem::swap(&mut self.completions, into);
     }
 
-    /// The mapping unit's size in bytes.
-    #[inline]
-    pub fn unit_bytes(&self) -> u64 {
-        self.shape.unit_bytes
-    }
-
     /// The logical units `[first, end)` a command covers: TRIM unmaps only whole units (the
     /// rest of a partly trimmed unit is data); reads and writes touch every unit they overlap.
     fn units_of(&self, io: &HostIo) -> (u32, u32) {

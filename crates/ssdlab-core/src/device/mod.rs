@@ -175,10 +175,11 @@ impl Device {
     /// map entry. Changes nothing but what the CPU caches hold.
     #[inline]
     pub fn prefetch_ahead(&self, kind: IoKind, offset_bytes: u64, near: bool) {
-        let unit = (offset_bytes / self.controller.unit_bytes()) as u32;
-        if unit >= self.geometry.logical_units as u32 {
+        let unit = offset_bytes / self.geometry.mapping_unit_bytes as u64;
+        if unit >= self.geometry.logical_units {
             return;
         }
+        let unit = unit as u32;
         if !near {
             self.ftl.prefetch_lookup(unit);
         } else if kind != IoKind::Read {

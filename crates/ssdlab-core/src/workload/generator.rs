@@ -70,10 +70,15 @@ impl Generator {
         io
     }
 
-    /// The IO `i` places after the one `next` returned last (0: the one it returns next), if
-    /// this job draws ahead and `i < LOOKAHEAD`.
-    pub(super) fn peek(&self, i: usize) -> Option<(IoKind, u64, u64)> {
-        self.ahead.as_ref()?.get(i).copied()
+    /// The IOs at places `places` after the one `next` returned last (0: the one it returns
+    /// next); none if this job does not draw ahead.
+    pub(super) fn coming(
+        &self,
+        places: std::ops::Range<usize>,
+    ) -> impl Iterator<Item = (IoKind, u64, u64)> + '_ {
+        self.ahead
+            .iter()
+            .flat_map(move |a| a.range(places.clone()).copied())
     }
 
     fn draw(&mut self, job: &CompiledJob) -> (IoKind, u64, u64) {
@@ -239,7 +244,7 @@ mod tests {
 
     /// Drawing ahead (for the map prefetches) changes nothing a job issues: the same IOs in
     /// the same order as drawing each when it is issued, across a restart (fio's next pass),
-    /// and `peek` shows the ones to come.
+    /// and `coming` shows the ones to come.
     #[test]
     fn drawing_ahead_issues_the_same_ios() {
         let job = Job {
@@ -256,9 +261,10 @@ mod tests {
         assert!(ahead.ahead.is_some(), "a random job draws ahead");
         plain.ahead = None;
         assert_eq!(ahead.next(&c), plain.next(&c));
-        let coming: Vec<_> = (0..LOOKAHEAD).map(|k| ahead.peek(k).unwrap()).collect();
+        let coming: Vec<_> = ahead.coming(0..LOOKAHEAD).collect();
+        assert_eq!(coming.len(), LOOKAHEAD);
         for (i, io) in coming.into_iter().enumerate() {
-            assert_eq!(io, plain.next(&c), "peek({i}) shows the IO to come");
+            assert_eq!(io, plain.next(&c), "coming() shows IO {i} to come");
             assert_eq!(ahead.next(&c), io);
         }
         for i in 0..10_000 {
@@ -276,6 +282,6 @@ mod tests {
         let c = seq.compile(1 << 30).unwrap();
         let mut g = Generator::new(&c, 1, 0);
         g.next(&c);
-        assert_eq!(g.peek(0), None);
+        assert_eq!(g.coming(0..LOOKAHEAD).count(), 0);
     }
 }

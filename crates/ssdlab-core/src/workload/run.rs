@@ -474,14 +474,11 @@ impl JobSource {
         // map entries of the IOs `LOOKAHEAD` places on, and what overwriting the ones half as
         // far on will touch (their map entries have landed).
         if s.issued_ios.is_multiple_of(BATCH as u64) {
-            for i in LOOKAHEAD - BATCH..LOOKAHEAD {
-                if let Some((kind, offset, _)) = s.generator.peek(i) {
-                    dev.prefetch_ahead(kind, offset, false);
-                }
-            }
-            for i in LOOKAHEAD / 2 - BATCH..LOOKAHEAD / 2 {
-                if let Some((kind, offset, _)) = s.generator.peek(i) {
-                    dev.prefetch_ahead(kind, offset, true);
+            let far = LOOKAHEAD - BATCH..LOOKAHEAD;
+            let near = LOOKAHEAD / 2 - BATCH..LOOKAHEAD / 2;
+            for (stage, is_near) in [(far, false), (near, true)] {
+                for (kind, offset, _) in s.generator.coming(stage) {
+                    dev.prefetch_ahead(kind, offset, is_near);
                 }
             }
         }
