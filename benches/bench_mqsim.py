@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import tempfile
@@ -37,6 +38,7 @@ from pathlib import Path
 import ssdlab
 from ssdlab import Job
 from ssdlab.drive import config_text
+from ssdlab.errors import SsdlabError
 
 TARGET_RATIO = 1000.0
 DIES_PER_PACKAGE = 2  # MQSim counts dies per chip; the M500's packages hold two or more
@@ -151,8 +153,13 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=200_000, help="host requests of MQSim's long run (ssdlab runs 10x)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds an MQSim run may take")
     args = ap.parse_args()
+    if args.mqsim and not (args.mqsim.is_file() and os.access(args.mqsim, os.X_OK)):
+        ap.error(f"--mqsim {args.mqsim}: not an executable file; give the MQSim binary you built")
 
-    cfg = tomllib.loads(config_text(args.drive)[0])
+    try:
+        cfg = tomllib.loads(config_text(args.drive)[0])
+    except SsdlabError as e:
+        ap.error(f"--drive: {e}")
     ours = run_ssdlab(args.drive, 10 * args.requests)
     print(json.dumps({"ssdlab": ours}, indent=2))
     if not args.mqsim:
