@@ -373,6 +373,39 @@ fn background_collection_uses_idle_time() {
 }
 
 #[test]
+fn untimed_random_writes_drawn_ahead_write_the_same_units_in_the_same_order() {
+    // The look-ahead draws each unit 64 writes early: the writes must be the plain draws,
+    // one after another, for any count (shorter than the look-ahead included).
+    let cfg = example();
+    for writes in [0u64, 1, 15, 16, 17, 63, 64, 65, 5000] {
+        let mut ahead = filled(&cfg, 3);
+        let mut plain = filled(&cfg, 3);
+        let n = ahead.geometry.logical_units as u32;
+        let (first, span) = (n / 4, n / 2);
+        ahead.random_writes_untimed(first, span, writes, 11);
+        let mut rng = crate::rng::Rng::derive(11, "untimed-random-writes");
+        for _ in 0..writes {
+            let lba = first + rng.below(span as u64) as u32;
+            plain.ftl.write_unit(
+                crate::ftl::HostWrite::untimed(lba),
+                &mut crate::ftl::NullSink,
+            );
+        }
+        assert_eq!(
+            ahead.ftl.counters.host_units_written,
+            plain.ftl.counters.host_units_written
+        );
+        for lba in 0..n {
+            assert_eq!(
+                ahead.ftl.lookup(lba),
+                plain.ftl.lookup(lba),
+                "writes {writes}, lba {lba}"
+            );
+        }
+    }
+}
+
+#[test]
 fn untimed_random_writes_reach_a_consistent_steady_state() {
     let mut dev = filled(&example(), 4);
     let n = dev.geometry.logical_units as u32;

@@ -43,8 +43,32 @@ impl Device {
         assert!(span > 0 && first as u64 + span as u64 <= self.geometry.logical_units);
         let before = self.ftl.buffered_host_units();
         let mut rng = crate::rng::Rng::derive(seed, "untimed-random-writes");
-        for _ in 0..writes {
-            let lba = first + rng.below(span as u64) as u32;
+        let mut draw = || first + rng.below(span as u64) as u32;
+        // The units are drawn `AHEAD` writes before they are written (the same draws in the
+        // same order), so each write's map entry starts loading `AHEAD` writes early and what
+        // its overwrite touches (reverse entry, valid count, victim-bucket links) `NEAR`
+        // writes early, from the map entry loaded by then: the random accesses of many writes
+        // overlap instead of each waiting for memory alone (the job look-ahead of
+        // `workload::run`, for the untimed path).
+        const AHEAD: usize = 64;
+        const NEAR: usize = 16;
+        let mut coming = [0u32; AHEAD];
+        let drawn_first = writes.min(AHEAD as u64) as usize;
+        for slot in coming.iter_mut().take(drawn_first) {
+            *slot = draw();
+            self.ftl.prefetch_lookup(*slot);
+        }
+        for i in 0..writes {
+            let at = i as usize % AHEAD;
+            let lba = coming[at];
+            if i + (AHEAD as u64) < writes {
+                let next = draw();
+                coming[at] = next;
+                self.ftl.prefetch_lookup(next);
+            }
+            if i + (NEAR as u64) < writes {
+                self.ftl.prefetch_overwrite(coming[(at + NEAR) % AHEAD]);
+            }
             self.ftl
                 .write_unit(HostWrite::untimed(lba), &mut crate::ftl::NullSink);
         }
