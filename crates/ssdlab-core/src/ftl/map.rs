@@ -109,6 +109,8 @@ pub struct Map {
     /// Invariant: the count of mapped l2p entries.
     mapped_units: u64,
     units_per_block: Divisor,
+    /// Dies: the tables in physical order are laid out die by die.
+    dies: u32,
     /// Map changes since the consumer last took them; `None` (the default) records nothing.
     /// Only [`Map::record_changes`] turns it on; only the `take`/`drain` methods empty it.
     changes: Option<Vec<MapChange>>,
@@ -125,6 +127,7 @@ impl Map {
             valid: vec![0; blocks],
             mapped_units: 0,
             units_per_block: Divisor::new(g.units_per_block),
+            dies: g.dies,
             changes: None,
         }
     }
@@ -144,9 +147,13 @@ impl Map {
     /// Have the big tables' pages allocated now, in the background: they are about to be
     /// written whole (see [`crate::mem::populate_in_background`]).
     pub fn populate(&self) {
-        crate::mem::populate_in_background(&self.l2p.0);
-        crate::mem::populate_in_background(&self.p2l.0);
-        crate::mem::populate_in_background(&self.pu_sequence);
+        // A sequential fill writes the forward map in order, and the physical-order tables
+        // at every die at once (each die's blocks are one region).
+        crate::mem::populate_in_background(&[
+            (&self.l2p.0, 1),
+            (&self.p2l.0, self.dies as usize),
+            (&self.pu_sequence, self.dies as usize),
+        ]);
     }
 
     /// Start loading the map entry of `lba` (a write or read of it is coming).
