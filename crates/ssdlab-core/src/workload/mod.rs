@@ -3,6 +3,7 @@
 //! in flight and records what the host sees ([`run`]).
 
 mod generator;
+pub(crate) use generator::LOOKAHEAD;
 mod job;
 mod run;
 
