@@ -45,13 +45,12 @@ impl Device {
         let mut rng = crate::rng::Rng::derive(seed, "untimed-random-writes");
         let mut draw = || first + rng.below(span as u64) as u32;
         // The units are drawn `AHEAD` writes before they are written (the same draws in the
-        // same order; as far ahead as a job draws), so each write's map entry starts loading
-        // `AHEAD` writes early and what
+        // same order), so each write's map entry starts loading `AHEAD` writes early and what
         // its overwrite touches (reverse entry, valid count, victim-bucket links) `NEAR`
         // writes early, from the map entry loaded by then: the random accesses of many writes
         // overlap instead of each waiting for memory alone (the job look-ahead of
         // `workload::run`, for the untimed path).
-        const AHEAD: usize = crate::workload::LOOKAHEAD;
+        const AHEAD: usize = 64;
         const NEAR: usize = 16;
         let mut coming = [0u32; AHEAD];
         let drawn_first = writes.min(AHEAD as u64) as usize;

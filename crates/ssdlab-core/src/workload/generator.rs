@@ -29,7 +29,7 @@ pub(super) struct Generator {
 
 /// IOs drawn ahead: enough that a burst of submissions (a program unit's worth of writes
 /// completing at once) finds its map entries loaded (see `JobSource::issue`).
-pub(crate) const LOOKAHEAD: usize = 64;
+pub(super) const LOOKAHEAD: usize = 64;
 
 impl Generator {
     /// `ordinal` counts the random jobs run on the drive before this one: back-to-back jobs with the

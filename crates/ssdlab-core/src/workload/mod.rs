@@ -3,7 +3,6 @@
 //! in flight and records what the host sees ([`run`]).
 
 mod generator;
-pub(crate) use generator::LOOKAHEAD;
 mod job;
 mod run;
 
