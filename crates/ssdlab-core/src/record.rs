@@ -95,12 +95,15 @@ impl Recorder {
     }
 
     /// The device is about to process an event at `t`: close the intervals before it. True
-    /// when at least one closed.
-    #[inline]
+    /// when at least one closed. Called before every event: the test is inlined, the work
+    /// (once an interval) is not.
+    #[inline(always)]
     pub fn before_event(&mut self, dev: &Device, t: SimTime) -> bool {
-        if t.ns() < self.next_close_ns {
-            return false;
-        }
+        t.ns() >= self.next_close_ns && self.close_before(dev, t)
+    }
+
+    #[inline(never)]
+    fn close_before(&mut self, dev: &Device, t: SimTime) -> bool {
         let index = (t.ns().saturating_sub(self.start.ns()) / self.series.interval_ns) as usize;
         if index > self.intervals_closed {
             self.close_intervals(dev, index);

@@ -568,6 +568,7 @@ impl Source for JobSource {
         false // recorded by the job's own meter, not again by the session's
     }
 
+    #[inline]
     fn before_event(&mut self, dev: &Device, t: SimTime) {
         let now = dev.now();
         for slot in &mut self.jobs {
