@@ -9,11 +9,14 @@
 //! Events are ordered by (time, sequence of insertion), so equal times keep the order in which
 //! they were decided. Most events a controller produces come in time order (command
 //! dispatches); those go to a FIFO merged with the heap by the same key, which gives exactly
-//! the order the heap alone would give at a fraction of the cost.
+//! the order the heap alone would give at a fraction of the cost. The heap is 4-ary: a drive
+//! keeps one or two events per die pending (about 150 on a 64-die drive during a fill), and a
+//! pop walks half the levels of a binary heap's (GC steady state, `examples/steady`, against
+//! std's BinaryHeap: micron-p320h-700 570-577 -> 515-538 ns per NAND unit op, crucial-m500-960
+//! 99-101 -> 91-96; on an 8-die drive it is no faster).
 
 use crate::time::SimTime;
-use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 /// An event with its time and insertion sequence; ordered by (time, sequence) alone, so the
 /// event type needs no ordering of its own.
@@ -24,30 +27,75 @@ struct Entry<E> {
 }
 
 impl<E> Entry<E> {
+    /// (time, sequence) as one number: the same order, one comparison.
     #[inline]
-    fn key(&self) -> (SimTime, u64) {
-        (self.at, self.sequence)
+    fn key(&self) -> u128 {
+        ((self.at.0 as u128) << 64) | self.sequence as u128
     }
 }
 
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, other: &Self) -> bool {
-        self.key() == other.key()
-    }
+/// A min-heap of entries by (time, sequence), four children per node.
+struct QuadHeap<E> {
+    entries: Vec<Entry<E>>,
 }
 
-impl<E> Eq for Entry<E> {}
-
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl<E> Ord for Entry<E> {
+impl<E> QuadHeap<E> {
     #[inline]
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.key().cmp(&other.key())
+    fn peek(&self) -> Option<&Entry<E>> {
+        self.entries.first()
+    }
+
+    #[inline]
+    fn push(&mut self, entry: Entry<E>) {
+        let key = entry.key();
+        let mut i = self.entries.len();
+        self.entries.push(entry);
+        while i > 0 {
+            let parent = (i - 1) / 4;
+            if self.entries[parent].key() <= key {
+                break;
+            }
+            self.entries.swap(i, parent);
+            i = parent;
+        }
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<Entry<E>> {
+        let last = self.entries.pop()?;
+        if self.entries.is_empty() {
+            return Some(last);
+        }
+        // The last entry goes down from the root, each step to the least of up to four children.
+        let top = std::mem::replace(&mut self.entries[0], last);
+        let n = self.entries.len();
+        let key = self.entries[0].key();
+        let mut i = 0;
+        loop {
+            let first = 4 * i + 1;
+            if first >= n {
+                break;
+            }
+            let mut least = first;
+            let mut least_key = self.entries[first].key();
+            for c in first + 1..(first + 4).min(n) {
+                let k = self.entries[c].key();
+                if k < least_key {
+                    least = c;
+                    least_key = k;
+                }
+            }
+            if key <= least_key {
+                break;
+            }
+            self.entries.swap(i, least);
+            i = least;
+        }
+        Some(top)
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
     }
 }
 
@@ -56,7 +104,7 @@ pub struct Kernel<E> {
     /// The current simulated time: every decision is taken at it. Invariant: no pending
     /// event is earlier.
     now: SimTime,
-    heap: BinaryHeap<Reverse<Entry<E>>>,
+    heap: QuadHeap<E>,
     /// Events in (time, sequence) order, merged with `heap` on pop.
     fifo: VecDeque<Entry<E>>,
     sequence: u64,
@@ -66,7 +114,9 @@ impl<E> Default for Kernel<E> {
     fn default() -> Self {
         Kernel {
             now: SimTime::ZERO,
-            heap: BinaryHeap::new(),
+            heap: QuadHeap {
+                entries: Vec::new(),
+            },
             fifo: VecDeque::new(),
             sequence: 0,
         }
@@ -85,11 +135,11 @@ impl<E> Kernel<E> {
     pub fn schedule(&mut self, at: SimTime, event: E) {
         debug_assert!(at >= self.now, "event scheduled in the past");
         self.sequence += 1;
-        self.heap.push(Reverse(Entry {
+        self.heap.push(Entry {
             at,
             sequence: self.sequence,
             event,
-        }));
+        });
     }
 
     /// Queue an event that usually comes no earlier than the last one queued this way (a
@@ -113,7 +163,7 @@ impl<E> Kernel<E> {
     /// Time of the next event, if any.
     #[inline]
     pub fn peek_time(&self) -> Option<SimTime> {
-        let heap = self.heap.peek().map(|Reverse(e)| e.at);
+        let heap = self.heap.peek().map(|e| e.at);
         let fifo = self.fifo.front().map(|e| e.at);
         match (heap, fifo) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -125,14 +175,14 @@ impl<E> Kernel<E> {
     #[inline]
     pub fn pop(&mut self) -> Option<E> {
         let take_fifo = match (self.heap.peek(), self.fifo.front()) {
-            (Some(Reverse(h)), Some(f)) => f.key() < h.key(),
+            (Some(h), Some(f)) => f.key() < h.key(),
             (None, Some(_)) => true,
             _ => false,
         };
         let entry = if take_fifo {
             self.fifo.pop_front()
         } else {
-            self.heap.pop().map(|Reverse(e)| e)
+            self.heap.pop()
         }?;
         debug_assert!(entry.at >= self.now, "the clock never goes back");
         self.now = entry.at;
@@ -182,6 +232,41 @@ mod tests {
             order.push((k.now().ns(), e));
         }
         assert_eq!(order, vec![(5, 2), (7, 4), (10, 1), (10, 3), (10, 5)]);
+    }
+
+    #[test]
+    fn the_four_ary_heap_pops_in_time_then_insertion_order() {
+        // Interleaved schedules and pops, many equal times: the order is (time, sequence),
+        // as a sort of everything scheduled gives it.
+        let mut k = Kernel::default();
+        let mut expected: Vec<(u64, u64)> = Vec::new(); // (time, id) of pending events
+        let mut popped = Vec::new();
+        let mut want = Vec::new();
+        let mut x: u64 = 12345;
+        let mut id = 0u64;
+        for round in 0..20_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            if !(x >> 33).is_multiple_of(3) || k.is_empty() {
+                let at = k.now().ns() + (x >> 40) % 50;
+                id += 1;
+                if round.is_multiple_of(7) {
+                    k.schedule_usually_in_order(SimTime(at), id);
+                } else {
+                    k.schedule(SimTime(at), id);
+                }
+                expected.push((at, id));
+            } else {
+                // Ids grow with insertion, so (time, id) is (time, sequence).
+                let next = *expected.iter().min().unwrap();
+                expected.retain(|&e| e != next);
+                want.push(next.1);
+                popped.push(k.pop().unwrap());
+            }
+        }
+        assert_eq!(popped, want);
+        assert_eq!(k.len(), expected.len());
     }
 
     #[test]
