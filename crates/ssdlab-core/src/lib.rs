@@ -22,6 +22,7 @@ pub mod device;
 pub mod divisor;
 pub mod faults;
 pub mod ftl;
+mod heap;
 pub mod host;
 mod mem;
 pub mod nand;

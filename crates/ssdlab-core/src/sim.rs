@@ -9,12 +9,10 @@
 //! Events are ordered by (time, sequence of insertion), so equal times keep the order in which
 //! they were decided. Most events a controller produces come in time order (command
 //! dispatches); those go to a FIFO merged with the heap by the same key, which gives exactly
-//! the order the heap alone would give at a fraction of the cost. The heap is 4-ary: a drive
-//! keeps one or two events per die pending (about 150 on a 64-die drive during a fill), and a
-//! pop walks half the levels of a binary heap's (GC steady state, `examples/steady`, against
-//! std's BinaryHeap: micron-p320h-700 570-577 -> 515-538 ns per NAND unit op, crucial-m500-960
-//! 99-101 -> 91-96; on an 8-die drive it is no faster).
+//! the order the heap alone would give at a fraction of the cost. The heap is 4-ary
+//! ([`crate::heap`]).
 
+use crate::heap::{Keyed, QuadHeap};
 use crate::time::SimTime;
 use std::collections::VecDeque;
 
@@ -26,76 +24,11 @@ struct Entry<E> {
     event: E,
 }
 
-impl<E> Entry<E> {
+impl<E> Keyed for Entry<E> {
     /// (time, sequence) as one number: the same order, one comparison.
     #[inline]
     fn key(&self) -> u128 {
         ((self.at.0 as u128) << 64) | self.sequence as u128
-    }
-}
-
-/// A min-heap of entries by (time, sequence), four children per node.
-struct QuadHeap<E> {
-    entries: Vec<Entry<E>>,
-}
-
-impl<E> QuadHeap<E> {
-    #[inline]
-    fn peek(&self) -> Option<&Entry<E>> {
-        self.entries.first()
-    }
-
-    #[inline]
-    fn push(&mut self, entry: Entry<E>) {
-        let key = entry.key();
-        let mut i = self.entries.len();
-        self.entries.push(entry);
-        while i > 0 {
-            let parent = (i - 1) / 4;
-            if self.entries[parent].key() <= key {
-                break;
-            }
-            self.entries.swap(i, parent);
-            i = parent;
-        }
-    }
-
-    #[inline]
-    fn pop(&mut self) -> Option<Entry<E>> {
-        let last = self.entries.pop()?;
-        if self.entries.is_empty() {
-            return Some(last);
-        }
-        // The last entry goes down from the root, each step to the least of up to four children.
-        let top = std::mem::replace(&mut self.entries[0], last);
-        let n = self.entries.len();
-        let key = self.entries[0].key();
-        let mut i = 0;
-        loop {
-            let first = 4 * i + 1;
-            if first >= n {
-                break;
-            }
-            let mut least = first;
-            let mut least_key = self.entries[first].key();
-            for c in first + 1..(first + 4).min(n) {
-                let k = self.entries[c].key();
-                if k < least_key {
-                    least = c;
-                    least_key = k;
-                }
-            }
-            if key <= least_key {
-                break;
-            }
-            self.entries.swap(i, least);
-            i = least;
-        }
-        Some(top)
-    }
-
-    fn len(&self) -> usize {
-        self.entries.len()
     }
 }
 
@@ -104,7 +37,7 @@ pub struct Kernel<E> {
     /// The current simulated time: every decision is taken at it. Invariant: no pending
     /// event is earlier.
     now: SimTime,
-    heap: QuadHeap<E>,
+    heap: QuadHeap<Entry<E>>,
     /// Events in (time, sequence) order, merged with `heap` on pop.
     fifo: VecDeque<Entry<E>>,
     sequence: u64,
@@ -114,9 +47,7 @@ impl<E> Default for Kernel<E> {
     fn default() -> Self {
         Kernel {
             now: SimTime::ZERO,
-            heap: QuadHeap {
-                entries: Vec::new(),
-            },
+            heap: QuadHeap::default(),
             fifo: VecDeque::new(),
             sequence: 0,
         }

@@ -18,11 +18,11 @@
 use super::processor::Processor;
 use super::Event;
 use crate::ftl::{GcRead, NandSink, Program, ProgramKind};
+use crate::heap::{Keyed, QuadHeap};
 use crate::nand::Nand;
 use crate::sim::Kernel;
 use crate::time::SimTime;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 #[derive(Clone, Copy, Debug)]
 pub(super) enum NandOp {
@@ -356,10 +356,21 @@ impl Scheduler {
 /// only grows, so an entry whose time is not the die's current one is stale and skipped.
 #[derive(Clone, Debug, Default)]
 struct ActiveDies {
-    ends: BinaryHeap<Reverse<(SimTime, u32)>>,
+    ends: QuadHeap<DieEnd>,
     /// Dies busy at `seen`.
     busy: u32,
     seen: SimTime,
+}
+
+/// A die busy until a time (ordered by time, then die).
+#[derive(Clone, Copy, Debug)]
+struct DieEnd(SimTime, u32);
+
+impl Keyed for DieEnd {
+    #[inline]
+    fn key(&self) -> u128 {
+        ((self.0 .0 as u128) << 32) | self.1 as u128
+    }
 }
 
 impl ActiveDies {
@@ -371,7 +382,7 @@ impl ActiveDies {
         for die in 0..dies {
             let t = nand.die_free_at(die);
             if t > self.seen {
-                self.ends.push(Reverse((t, die)));
+                self.ends.push(DieEnd(t, die));
                 self.busy += 1;
             }
         }
@@ -382,7 +393,7 @@ impl ActiveDies {
     fn catch_up(&mut self, nand: &Nand, now: SimTime) {
         debug_assert!(now >= self.seen);
         self.seen = now;
-        while let Some(&Reverse((t, die))) = self.ends.peek() {
+        while let Some(&DieEnd(t, die)) = self.ends.peek() {
             let current = nand.die_free_at(die) == t;
             if current && t > now {
                 break;
@@ -403,7 +414,7 @@ impl ActiveDies {
         if after == before || after <= now {
             return;
         }
-        self.ends.push(Reverse((after, die)));
+        self.ends.push(DieEnd(after, die));
         if before <= now {
             self.busy += 1;
         }
@@ -418,14 +429,14 @@ impl ActiveDies {
         if others < max {
             return None;
         }
-        let &Reverse((t, first)) = self.ends.peek()?;
+        let &DieEnd(t, first) = self.ends.peek()?;
         if first != die {
             return Some(t);
         }
         // The first to end is `die` itself: the next current entry after it.
         let mine = self.ends.pop()?;
         self.catch_up(nand, now);
-        let next = self.ends.peek().map(|&Reverse((t, _))| t);
+        let next = self.ends.peek().map(|&DieEnd(t, _)| t);
         self.ends.push(mine);
         next
     }
