@@ -173,14 +173,11 @@ mod tests {
         let mut expected: Vec<(u64, u64)> = Vec::new(); // (time, id) of pending events
         let mut popped = Vec::new();
         let mut want = Vec::new();
-        let mut x: u64 = 12345;
+        let mut rng = crate::rng::Rng::new(12345);
         let mut id = 0u64;
         for round in 0..20_000u64 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            if !(x >> 33).is_multiple_of(3) || k.is_empty() {
-                let at = k.now().ns() + (x >> 40) % 50;
+            if rng.below(3) != 0 || k.is_empty() {
+                let at = k.now().ns() + rng.below(50);
                 id += 1;
                 if round.is_multiple_of(7) {
                     k.schedule_usually_in_order(SimTime(at), id);

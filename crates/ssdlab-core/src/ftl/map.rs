@@ -109,8 +109,6 @@ pub struct Map {
     /// Invariant: the count of mapped l2p entries.
     mapped_units: u64,
     units_per_block: Divisor,
-    /// Dies: the tables in physical order are laid out die by die.
-    dies: u32,
     /// Map changes since the consumer last took them; `None` (the default) records nothing.
     /// Only [`Map::record_changes`] turns it on; only the `take`/`drain` methods empty it.
     changes: Option<Vec<MapChange>>,
@@ -127,7 +125,6 @@ impl Map {
             valid: vec![0; blocks],
             mapped_units: 0,
             units_per_block: Divisor::new(g.units_per_block),
-            dies: g.dies,
             changes: None,
         }
     }
@@ -145,14 +142,15 @@ impl Map {
     }
 
     /// Have the big tables' pages allocated now, in the background: they are about to be
-    /// written whole (see [`crate::mem::populate_in_background`]).
-    pub fn populate(&self) {
+    /// written whole (see [`crate::mem::populate_in_background`]). The tables in physical
+    /// order are laid out die by die over `dies`.
+    pub fn populate(&self, dies: u32) {
         // A sequential fill writes the forward map in order, and the physical-order tables
         // at every die at once (each die's blocks are one region).
         crate::mem::populate_in_background(&[
             (&self.l2p.0, 1),
-            (&self.p2l.0, self.dies as usize),
-            (&self.pu_sequence, self.dies as usize),
+            (&self.p2l.0, dies as usize),
+            (&self.pu_sequence, dies as usize),
         ]);
     }
 

@@ -27,7 +27,7 @@ impl Ftl {
     /// The map is about to be written whole (a sequential fill): have its pages allocated now,
     /// on another thread, instead of one by one as the fill first touches them.
     pub fn populate_map(&self) {
-        self.map.populate();
+        self.map.populate(self.geometry.dies);
     }
 
     /// Start loading the map entry of `lba` (a write or read of it is coming).
