@@ -18,6 +18,7 @@ use std::collections::VecDeque;
 
 /// An event with its time and insertion sequence; ordered by (time, sequence) alone, so the
 /// event type needs no ordering of its own.
+#[derive(Clone, Copy)]
 struct Entry<E> {
     at: SimTime,
     sequence: u64,
@@ -54,7 +55,7 @@ impl<E> Default for Kernel<E> {
     }
 }
 
-impl<E> Kernel<E> {
+impl<E: Copy> Kernel<E> {
     /// The current simulated time.
     #[inline]
     pub fn now(&self) -> SimTime {
