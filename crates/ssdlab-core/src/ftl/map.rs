@@ -221,6 +221,11 @@ impl Map {
         debug_assert_eq!(self.units_per_block.quotient(ppn), block);
         self.l2p.set(lba as usize, ppn);
         self.p2l.set(ppn as usize, lba);
+        // Open blocks fill their reverse entries in order, one stream per die and stream: more
+        // streams than the hardware prefetcher follows. Load the line two ahead now so the
+        // stores that reach it do not wait (timed fill of crucial-m500-960 7.8-8.7 -> 7.1-7.6 s,
+        // its 2000 s of random writes 7.8-8.3 -> 7.7-7.8 s).
+        crate::mem::prefetch(&self.p2l.0, ppn as usize + 32);
         self.valid[block as usize] += 1;
         self.mapped_units += 1;
     }
