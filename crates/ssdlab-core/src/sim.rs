@@ -7,10 +7,12 @@
 //! `Simulator_Engine` owns its clock the same way).
 //!
 //! Events are ordered by (time, sequence of insertion), so equal times keep the order in which
-//! they were decided. Most events a controller produces come in time order (command
-//! dispatches); those go to a FIFO merged with the heap by the same key, which gives exactly
-//! the order the heap alone would give at a fraction of the cost. The heap is 4-ary
-//! ([`crate::heap`]).
+//! they were decided. Most events a drive produces come in time order within their kind
+//! (command dispatches; program ends, each a fixed array time after its start): the caller
+//! names a lane for such a kind, and an event that comes no earlier than the last of its lane
+//! goes to that lane's FIFO, the others to the heap. Pops merge the heap and the lanes by the
+//! same key, which gives exactly the order the heap alone would give at a fraction of the
+//! cost. The heap is 4-ary ([`crate::heap`]).
 
 use crate::heap::{Keyed, QuadHeap};
 use crate::time::SimTime;
@@ -39,17 +41,26 @@ pub struct Kernel<E> {
     /// event is earlier.
     now: SimTime,
     heap: QuadHeap<Entry<E>>,
-    /// Events in (time, sequence) order, merged with `heap` on pop.
-    fifo: VecDeque<Entry<E>>,
+    /// Per lane, events in (time, sequence) order, merged with `heap` on pop.
+    lanes: [VecDeque<Entry<E>>; LANES],
+    /// Per lane, the key of its first event (`u128::MAX` when empty).
+    fronts: [u128; LANES],
+    /// The least of `fronts` and its lane: what the merge with the heap reads.
+    lanes_first: (u128, usize),
     sequence: u64,
 }
+
+/// FIFO lanes beside the heap (see [`Kernel::schedule_in_lane`]).
+pub const LANES: usize = 4;
 
 impl<E> Default for Kernel<E> {
     fn default() -> Self {
         Kernel {
             now: SimTime::ZERO,
             heap: QuadHeap::default(),
-            fifo: VecDeque::new(),
+            lanes: Default::default(),
+            fronts: [u128::MAX; LANES],
+            lanes_first: (u128::MAX, 0),
             sequence: 0,
         }
     }
@@ -74,47 +85,73 @@ impl<E: Copy> Kernel<E> {
         });
     }
 
-    /// Queue an event that usually comes no earlier than the last one queued this way (a
-    /// controller's dispatches): the FIFO when it keeps the FIFO sorted, the heap otherwise.
-    /// The order of events is the same as with [`Kernel::schedule`].
+    /// Queue an event of a kind that usually comes no earlier than the last one of its kind (a
+    /// controller's dispatches, a die's program ends): `lane` (below [`LANES`]) is the kind's.
+    /// It goes to the lane's FIFO when it keeps the FIFO sorted, to the heap otherwise. The
+    /// order of events is the same as with [`Kernel::schedule`], whatever the lanes.
     #[inline]
-    pub fn schedule_usually_in_order(&mut self, at: SimTime, event: E) {
+    pub fn schedule_in_lane(&mut self, lane: usize, at: SimTime, event: E) {
         debug_assert!(at >= self.now, "event scheduled in the past");
-        if self.fifo.back().is_none_or(|e| e.at <= at) {
+        let fifo = &mut self.lanes[lane];
+        if fifo.back().is_none_or(|e| e.at <= at) {
             self.sequence += 1;
-            self.fifo.push_back(Entry {
+            let entry = Entry {
                 at,
                 sequence: self.sequence,
                 event,
-            });
+            };
+            if fifo.is_empty() {
+                let key = entry.key();
+                self.fronts[lane] = key;
+                if key < self.lanes_first.0 {
+                    self.lanes_first = (key, lane);
+                }
+            }
+            fifo.push_back(entry);
         } else {
             self.schedule(at, event);
+        }
+    }
+
+    /// The lane whose first event comes next, and that event's key; `LANES` when the heap's
+    /// comes first (or nothing is pending: then the key is `u128::MAX`).
+    #[inline(always)]
+    fn next_source(&self) -> (usize, u128) {
+        let heap = self.heap.peek().map_or(u128::MAX, |e| e.key());
+        let (key, lane) = self.lanes_first;
+        if key < heap {
+            (lane, key)
+        } else {
+            (LANES, heap)
         }
     }
 
     /// Time of the next event, if any.
     #[inline]
     pub fn peek_time(&self) -> Option<SimTime> {
-        let heap = self.heap.peek().map(|e| e.at);
-        let fifo = self.fifo.front().map(|e| e.at);
-        match (heap, fifo) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        match self.next_source() {
+            (LANES, _) => self.heap.peek().map(|e| e.at),
+            (lane, _) => self.lanes[lane].front().map(|e| e.at),
         }
     }
 
     /// Remove the next event and move the clock to its time.
     #[inline]
     pub fn pop(&mut self) -> Option<E> {
-        let take_fifo = match (self.heap.peek(), self.fifo.front()) {
-            (Some(h), Some(f)) => f.key() < h.key(),
-            (None, Some(_)) => true,
-            _ => false,
-        };
-        let entry = if take_fifo {
-            self.fifo.pop_front()
-        } else {
-            self.heap.pop()
+        let entry = match self.next_source() {
+            (LANES, _) => self.heap.pop(),
+            (lane, _) => {
+                let fifo = &mut self.lanes[lane];
+                let entry = fifo.pop_front();
+                self.fronts[lane] = fifo.front().map_or(u128::MAX, |e| e.key());
+                self.lanes_first = (u128::MAX, 0);
+                for (lane, &key) in self.fronts.iter().enumerate() {
+                    if key < self.lanes_first.0 {
+                        self.lanes_first = (key, lane);
+                    }
+                }
+                entry
+            }
         }?;
         debug_assert!(entry.at >= self.now, "the clock never goes back");
         self.now = entry.at;
@@ -139,7 +176,7 @@ impl<E: Copy> Kernel<E> {
 
     /// Pending events.
     pub fn len(&self) -> usize {
-        self.heap.len() + self.fifo.len()
+        self.heap.len() + self.lanes.iter().map(VecDeque::len).sum::<usize>()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -154,10 +191,10 @@ mod tests {
     #[test]
     fn fifo_and_heap_merge_in_time_then_insertion_order() {
         let mut k = Kernel::default();
-        k.schedule_usually_in_order(SimTime(10), 1);
+        k.schedule_in_lane(0, SimTime(10), 1);
         k.schedule(SimTime(5), 2);
-        k.schedule_usually_in_order(SimTime(10), 3);
-        k.schedule_usually_in_order(SimTime(7), 4); // out of order: heap
+        k.schedule_in_lane(0, SimTime(10), 3);
+        k.schedule_in_lane(0, SimTime(7), 4); // out of order: heap
         k.schedule(SimTime(10), 5);
         let mut order = Vec::new();
         while let Some(e) = k.pop() {
@@ -176,14 +213,14 @@ mod tests {
         let mut want = Vec::new();
         let mut rng = crate::rng::Rng::new(12345);
         let mut id = 0u64;
-        for round in 0..20_000u64 {
+        for _ in 0..20_000u64 {
             if rng.below(3) != 0 || k.is_empty() {
                 let at = k.now().ns() + rng.below(50);
                 id += 1;
-                if round.is_multiple_of(7) {
-                    k.schedule_usually_in_order(SimTime(at), id);
-                } else {
-                    k.schedule(SimTime(at), id);
+                // Every lane, and the heap directly.
+                match rng.below(LANES as u64 + 1) as usize {
+                    LANES => k.schedule(SimTime(at), id),
+                    lane => k.schedule_in_lane(lane, SimTime(at), id),
                 }
                 expected.push((at, id));
             } else {

@@ -235,7 +235,7 @@ impl Controller {
         let done = self
             .processor
             .command(now, now + wake + self.host.command_latency, read);
-        kernel.schedule_usually_in_order(done, Event::Dispatch(slot));
+        kernel.schedule_in_lane(super::LANE_DISPATCH, done, Event::Dispatch(slot));
     }
 
     /// The processor has taken up the command (event).

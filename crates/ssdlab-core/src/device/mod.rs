@@ -49,6 +49,17 @@ pub(crate) enum Event {
     ReadReady(u32),
 }
 
+/// The event kernel's lanes (`Kernel::schedule_in_lane`): kinds of events that mostly come in
+/// time order. A sequential fill of crucial-m500-960 schedules 97% of its program ends and 99%
+/// of its die wake-ups for queued work in order, micron-p320h-175's GC steady state 73% and
+/// 37%; dispatches follow the processor's timeline.
+pub(crate) const LANE_DISPATCH: usize = 0;
+pub(crate) const LANE_PROGRAM_DONE: usize = 1;
+/// A die woken for work queued while it was busy.
+pub(crate) const LANE_DIE_QUEUED: usize = 2;
+/// A die ready again after starting a program.
+pub(crate) const LANE_DIE_AFTER_PROGRAM: usize = 3;
+
 /// A program not complete at some instant (see [`Device::unfinished_programs`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UnfinishedProgram {

@@ -162,7 +162,7 @@ impl Scheduler {
                 self.start_next(k, p, die);
             } else {
                 d.wakeup_pending = true;
-                k.schedule(d.ready_at, Event::DieReady(die));
+                k.schedule_in_lane(super::LANE_DIE_QUEUED, d.ready_at, Event::DieReady(die));
             }
         }
     }
@@ -191,6 +191,10 @@ impl Scheduler {
         let gc_data_ready = d.gc_data_ready;
         let now = k.now();
         let array_free_before = self.nand.die_free_at(die);
+        let lane = match op {
+            NandOp::Program(_) => Some(super::LANE_DIE_AFTER_PROGRAM),
+            _ => None,
+        };
         let ready_at = match op {
             NandOp::Program(program) => {
                 let copied = program.kind == ProgramKind::Gc && self.copyback;
@@ -203,7 +207,8 @@ impl Scheduler {
                     .nand
                     .program(now, data_ready, die, program.planes, !copied);
                 if program.kind == ProgramKind::Host {
-                    k.schedule(end, Event::ProgramDone(die, program.host_units));
+                    let done = Event::ProgramDone(die, program.host_units);
+                    k.schedule_in_lane(super::LANE_PROGRAM_DONE, end, done);
                 }
                 let d = &mut self.dies[die as usize];
                 while d.started.front().is_some_and(|&(_, e)| e <= now) {
@@ -259,7 +264,10 @@ impl Scheduler {
         d.ready_at = ready_at;
         if !d.reads.is_empty() || !d.ops.is_empty() {
             d.wakeup_pending = true;
-            k.schedule(ready_at, Event::DieReady(die));
+            match lane {
+                Some(lane) => k.schedule_in_lane(lane, ready_at, Event::DieReady(die)),
+                None => k.schedule(ready_at, Event::DieReady(die)),
+            }
         }
     }
 
