@@ -191,10 +191,7 @@ impl Scheduler {
         let gc_data_ready = d.gc_data_ready;
         let now = k.now();
         let array_free_before = self.nand.die_free_at(die);
-        let lane = match op {
-            NandOp::Program(_) => Some(super::LANE_DIE_AFTER_PROGRAM),
-            _ => None,
-        };
+        let after_program = matches!(op, NandOp::Program(_));
         let ready_at = match op {
             NandOp::Program(program) => {
                 let copied = program.kind == ProgramKind::Gc && self.copyback;
@@ -264,9 +261,14 @@ impl Scheduler {
         d.ready_at = ready_at;
         if !d.reads.is_empty() || !d.ops.is_empty() {
             d.wakeup_pending = true;
-            match lane {
-                Some(lane) => k.schedule_in_lane(lane, ready_at, Event::DieReady(die)),
-                None => k.schedule(ready_at, Event::DieReady(die)),
+            if after_program {
+                k.schedule_in_lane(
+                    super::LANE_DIE_AFTER_PROGRAM,
+                    ready_at,
+                    Event::DieReady(die),
+                );
+            } else {
+                k.schedule(ready_at, Event::DieReady(die));
             }
         }
     }
