@@ -2,7 +2,9 @@
 //! (`drive writes` times the capacity, default 2), then `seconds` of 4 KiB QD32 random writes,
 //! timed. Prints NAND unit operations (host writes + GC copies) per wall second and a digest
 //! of the per-second series, so two builds can be compared for speed and for identical
-//! results. Used to profile (callgrind: `--toggle-collect=*timed_steady*`).
+//! results. Used to profile (callgrind: `--toggle-collect=*timed_steady*`). Also prints the wall
+//! seconds of the untimed fill and of the untimed random writes (what validate's quick
+//! enterprise runs spend most of their time on).
 //! With `windows` > 1 the timed stretch is repeated that many times (one after another) and
 //! the figures are the median window's, so one process gives several samples.
 //! cargo run --release -p ssdlab-core --example steady -- PRESET.toml [seconds] [drive writes] [windows]
@@ -30,8 +32,12 @@ fn main() {
     let mut dev = Device::new(&cfg, 1).expect("device");
     dev.secure_erase();
     let n = dev.geometry.logical_units as u32;
+    let t = std::time::Instant::now();
     dev.fill_untimed(0, n);
+    let fill_wall = t.elapsed().as_secs_f64();
+    let t = std::time::Instant::now();
     dev.random_writes_untimed(0, n, (n as f64 * drive_writes) as u64, 7);
+    let untimed_wall = t.elapsed().as_secs_f64();
     let windows: usize = args.get(4).map_or(1, |s| s.parse().expect("windows"));
     let mut digest = ssdlab_core::stats::FNV_OFFSET;
     let mut samples = Vec::new();
@@ -61,7 +67,7 @@ fn main() {
         })
         .map_or(0, |kb| kb / 1024);
     println!(
-        "{{\"huge_pages_mib\": {huge_mib}, \"host_writes\": {}, \"gc_copies\": {}, \"wall_s\": {wall:.3}, \"nand_unit_ops_per_wall_s\": {:.0}, \"ns_per_op\": {:.1}, \"waf\": {:.3}, \"digest\": \"{digest:016x}\"}}",
+        "{{\"fill_wall_s\": {fill_wall:.3}, \"untimed_writes_wall_s\": {untimed_wall:.3}, \"huge_pages_mib\": {huge_mib}, \"host_writes\": {}, \"gc_copies\": {}, \"wall_s\": {wall:.3}, \"nand_unit_ops_per_wall_s\": {:.0}, \"ns_per_op\": {:.1}, \"waf\": {:.3}, \"digest\": \"{digest:016x}\"}}",
         r.summary.write.ios,
         r.summary.gc_units_copied,
         ops as f64 / wall,

@@ -374,10 +374,13 @@ fn background_collection_uses_idle_time() {
 
 #[test]
 fn untimed_random_writes_drawn_ahead_write_the_same_units_in_the_same_order() {
-    // The look-ahead draws each unit 64 writes early: the writes must be the plain draws,
-    // one after another, for any count (shorter than the look-ahead included).
+    // The look-ahead draws each unit 128 writes early, 32 at a time: the writes must be the
+    // plain draws, one after another, for any count (shorter than the look-ahead or a batch,
+    // and across batch boundaries, included).
     let cfg = example();
-    for writes in [0u64, 1, 15, 16, 17, 63, 64, 65, 5000] {
+    for writes in [
+        0u64, 1, 31, 32, 33, 95, 96, 97, 127, 128, 129, 160, 161, 5000,
+    ] {
         let mut ahead = filled(&cfg, 3);
         let mut plain = filled(&cfg, 3);
         let n = ahead.geometry.logical_units as u32;
