@@ -113,16 +113,16 @@ impl<E: Copy> Kernel<E> {
         }
     }
 
-    /// The lane whose first event comes next, and that event's key; `LANES` when the heap's
-    /// comes first (or nothing is pending: then the key is `u128::MAX`).
+    /// The lane whose first event comes next; `LANES` when the heap's comes first (or nothing
+    /// is pending).
     #[inline(always)]
-    fn next_source(&self) -> (usize, u128) {
+    fn next_source(&self) -> usize {
         let heap = self.heap.peek().map_or(u128::MAX, |e| e.key());
         let (key, lane) = self.lanes_first;
         if key < heap {
-            (lane, key)
+            lane
         } else {
-            (LANES, heap)
+            LANES
         }
     }
 
@@ -130,8 +130,8 @@ impl<E: Copy> Kernel<E> {
     #[inline]
     pub fn peek_time(&self) -> Option<SimTime> {
         match self.next_source() {
-            (LANES, _) => self.heap.peek().map(|e| e.at),
-            (lane, _) => self.lanes[lane].front().map(|e| e.at),
+            LANES => self.heap.peek().map(|e| e.at),
+            lane => self.lanes[lane].front().map(|e| e.at),
         }
     }
 
@@ -139,8 +139,8 @@ impl<E: Copy> Kernel<E> {
     #[inline]
     pub fn pop(&mut self) -> Option<E> {
         let entry = match self.next_source() {
-            (LANES, _) => self.heap.pop(),
-            (lane, _) => {
+            LANES => self.heap.pop(),
+            lane => {
                 let fifo = &mut self.lanes[lane];
                 let entry = fifo.pop_front();
                 self.fronts[lane] = fifo.front().map_or(u128::MAX, |e| e.key());

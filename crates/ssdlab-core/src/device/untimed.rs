@@ -60,17 +60,16 @@ impl Device {
             assert!(AHEAD.is_multiple_of(BATCH) && NEAR.is_multiple_of(BATCH) && NEAR < AHEAD);
         let mut coming = [0u32; AHEAD as usize];
         let at = |position: u64| (position % AHEAD) as usize;
-        for position in 0..writes.min(AHEAD) {
-            coming[at(position)] = draw();
-            self.ftl.prefetch_lookup(coming[at(position)]);
-        }
+        let mut drawn = 0;
         for i in 0..writes {
             if i.is_multiple_of(BATCH) {
-                // The slots of the batch just written take the batch `AHEAD` on.
-                for position in (i + AHEAD - BATCH).max(AHEAD)..(i + AHEAD).min(writes) {
+                // Draw up to `AHEAD` on, into the slots of the writes done (all of them at
+                // first, then the batch just written).
+                for position in drawn..(i + AHEAD).min(writes) {
                     coming[at(position)] = draw();
                     self.ftl.prefetch_lookup(coming[at(position)]);
                 }
+                drawn = (i + AHEAD).min(writes);
                 for position in i + NEAR..(i + NEAR + BATCH).min(writes) {
                     self.ftl.prefetch_overwrite(coming[at(position)]);
                 }

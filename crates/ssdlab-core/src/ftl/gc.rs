@@ -5,7 +5,7 @@ use super::*;
 
 /// Source units of a victim whose map entries `collect_step` starts loading at once, ahead of
 /// copying them (rounded up to whole PUs).
-const GC_AHEAD_UNITS: u32 = 32;
+pub(super) const GC_AHEAD_UNITS: u32 = 32;
 
 impl Ftl {
     /// Foreground collection after a host PU on `die` (paced and burst scheduling): while the
@@ -208,21 +208,21 @@ impl Ftl {
             }
             self.collector.dies[dix].victim_cursor = c;
             // Start loading the map entries of the coming source units too, a chunk of
-            // `ahead` units (at least `GC_AHEAD_UNITS`, whole PUs) at a time: the next steps on
-            // this die find them in cache instead of waiting for memory (the map outgrows the
-            // caches by far on large drives), and the loads of a chunk wait together. A small
-            // PU alone would be too short a reach: two units on micron-p320h's SLC.
-            let ahead = GC_AHEAD_UNITS.div_ceil(units_per_pu) * units_per_pu;
+            // `ahead` units (at least `GC_AHEAD_UNITS`, whole PUs) at a time: the next steps
+            // on this die find them in cache instead of waiting for memory (the map outgrows
+            // the caches by far on large drives), and the loads of a chunk wait together. A
+            // small PU alone would be too short a reach: two units on micron-p320h's SLC.
+            let ahead = self.div.gc_ahead_units;
             let pu_start = pu_end - units_per_pu;
-            if pu_start.is_multiple_of(ahead) {
+            if ahead.remainder(pu_start) == 0 {
                 // The first PU of a chunk loads the next chunk (the first PU of a victim, the
                 // rest of its own chunk too).
                 let from = if pu_start == 0 {
                     pu_end
                 } else {
-                    pu_start + ahead
+                    pu_start + ahead.get()
                 };
-                let to = (pu_start + 2 * ahead).min(units_per_block);
+                let to = (pu_start + 2 * ahead.get()).min(units_per_block);
                 for ppn in base + from..base + to {
                     self.map.prefetch_lookup_clamped(self.map.reverse(Ppn(ppn)));
                 }

@@ -290,6 +290,8 @@ struct Divisors {
     units_per_pu: Divisor,
     units_per_page: Divisor,
     blocks_per_die: Divisor,
+    /// Garbage collection's map look-ahead: at least `gc::GC_AHEAD_UNITS`, whole PUs.
+    gc_ahead_units: Divisor,
 }
 
 /// The flash translation layer of one drive.
@@ -378,6 +380,9 @@ impl Ftl {
                 units_per_pu: Divisor::new(g.units_per_pu),
                 units_per_page: Divisor::new(g.units_per_page),
                 blocks_per_die: Divisor::new(g.blocks_per_die),
+                gc_ahead_units: Divisor::new(
+                    gc::GC_AHEAD_UNITS.div_ceil(g.units_per_pu) * g.units_per_pu,
+                ),
             },
             geometry: g,
         };
