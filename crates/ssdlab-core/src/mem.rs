@@ -14,6 +14,15 @@ pub fn zeroed_table(len: usize) -> Vec<u32> {
     v
 }
 
+/// A table of `len` copies of `value`, backed by transparent huge pages as `zeroed_table`'s
+/// (for the per-block tables of drives with millions of blocks, touched at random).
+pub fn table<T: Clone>(len: usize, value: T) -> Vec<T> {
+    let mut v = Vec::with_capacity(len);
+    advise_huge_pages(v.as_ptr() as usize, std::mem::size_of::<T>() * len);
+    v.resize(len, value);
+    v
+}
+
 /// Have the kernel allocate and zero the pages of `tables` now, on one thread of its own, so
 /// the simulation does not stop to fault each one in on first touch (a full 960 GB map is 2.2
 /// GB of pages, zeroed at about 1 GB/s on a small VM). For tables about to be written whole (a

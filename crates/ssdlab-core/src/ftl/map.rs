@@ -122,7 +122,7 @@ impl Map {
             l2p: Table::unmapped(g.logical_units as usize),
             p2l: Table::unmapped(g.physical_units as usize),
             pu_sequence: crate::mem::zeroed_table(blocks * g.pus_per_block as usize),
-            valid: vec![0; blocks],
+            valid: crate::mem::zeroed_table(blocks),
             mapped_units: 0,
             units_per_block: Divisor::new(g.units_per_block),
             changes: None,

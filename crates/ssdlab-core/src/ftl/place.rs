@@ -13,9 +13,8 @@ impl Ftl {
         let Some(u) = self.map.unmap(lba) else {
             return;
         };
-        if self.blocks.sealed_pos[u.block as usize] != NONE
-            && self.collector.policy.kind == GcPolicy::Greedy
-        {
+        // In a bucket: sealed, under the greedy policy (the buckets are empty under others).
+        if self.collector.buckets.contains(u.block) {
             let die = self.div.blocks_per_die.quotient(u.block);
             self.collector
                 .buckets

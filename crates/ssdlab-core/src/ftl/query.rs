@@ -42,7 +42,6 @@ impl Ftl {
     #[inline]
     pub fn prefetch_overwrite(&self, lba: u32) {
         if let Some(block) = self.map.prefetch_overwrite(Lba(lba)) {
-            crate::mem::prefetch(&self.blocks.sealed_pos, block as usize);
             self.collector.buckets.prefetch(block);
         }
     }
