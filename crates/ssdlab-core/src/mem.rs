@@ -116,6 +116,28 @@ pub fn prefetch_clamped<T>(slice: &[T], index: usize) {
     }
 }
 
+/// `prefetch` of every cache line that holds an element of `slice[range]` (the part of it
+/// within the slice).
+#[inline]
+pub fn prefetch_range<T>(slice: &[T], range: std::ops::Range<usize>) {
+    const LINE: usize = 64;
+    let end = range.end.min(slice.len());
+    if range.start >= end {
+        return;
+    }
+    let size = std::mem::size_of::<T>();
+    let (first, last) = (range.start * size, end * size - 1);
+    // Byte offsets into the slice of the first byte of each line, the first line's possibly
+    // before the slice (a line shares its page with the element in it; a prefetch never
+    // faults anyway).
+    let base = slice.as_ptr() as usize;
+    let mut line = (base + first) & !(LINE - 1);
+    while line <= base + last {
+        prefetch_address(line);
+        line += LINE;
+    }
+}
+
 #[inline(always)]
 fn prefetch_element<T>(slice: &[T], index: usize) {
     debug_assert!(index < slice.len());
@@ -128,4 +150,16 @@ fn prefetch_element<T>(slice: &[T], index: usize) {
             core::arch::x86_64::_MM_HINT_T0,
         );
     }
+}
+
+#[inline(always)]
+fn prefetch_address(address: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch hint never faults nor reads into any Rust value, whatever the
+    // address; the pointer is never dereferenced.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch(address as *const i8, core::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = address;
 }

@@ -52,7 +52,9 @@ impl Device {
         // `workload::run`, for the untimed path). Both stages go `BATCH` writes at a time, as
         // the job look-ahead does: issued one per write, perf put half the loop's samples
         // right after the map prefetch (waiting for its page walk, one at a time); in batches
-        // the walks overlap.
+        // the walks overlap. A third stage, `BATCH` writes early, starts loading what the
+        // move of the overwritten unit's block to its next victim bucket touches (its
+        // neighbours' links, the next bucket's head), found from the links loaded by then.
         const AHEAD: u64 = 128;
         const NEAR: u64 = 64;
         const BATCH: u64 = 32;
@@ -72,6 +74,9 @@ impl Device {
                 drawn = (i + AHEAD).min(writes);
                 for position in i + NEAR..(i + NEAR + BATCH).min(writes) {
                     self.ftl.prefetch_overwrite(coming[at(position)]);
+                }
+                for position in i + BATCH..(i + 2 * BATCH).min(writes) {
+                    self.ftl.prefetch_restack(coming[at(position)]);
                 }
             }
             self.ftl

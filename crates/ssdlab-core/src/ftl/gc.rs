@@ -226,6 +226,10 @@ impl Ftl {
                 for ppn in base + from..base + to {
                     self.map.prefetch_lookup_clamped(self.map.reverse(Ppn(ppn)));
                 }
+                // And the reverse entries of the chunk after: the next chunk's look-ahead
+                // reads them (the victim's reverse entries are a random block's, not cached).
+                let after = (to + ahead.get()).min(units_per_block);
+                self.map.prefetch_reverse(base + to..base + after);
             }
             if n == 0 {
                 self.scratch = valid;

@@ -160,6 +160,12 @@ impl Map {
         crate::mem::prefetch(&self.l2p.0, lba.0 as usize);
     }
 
+    /// Start loading the reverse entries of `ppns` (a victim's units about to be read).
+    #[inline]
+    pub fn prefetch_reverse(&self, ppns: std::ops::Range<u32>) {
+        crate::mem::prefetch_range(&self.p2l.0, ppns.start as usize..ppns.end as usize);
+    }
+
     /// The same for any `lba`, UNMAPPED included (then nothing useful is loaded): no branch.
     #[inline(always)]
     pub fn prefetch_lookup_clamped(&self, lba: Lba) {

@@ -151,6 +151,24 @@ impl Buckets {
         crate::mem::prefetch(&self.links, block as usize);
     }
 
+    /// Start loading what `move_down` of `block` (holding `valid` units) will touch besides
+    /// its own links (loaded by `prefetch`): its neighbours' links and the head of the bucket
+    /// below. No effect on values.
+    #[inline]
+    pub fn prefetch_neighbours(&self, die: u32, block: u32, valid: u32) {
+        let Some(&Links { next, prev }) = self.links.get(block as usize) else {
+            return;
+        };
+        if prev == NONE || valid == 0 {
+            return;
+        }
+        crate::mem::prefetch(&self.links, next as usize);
+        if prev & HEAD == 0 {
+            crate::mem::prefetch(&self.links, prev as usize);
+        }
+        crate::mem::prefetch(&self.head, self.slot(die, valid - 1));
+    }
+
     /// A unit of `block` went stale: its valid count drops from `valid_before`.
     #[inline]
     pub fn move_down(&mut self, die: u32, block: u32, valid_before: u32) {
