@@ -60,6 +60,19 @@ pub(crate) const LANE_DIE_QUEUED: usize = 2;
 /// A die ready again after starting a program.
 pub(crate) const LANE_DIE_AFTER_PROGRAM: usize = 3;
 
+/// The stages of [`Device::prefetch_ahead`], farthest first: each loads what the one before
+/// found (once it has had time to land).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ahead {
+    /// The command's map entry.
+    Lookup,
+    /// For a write, what overwriting its unit makes stale: the reverse entry, the block's
+    /// valid count and victim-bucket links.
+    Overwrite,
+    /// For a write, what moving that block to its next victim bucket touches.
+    Restack,
+}
+
 /// A program not complete at some instant (see [`Device::unfinished_programs`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UnfinishedProgram {
@@ -181,20 +194,20 @@ impl Device {
     }
 
     /// A hint from a workload that knows its coming commands: start loading what the command
-    /// of `kind` at `offset_bytes` will touch. `near`: it comes soon, and its map entry was
-    /// hinted earlier, so the entries an overwrite makes stale are loaded now; otherwise its
-    /// map entry. Changes nothing but what the CPU caches hold.
+    /// of `kind` at `offset_bytes` will touch, in `stage` (see [`Ahead`]). Changes nothing but
+    /// what the CPU caches hold.
     #[inline]
-    pub fn prefetch_ahead(&self, kind: IoKind, offset_bytes: u64, near: bool) {
+    pub fn prefetch_ahead(&self, kind: IoKind, offset_bytes: u64, stage: Ahead) {
         let unit = offset_bytes / self.geometry.mapping_unit_bytes as u64;
         if unit >= self.geometry.logical_units {
             return;
         }
         let unit = unit as u32;
-        if !near {
-            self.ftl.prefetch_lookup(unit);
-        } else if kind != IoKind::Read {
-            self.ftl.prefetch_overwrite(unit);
+        match stage {
+            Ahead::Lookup => self.ftl.prefetch_lookup(unit),
+            _ if kind == IoKind::Read => {}
+            Ahead::Overwrite => self.ftl.prefetch_overwrite(unit),
+            Ahead::Restack => self.ftl.prefetch_restack(unit),
         }
     }
 

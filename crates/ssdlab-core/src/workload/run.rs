@@ -3,7 +3,7 @@
 
 use super::generator::{Generator, LOOKAHEAD};
 use super::job::{CompiledJob, SteadyState};
-use crate::device::{Completion, Device, HostIo};
+use crate::device::{Ahead, Completion, Device, HostIo};
 use crate::record::Sample;
 use crate::session::{Meter, Session, Source};
 use crate::stats::{IntervalSeries, OpSummary};
@@ -470,15 +470,18 @@ impl JobSource {
             return false;
         }
         let (kind, offset, length) = s.generator.next(&slot.job);
-        // Two stages of loading ahead, a batch of IOs at a time (so the loads overlap): the
-        // map entries of the IOs `LOOKAHEAD` places on, and what overwriting the ones half as
-        // far on will touch (their map entries have landed).
+        // Three stages of loading ahead, a batch of IOs at a time (so the loads overlap): the
+        // map entries of the IOs `LOOKAHEAD` places on, what overwriting the ones half as far
+        // on will touch (their map entries have landed), and what the block moves of the
+        // next batch touch (found from what the second stage loaded).
         if s.issued_ios.is_multiple_of(BATCH as u64) {
-            let far = LOOKAHEAD - BATCH..LOOKAHEAD;
-            let near = LOOKAHEAD / 2 - BATCH..LOOKAHEAD / 2;
-            for (stage, is_near) in [(far, false), (near, true)] {
-                for (kind, offset, _) in s.generator.coming(stage) {
-                    dev.prefetch_ahead(kind, offset, is_near);
+            for (positions, stage) in [
+                (LOOKAHEAD - BATCH..LOOKAHEAD, Ahead::Lookup),
+                (LOOKAHEAD / 2 - BATCH..LOOKAHEAD / 2, Ahead::Overwrite),
+                (0..BATCH, Ahead::Restack),
+            ] {
+                for (kind, offset, _) in s.generator.coming(positions) {
+                    dev.prefetch_ahead(kind, offset, stage);
                 }
             }
         }
