@@ -209,8 +209,13 @@ impl Buckets {
                         return Err(format!("die {die}: bucket {v} below the hint is not empty"));
                     }
                     let l = self.links[b as usize];
-                    let first = b == self.head[self.slot(die, v)];
-                    if l.prev == NONE || (l.prev & HEAD != 0) != first {
+                    let slot = self.slot(die, v);
+                    let linked = if b == self.head[slot] {
+                        l.prev == HEAD | slot as u32
+                    } else {
+                        l.prev & HEAD == 0 && self.links[l.prev as usize].next == b
+                    };
+                    if !linked {
                         return Err(format!("block {b} in bucket {v}: links {l:?}"));
                     }
                     b = l.next;
@@ -277,8 +282,16 @@ mod tests {
         seal(&mut b, &mut valid, &mut sealed, 0, 1);
         assert_eq!(b.min(0), Some(0));
         b.verify(&valid, &sealed).unwrap();
-        // verify notices a block sealed but in no bucket.
+        // verify notices a wrong back link, and a block sealed but in no bucket.
+        b.insert(0, 5, 1);
+        valid[5] = 1;
         sealed[5] = 0;
+        b.verify(&valid, &sealed).unwrap();
+        let saved = b.links[0];
+        b.links[0].prev = HEAD | b.slot(0, 1) as u32;
+        assert!(b.verify(&valid, &sealed).is_err());
+        b.links[0] = saved;
+        sealed[6] = 0;
         assert!(b.verify(&valid, &sealed).is_err());
     }
 }
