@@ -141,15 +141,7 @@ pub fn prefetch_range<T>(slice: &[T], range: std::ops::Range<usize>) {
 #[inline(always)]
 fn prefetch_element<T>(slice: &[T], index: usize) {
     debug_assert!(index < slice.len());
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: both callers pass an index in bounds of the slice, and a prefetch hint never
-    // faults nor reads into any Rust value.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch(
-            slice.as_ptr().add(index) as *const i8,
-            core::arch::x86_64::_MM_HINT_T0,
-        );
-    }
+    prefetch_address(slice.as_ptr().wrapping_add(index) as usize);
 }
 
 #[inline(always)]

@@ -177,14 +177,21 @@ impl Map {
     /// the caller's own block tables; `None` when `lba` is unmapped.
     #[inline]
     pub fn prefetch_overwrite(&self, lba: Lba) -> Option<u32> {
-        let ppn = self.l2p.get(lba.0 as usize);
-        if ppn == UNMAPPED {
+        let ppn = self.lookup(lba);
+        if ppn.is_none() {
             return None;
         }
-        crate::mem::prefetch(&self.p2l.0, ppn as usize);
-        let block = self.units_per_block.quotient(ppn);
+        crate::mem::prefetch(&self.p2l.0, ppn.0 as usize);
+        let block = self.units_per_block.quotient(ppn.0);
         crate::mem::prefetch(&self.valid, block as usize);
         Some(block)
+    }
+
+    /// The block holding `lba`'s current copy, or `None` when `lba` is unmapped.
+    #[inline]
+    pub fn block_of_lba(&self, lba: Lba) -> Option<u32> {
+        let ppn = self.lookup(lba);
+        (!ppn.is_none()).then(|| self.units_per_block.quotient(ppn.0))
     }
 
     /// Valid units of `block`.

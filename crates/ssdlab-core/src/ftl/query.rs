@@ -51,11 +51,9 @@ impl Ftl {
     /// `prefetch_overwrite` has had time to land.
     #[inline]
     pub fn prefetch_restack(&self, lba: u32) {
-        let ppn = self.map.lookup(Lba(lba));
-        if ppn.is_none() {
+        let Some(block) = self.map.block_of_lba(Lba(lba)) else {
             return;
-        }
-        let block = self.div.units_per_block.quotient(ppn.0);
+        };
         let die = self.div.blocks_per_die.quotient(block);
         self.collector
             .buckets

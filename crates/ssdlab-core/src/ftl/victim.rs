@@ -132,8 +132,9 @@ impl Buckets {
         let Links { next: n, prev: p } = self.links[block as usize];
         debug_assert_ne!(p, NONE, "block {block} is in no bucket");
         if p & HEAD != 0 {
-            let s = self.slot(die, valid);
-            debug_assert_eq!((p & !HEAD) as usize, s);
+            // The first of its list: `p` holds the bucket's slot.
+            let s = (p & !HEAD) as usize;
+            debug_assert_eq!(s, self.slot(die, valid));
             debug_assert_eq!(self.head[s], block);
             self.head[s] = n;
         } else {
