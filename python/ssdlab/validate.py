@@ -37,6 +37,7 @@ from . import _ssdlab
 from .drive import Drive, config_text, description, dump_toml, preset_names
 from .errors import SsdlabError
 from .job import Job
+from .review.procedures import window_write_amplification
 
 OP_PERCENT = (7, 12, 25, 28, 50)
 GREEDY_B = (32, 64, 128, 256)
@@ -415,12 +416,15 @@ def consistency_measure(args: tuple) -> dict:
     r = d.run(Job(name="consistency", rw="randwrite", bs="4k", iodepth=32, size=str(span), runtime_s=duration, time_based=True))
     t = r.series["time_s"].to_numpy()
     iops = r.series["write_iops"].to_numpy()
-    w = iops[(t > w0) & (t <= w1)]
+    in_window = (t > w0) & (t <= w1)
+    w = iops[in_window]
     mean = float(w.mean()) if len(w) else 0.0
     return {"drive": cfg.get("name", name), "spare_pct": spare, "enterprise": enterprise, "window_s": [w0, w1],
             "mean_iops": mean, "floor_iops": float(np.percentile(w, 1)) if len(w) else 0.0,
             "cv": float(w.std() / mean) if mean else 0.0, "min_iops": float(w.min()) if len(w) else 0.0,
-            "waf": r.summary["write_amplification"], "wall_s": time.perf_counter() - t0,
+            "waf": r.summary["write_amplification"],
+            "window_waf": window_write_amplification(r.series, in_window, d.geometry, 4096),
+            "wall_s": time.perf_counter() - t0,
             "series": iops.tolist() if not enterprise else []}
 
 
@@ -520,8 +524,8 @@ def describe_size(name: str) -> float:
 
 
 def consistency_markdown(rows: list[Row]) -> str:
-    out = ["| drive | spare | window s | steady mean IOPS | floor (p1) IOPS | CV | WAF | measured | error | pass |",
-           "|---|---:|---|---:|---:|---:|---:|---:|---:|---|"]
+    out = ["| drive | spare | window s | steady mean IOPS | floor (p1) IOPS | CV | WAF (run) | WAF (window) | measured | error | pass |",
+           "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         e = r.extra
         measured = "" if r.tolerance == "prediction" else f"{r.expected:,.0f}"
@@ -529,7 +533,7 @@ def consistency_markdown(rows: list[Row]) -> str:
         ok = "" if r.tolerance == "prediction" else ("yes" if r.passed else "**no**")
         name = r.item.split(" spare ")[0]
         out.append(f"| {name} | {e['spare_pct']}% | {e['window_s'][0]:g}-{e['window_s'][1]:g} | {e['mean_iops']:,.0f} | "
-                   f"{e['floor_iops']:,.0f} | {e['cv']:.3f} | {e['waf']:.2f} | {measured} | {err} | {ok} |")
+                   f"{e['floor_iops']:,.0f} | {e['cv']:.3f} | {e['waf']:.2f} | {e['window_waf'] or 0:.2f} | {measured} | {err} | {ok} |")
     return "\n".join(out) + "\n"
 
 

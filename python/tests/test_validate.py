@@ -125,6 +125,10 @@ def test_extra_spare_area_lifts_the_steady_state():
     rows = {r.extra["spare_pct"]: r.extra for r in consistency_rows(["crucial-m500-120"], spares=(0, 25), jobs=2)}
     assert rows[25]["mean_iops"] > 2 * rows[0]["mean_iops"]
     assert rows[25]["waf"] < rows[0]["waf"]
+    # Over the window alone (no fresh burst): higher than the run's, and the drop with spare
+    # is what lifts the IOPS.
+    assert rows[0]["window_waf"] > rows[0]["waf"]
+    assert rows[25]["window_waf"] < rows[0]["window_waf"]
 
 
 def test_ablate_errors_are_clear():
