@@ -167,10 +167,9 @@ def consistency(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[O
         power = [c for c in ("power_w", "temperature_c") if c in r.series]  # a drive with a power model
         s = r.series[["time_s", "write_iops", *power]].rename(columns={"write_iops": "iops"})
         s["iops"] = s["iops"].round(3)
-        summary = consistency_summary(s, p["steady_window_s"], r.summary["write_amplification"])
-        t = r.series["time_s"].to_numpy()
-        steady = t > t[-1] - summary["steady_window_s"] if len(t) else t > 0
-        summary["steady_write_amplification"] = window_write_amplification(r.series, steady, d.geometry, parse_size(p["bs"], "bs"))
+        bs = parse_size(p["bs"], "bs")
+        summary = consistency_summary(s, p["steady_window_s"], r.summary["write_amplification"],
+                                      lambda steady: window_write_amplification(r.series, steady, d.geometry, bs))
         outs.append(Outcome("consistency", label, f"spare {spare}%", summary, {"iops": s}, time.perf_counter() - t0))
     return outs
 
@@ -192,14 +191,17 @@ def window_write_amplification(series: pd.DataFrame, window: np.ndarray, geometr
     return pages * page_bytes / host if host > 0 else None
 
 
-def consistency_summary(s: pd.DataFrame, window_s: float, waf: float | None) -> dict:
+def consistency_summary(s: pd.DataFrame, window_s: float, waf: float | None, window_waf=None) -> dict:
+    """The figures of a consistency run's per-second IOPS `s`; `window_waf`, when the drive's
+    counters are known, gives the write amplification over the seconds a mask selects."""
     iops = s["iops"].to_numpy()
     t = s["time_s"].to_numpy()
     first = iops[t <= min(60, t[-1])] if len(iops) else iops
     peak = float(first.max()) if len(first) else 0.0
     asked = window_s
     window_s = steady_window(window_s, float(t[-1]) if len(t) else 0.0)
-    last = iops[t > t[-1] - window_s] if len(iops) else iops
+    steady = t > t[-1] - window_s if len(t) else np.zeros(0, dtype=bool)
+    last = iops[steady]
     below = np.nonzero(iops < 0.5 * peak)[0]
     return {
         "peak_iops": peak,
@@ -210,6 +212,7 @@ def consistency_summary(s: pd.DataFrame, window_s: float, waf: float | None) -> 
         "steady_stddev_iops": float(last.std()) if len(last) else 0.0,
         "steady_window_s": window_s,
         "write_amplification": waf,
+        **({"steady_write_amplification": window_waf(steady)} if window_waf else {}),
         **({"warning": f"a {t[-1]:.0f} s run is too short for a {asked:.0f} s steady-state window: "
                        f"steady state taken over its last {window_s:.0f} s (30%)"} if window_s < asked else {}),
     }
