@@ -50,6 +50,17 @@ def test_consistency_shows_peak_cliff_steady_state_and_spare_area_lifts_it(small
     assert len(a.tables["iops"]) == 60
 
 
+def test_spare_left_holding_data_is_no_spare(small_toml):
+    """fill=drive fills every LBA before the random writes over the span: the unwritten quarter
+    holds data instead of serving as spare, so the drive copies more and runs slower than with
+    the methodology's trimmed quarter."""
+    p = dict(duration_s=60, spare=[25], steady_window_s=20)
+    trimmed = run_procedure("consistency", str(small_toml), p)[0].summary
+    filled = run_procedure("consistency", str(small_toml), {**p, "fill": "drive"})[0].summary
+    assert filled["steady_write_amplification"] > 1.2 * trimmed["steady_write_amplification"], (trimmed, filled)
+    assert filled["steady_mean_iops"] < trimmed["steady_mean_iops"]
+
+
 def test_window_write_amplification_is_the_drives_own_over_those_seconds(small_toml):
     """Over a whole run's series, the window figure is the drive's write amplification for the
     run (NAND pages programmed x page size / host bytes), counted from the per-second series."""
@@ -126,6 +137,7 @@ def test_qd_scaling_endurance_and_storage_bench(small_toml):
 @pytest.mark.parametrize("proc, params, message", [
     ("consistency", {"spare": [100]}, "spare 100%"),
     ("consistency", {"qd": 0}, "qd 0"),
+    ("consistency", {"fill": "half"}, "fill 'half': accepted: span, drive"),
     ("qd-scaling", {"qds": [1, 0]}, "queue depth 0"),
     ("nonsense", {}, "unknown procedure 'nonsense'"),
     ("trim", {"colour": 1}, "unknown parameter 'colour'"),

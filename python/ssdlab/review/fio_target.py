@@ -136,7 +136,7 @@ def run_fio_procedure(procedure: str, target: dict, params: dict, report=None) -
                 tracker.step(f"spare {spare}%")
                 f.fresh()
                 span = int(size * (100 - spare) / 100) // 4096 * 4096
-                f.fill(span)
+                f.fill(span if p["fill"] == "span" else size)
                 job, series = f.run(rw="randwrite", bs=p["bs"], iodepth=p["qd"], size=span, runtime_s=duration, iops_log=True)
                 if series is None or series.empty:
                     series = pd.DataFrame({"time_s": [float(duration)], "iops": [job["write"]["iops"]]})

@@ -150,7 +150,8 @@ class Param:
 def consistency(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
     """Secure erase, fill the written span, 4 KiB random writes at QD32 for the duration, IOPS
     per second; one run per spare-area variant (the written LBA range is limited to
-    100 - spare % of user capacity; the rest stays trimmed)."""
+    100 - spare % of user capacity; the rest stays trimmed, or with fill=drive holds the fill's
+    data)."""
     label = drive_label(source)
     duration = p["duration_s"] or (7200 if segment(source) == "enterprise" else 2000)
     outs = []
@@ -161,7 +162,7 @@ def consistency(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[O
         d.secure_erase()
         unit = d.geometry["mapping_unit_bytes"]
         span = _round_down(int(d.user_bytes * (100 - spare) / 100), unit)
-        d.fill(span)
+        d.fill(span if p["fill"] == "span" else None)
         r = d.run(Job(name="consistency", rw="randwrite", bs=p["bs"], iodepth=p["qd"], size=str(span),
                       runtime_s=duration, time_based=True), progress=tracker)
         power = [c for c in ("power_w", "temperature_c") if c in r.series]  # a drive with a power model
@@ -596,6 +597,8 @@ PROCEDURES: dict[str, Procedure] = {
         "qd": Param(32, "queue depth", _positive("qd")),
         "bs": Param("4k", "transfer size", _size("bs")),
         "steady_window_s": Param(600, "the last seconds summarised as steady state", _positive("steady_window_s")),
+        "fill": Param("span", "span: fill only the written span, the rest stays trimmed (methodology.md); drive: fill "
+                      "every LBA, so the unwritten share holds data instead of serving as spare", _choice("fill", ("span", "drive"))),
     }, lambda p: [1.0] * len(p["spare"])),
     "four-corners": Procedure("four-corners", four_corners, {
         "span": Param("8g", "LBA span of the random tests", _size("span")),
@@ -691,7 +694,7 @@ def unit_of(key: str) -> str:
 
 # The drive state each procedure starts from (the code above: secure erase, then what it writes).
 PRECONDITIONS = {
-    "consistency": "secure erase + sequential fill of the span",
+    "consistency": "secure erase + sequential fill of the span (fill=drive: of every LBA)",
     "four-corners": "secure erase; reads of a filled span, writes on an empty drive",
     "sequential-qd": "secure erase; reads of a filled reach, writes on an empty drive",
     "transfer-size": "secure erase, test file written first",
