@@ -56,7 +56,9 @@ def test_spare_left_holding_data_is_no_spare(small_toml):
     the methodology's trimmed quarter."""
     p = dict(duration_s=60, spare=[25], steady_window_s=20)
     trimmed = run_procedure("consistency", str(small_toml), p)[0].summary
-    filled = run_procedure("consistency", str(small_toml), {**p, "fill": "drive"})[0].summary
+    out = run_procedure("consistency", str(small_toml), {**p, "fill": "drive"})[0]
+    assert out.variant == "spare 25% (filled)"
+    filled = out.summary
     assert filled["steady_write_amplification"] > 1.2 * trimmed["steady_write_amplification"], (trimmed, filled)
     assert filled["steady_mean_iops"] < trimmed["steady_mean_iops"]
 

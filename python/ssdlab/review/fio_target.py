@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..errors import SsdlabError
 from ..job import parse_size
-from .procedures import Outcome, Tracker, consistency_summary
+from .procedures import Outcome, Tracker, consistency_summary, spare_variant
 
 FIO_PROCEDURES = ("consistency", "four-corners", "sequential-qd", "transfer-size", "qd-scaling")
 # Why the others are not run on a real device.
@@ -140,7 +140,7 @@ def run_fio_procedure(procedure: str, target: dict, params: dict, report=None) -
                 job, series = f.run(rw="randwrite", bs=p["bs"], iodepth=p["qd"], size=span, runtime_s=duration, iops_log=True)
                 if series is None or series.empty:
                     series = pd.DataFrame({"time_s": [float(duration)], "iops": [job["write"]["iops"]]})
-                outs.append(Outcome("consistency", label, f"spare {spare}%", consistency_summary(series, p["steady_window_s"], None),
+                outs.append(Outcome("consistency", label, spare_variant(spare, p["fill"]), consistency_summary(series, p["steady_window_s"], None),
                                     {"iops": series}, time.perf_counter() - t0, "fio"))
         elif procedure in ("four-corners", "sequential-qd"):
             rows = []

@@ -171,8 +171,14 @@ def consistency(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[O
         bs = parse_size(p["bs"], "bs")
         summary = consistency_summary(s, p["steady_window_s"], r.summary["write_amplification"],
                                       lambda steady: window_write_amplification(r.series, steady, d.geometry, bs))
-        outs.append(Outcome("consistency", label, f"spare {spare}%", summary, {"iops": s}, time.perf_counter() - t0))
+        outs.append(Outcome("consistency", label, spare_variant(spare, p["fill"]), summary, {"iops": s}, time.perf_counter() - t0))
     return outs
+
+
+def spare_variant(spare: float, fill: str) -> str:
+    """A consistency run's variant label: its spare area, and whether the unwritten share
+    holds the fill's data (fill=drive) rather than staying trimmed."""
+    return f"spare {spare}%" + (" (filled)" if fill == "drive" and spare else "")
 
 
 def steady_window(window_s: float, run_s: float) -> float:
