@@ -36,7 +36,7 @@ import numpy as np
 from . import _ssdlab
 from .drive import Drive, config_text, description, dump_toml, preset_names
 from .errors import SsdlabError
-from .job import Job
+from .job import Job, parse_size
 from .review.procedures import window_write_amplification
 
 OP_PERCENT = (7, 12, 25, 28, 50)
@@ -413,7 +413,8 @@ def consistency_measure(args: tuple) -> dict:
     if enterprise and quick:
         d.random_writes(2.0, span)  # untimed: the steady state a long timed run reaches
     t0 = time.perf_counter()
-    r = d.run(Job(name="consistency", rw="randwrite", bs="4k", iodepth=32, size=str(span), runtime_s=duration, time_based=True))
+    bs = "4k"
+    r = d.run(Job(name="consistency", rw="randwrite", bs=bs, iodepth=32, size=str(span), runtime_s=duration, time_based=True))
     t = r.series["time_s"].to_numpy()
     iops = r.series["write_iops"].to_numpy()
     in_window = (t > w0) & (t <= w1)
@@ -423,7 +424,7 @@ def consistency_measure(args: tuple) -> dict:
             "mean_iops": mean, "floor_iops": float(np.percentile(w, 1)) if len(w) else 0.0,
             "cv": float(w.std() / mean) if mean else 0.0, "min_iops": float(w.min()) if len(w) else 0.0,
             "waf": r.summary["write_amplification"],
-            "window_waf": window_write_amplification(r.series, in_window, d.geometry, 4096),
+            "window_waf": window_write_amplification(r.series, in_window, d.geometry, parse_size(bs, "bs")),
             "wall_s": time.perf_counter() - t0,
             "series": iops.tolist() if not enterprise else []}
 

@@ -133,7 +133,7 @@ def run_fio_procedure(procedure: str, target: dict, params: dict, report=None) -
         if procedure == "consistency":
             duration = p["duration_s"] or 2000
             for spare in p["spare"]:
-                tracker.step(f"spare {spare}%")
+                tracker.step(spare_variant(spare, p["fill"]))
                 f.fresh()
                 span = int(size * (100 - spare) / 100) // 4096 * 4096
                 f.fill(span if p["fill"] == "span" else size)

@@ -156,7 +156,7 @@ def consistency(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[O
     duration = p["duration_s"] or (7200 if segment(source) == "enterprise" else 2000)
     outs = []
     for spare in p["spare"]:
-        tracker.step(f"spare {spare}%")
+        tracker.step(spare_variant(spare, p["fill"]))
         t0 = time.perf_counter()
         d = _new(source, seed)
         d.secure_erase()
