@@ -139,7 +139,7 @@ def test_qd_scaling_endurance_and_storage_bench(small_toml):
 @pytest.mark.parametrize("proc, params, message", [
     ("consistency", {"spare": [100]}, "spare 100%"),
     ("consistency", {"qd": 0}, "qd 0"),
-    ("consistency", {"fill": "half"}, "fill 'half': accepted: span, drive"),
+    ("consistency", {"fill": "half"}, "consistency: fill 'half': accepted: span, drive"),
     ("qd-scaling", {"qds": [1, 0]}, "queue depth 0"),
     ("nonsense", {}, "unknown procedure 'nonsense'"),
     ("trim", {"colour": 1}, "unknown parameter 'colour'"),
@@ -155,7 +155,7 @@ def test_parameters_are_validated(proc, params, message):
     (["review", "crucial-m500-120", "--out", "OUT", "--procedures", "consistency,bogus"], "unknown procedure 'bogus'"),
     (["review", "crucial-m500-120", "--out", "OUT", "--set", "qd-scaling.qds=1,0"], "queue depth 0"),
     (["review", "crucial-m500-120", "--out", "OUT", "--set", "consistency.qd=x"], "'x' is not a valid int"),
-    (["procedure", "four-corners", "--drive", "crucial-m500-120", "--set", "qd_low=0"], "qd_low 0"),
+    (["procedure", "four-corners", "--drive", "crucial-m500-120", "--set", "qd_low=0"], "four-corners: qd_low 0"),
     (["procedure", "nope", "--drive", "crucial-m500-120"], "unknown procedure 'nope'"),
 ])
 def test_cli_parameter_errors_are_one_line(tmp_path, args, message):

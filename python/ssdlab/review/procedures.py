@@ -667,7 +667,10 @@ def resolve_params(procedure: str, overrides: dict | None = None) -> dict:
         p[k] = v
     for k, v in p.items():
         if spec[k].check is not None:
-            p[k] = spec[k].check(v)
+            try:
+                p[k] = spec[k].check(v)
+            except SsdlabError as e:
+                raise SsdlabError(f"{procedure}: {e}") from None
     return p
 
 
