@@ -37,7 +37,7 @@ from . import _ssdlab
 from .drive import Drive, config_text, description, dump_toml, preset_names
 from .errors import SsdlabError
 from .job import Job, parse_size
-from .review.procedures import window_write_amplification
+from .review.procedures import spare_span, window_write_amplification
 
 OP_PERCENT = (7, 12, 25, 28, 50)
 GREEDY_B = (32, 64, 128, 256)
@@ -406,8 +406,7 @@ def consistency_measure(args: tuple) -> dict:
     enterprise = cfg.get("datasheet", {}).get("segment") == "enterprise"
     duration, w0, w1 = consistency_windows(enterprise, quick)
     d = Drive(ablated_text(text, mechanism), source, seed)
-    unit = d.geometry["mapping_unit_bytes"]
-    span = int(d.user_bytes * (100 - spare) / 100) // unit * unit
+    span = spare_span(d.user_bytes, spare, d.geometry["mapping_unit_bytes"])
     d.secure_erase()
     d.fill(span)
     if enterprise and quick:

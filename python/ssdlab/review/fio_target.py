@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..errors import SsdlabError
 from ..job import parse_size
-from .procedures import Outcome, Tracker, consistency_summary, spare_variant
+from .procedures import Outcome, Tracker, consistency_summary, spare_span, spare_variant
 
 FIO_PROCEDURES = ("consistency", "four-corners", "sequential-qd", "transfer-size", "qd-scaling")
 # Why the others are not run on a real device.
@@ -135,7 +135,7 @@ def run_fio_procedure(procedure: str, target: dict, params: dict, report=None) -
             for spare in p["spare"]:
                 tracker.step(spare_variant(spare, p["fill"]))
                 f.fresh()
-                span = int(size * (100 - spare) / 100) // 4096 * 4096
+                span = spare_span(size, spare, 4096)
                 f.fill(span if p["fill"] == "span" else size)
                 job, series = f.run(rw="randwrite", bs=p["bs"], iodepth=p["qd"], size=span, runtime_s=duration, iops_log=True)
                 if series is None or series.empty:

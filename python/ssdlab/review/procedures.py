@@ -161,7 +161,7 @@ def consistency(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[O
         d = _new(source, seed)
         d.secure_erase()
         unit = d.geometry["mapping_unit_bytes"]
-        span = _round_down(int(d.user_bytes * (100 - spare) / 100), unit)
+        span = spare_span(d.user_bytes, spare, unit)
         d.fill(span if p["fill"] == "span" else None)
         r = d.run(Job(name="consistency", rw="randwrite", bs=p["bs"], iodepth=p["qd"], size=str(span),
                       runtime_s=duration, time_based=True), progress=tracker)
@@ -173,6 +173,12 @@ def consistency(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[O
                                       lambda steady: window_write_amplification(r.series, steady, d.geometry, bs))
         outs.append(Outcome("consistency", label, spare_variant(spare, p["fill"]), summary, {"iops": s}, time.perf_counter() - t0))
     return outs
+
+
+def spare_span(user_bytes: int, spare: float, unit: int) -> int:
+    """The LBA span a consistency run writes with `spare` % of user capacity left unwritten,
+    in whole `unit`s."""
+    return _round_down(int(user_bytes * (100 - spare) / 100), unit)
 
 
 def spare_variant(spare: float, fill: str) -> str:
