@@ -31,13 +31,19 @@ fn main() {
     let t0 = std::time::Instant::now();
     let mut dev = Device::new(&cfg, 1).expect("device");
     dev.secure_erase();
+    // FNV-1a over the per-second write IOs and GC copies of each timed phase (and the fill's
+    // end time): equal digests, equal results, so two builds can be compared.
+    let mut digest = ssdlab_core::stats::FNV_OFFSET;
     let fill_ios = if fast_fill {
         let n = dev.geometry.logical_units as u32;
         dev.fill_untimed(0, n);
         0
     } else {
-        common::sequential_fill(&mut dev).summary.write.ios
+        let r = common::sequential_fill(&mut dev);
+        digest = r.series.digest_writes_and_gc(digest);
+        r.summary.write.ios
     };
+    digest = ssdlab_core::stats::fnv1a(digest, &[dev.now().ns()]);
     let fill_wall = t0.elapsed().as_secs_f64();
     let (r, rw_wall) = timed_random_writes(&mut dev, seconds);
     // Steady state reached: time a further stretch on its own.
@@ -46,10 +52,12 @@ fn main() {
         .map(|s| s.parse().expect("seconds"))
         .unwrap_or(200.0);
     let (r2, steady_wall) = timed_random_writes(&mut dev, steady_s);
+    digest = r.series.digest_writes_and_gc(digest);
+    digest = r2.series.digest_writes_and_gc(digest);
     let steady: Vec<u64> = r.series.write_ios.iter().rev().take(100).copied().collect();
     let steady_iops = steady.iter().sum::<u64>() as f64 / steady.len().max(1) as f64;
     println!(
-        "{{\"fill_wall_s\": {fill_wall:.3}, \"fill_ios\": {fill_ios}, \"randwrite_wall_s\": {rw_wall:.3}, \"randwrite_ios\": {}, \"randwrite_ios_per_wall_s\": {:.0}, \"steady_state_iops\": {steady_iops:.0}, \"waf\": {:.3}, \"total_wall_s\": {:.3}, \"steady_ios\": {}, \"steady_wall_s\": {steady_wall:.3}, \"steady_ios_per_wall_s\": {:.0}, \"steady_waf\": {:.3}}}",
+        "{{\"fill_wall_s\": {fill_wall:.3}, \"fill_ios\": {fill_ios}, \"randwrite_wall_s\": {rw_wall:.3}, \"randwrite_ios\": {}, \"randwrite_ios_per_wall_s\": {:.0}, \"steady_state_iops\": {steady_iops:.0}, \"waf\": {:.3}, \"total_wall_s\": {:.3}, \"steady_ios\": {}, \"steady_wall_s\": {steady_wall:.3}, \"steady_ios_per_wall_s\": {:.0}, \"steady_waf\": {:.3}, \"digest\": \"{digest:016x}\"}}",
         r.summary.write.ios,
         r.summary.write.ios as f64 / rw_wall,
         r.summary.write_amplification,

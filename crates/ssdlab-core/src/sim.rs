@@ -85,6 +85,40 @@ impl<E: Copy> Kernel<E> {
         });
     }
 
+    /// Take `n` insertion sequences now, in order, for events to be queued later with
+    /// [`Kernel::schedule_with_sequence`] (or never queued: a waiter that a batch handles
+    /// without an event of its own). Returns the first; every event queued afterwards comes
+    /// after them at equal times, exactly as if `n` events had been queued now.
+    #[inline]
+    pub fn take_sequences(&mut self, n: u64) -> u64 {
+        self.sequence += n;
+        self.sequence - n + 1
+    }
+
+    /// Queue `event` at `at` (not in the past) with a sequence taken earlier by
+    /// [`Kernel::take_sequences`] (and not used by another pending event): it is ordered among
+    /// the pending events as if queued when that sequence was taken.
+    #[inline]
+    pub fn schedule_with_sequence(&mut self, at: SimTime, sequence: u64, event: E) {
+        debug_assert!(at >= self.now, "event scheduled in the past");
+        debug_assert!(sequence <= self.sequence, "a sequence not taken yet");
+        self.heap.push(Entry {
+            at,
+            sequence,
+            event,
+        });
+    }
+
+    /// (time, insertion sequence) of the next event, if any: what decides whether something
+    /// kept outside the queue with a taken sequence comes before it.
+    #[inline]
+    pub fn peek_key(&self) -> Option<(SimTime, u64)> {
+        match self.next_source() {
+            LANES => self.heap.peek().map(|e| (e.at, e.sequence)),
+            lane => self.lanes[lane].front().map(|e| (e.at, e.sequence)),
+        }
+    }
+
     /// Queue an event of a kind that usually comes no earlier than the last one of its kind (a
     /// controller's dispatches, a die's program ends): `lane` (below [`LANES`]) is the kind's.
     /// It goes to the lane's FIFO when it keeps the FIFO sorted, to the heap otherwise. The

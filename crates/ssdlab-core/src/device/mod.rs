@@ -45,6 +45,9 @@ pub(crate) enum Event {
     ProgramDone(u32, u32),
     /// A die can start its next queued operation.
     DieReady(u32),
+    /// The first of the dies waiting for the active-die limit tries again (the scheduler's
+    /// power waits; one event stands for all of them, see `scheduler`).
+    PowerWake,
     /// All NAND reads of a read batch (a command slot's) are done.
     ReadReady(u32),
 }
@@ -159,6 +162,7 @@ impl Device {
             Event::Dispatch(slot) => c.dispatch(slot, &mut b),
             Event::Complete(slot) => c.complete(slot, b.kernel),
             Event::DieReady(die) => b.sched.die_ready(b.kernel, &mut c.processor, die),
+            Event::PowerWake => b.sched.power_wake(b.kernel, &mut c.processor),
             Event::ProgramDone(die, units) => c.program_done(die, units, &mut b),
             Event::ReadReady(slot) => c.read_ready(slot, &mut b),
         }

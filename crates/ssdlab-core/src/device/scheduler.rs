@@ -13,7 +13,9 @@
 //! events: `DieReady` (the die can start its next operation), `ProgramDone` (a host program
 //! ended: its buffer space is free) and `ReadReady` (the last NAND read of a read batch is
 //! out). A read batch is the controller's: an id it chooses (its command slot) and a count of
-//! reads the scheduler tracks until the last one ends.
+//! reads the scheduler tracks until the last one ends. Under a limit on the dies running at
+//! once (a power budget, thermal throttling), dies that must wait for a place are kept in
+//! [`PowerWaits`] behind one `PowerWake` event, not an event each.
 
 use super::processor::Processor;
 use super::Event;
@@ -40,7 +42,8 @@ struct DieQueue {
     ops: VecDeque<NandOp>,
     /// The die can start its next operation from then on.
     ready_at: SimTime,
-    /// A DieReady event for this die is in the event queue.
+    /// A wake-up for this die is pending: a DieReady event, or its place among the dies
+    /// waiting for the active-die limit (`PowerWaits`).
     wakeup_pending: bool,
     /// Host programs queued so far, and completed so far (FLUSH and FUA wait on these).
     host_programs_queued: u64,
@@ -77,6 +80,8 @@ pub(super) struct Scheduler {
     thermal_dies_max: Option<u32>,
     /// The dies whose array is busy, kept while a limit holds.
     active: ActiveDies,
+    /// Dies waiting for a place under that limit.
+    waits: PowerWaits,
 }
 
 impl Scheduler {
@@ -92,6 +97,7 @@ impl Scheduler {
             power_dies_max: None,
             thermal_dies_max: None,
             active: ActiveDies::default(),
+            waits: PowerWaits::new(dies),
         }
     }
 
@@ -167,27 +173,113 @@ impl Scheduler {
         }
     }
 
+    /// Keep waiting dies in [`PowerWaits`] (the default), or give each its own event (the
+    /// plain scheme, for tests that compare the two).
+    #[cfg(test)]
+    pub fn set_power_wait_batching(&mut self, on: bool) {
+        self.waits.batch = on;
+    }
+
+    /// Waiters moved to their next wake-up without an event of their own, and waiters given
+    /// a `DieReady` of their own as they were due before the first run, so far.
+    #[cfg(test)]
+    pub fn power_waiters_moved(&self) -> (u64, u64) {
+        (self.waits.moved, self.waits.out_of_order)
+    }
+
     /// The die is ready (event): start its next operation, if any.
     pub fn die_ready(&mut self, k: &mut Kernel<Event>, p: &mut Processor, die: u32) {
         self.dies[die as usize].wakeup_pending = false;
         self.start_next(k, p, die);
     }
 
-    fn start_next(&mut self, k: &mut Kernel<Event>, p: &mut Processor, die: u32) {
+    /// The first waiting die's turn (event): it tries again as `die_ready` would. If it has
+    /// to wait again, so do the waiters after it that the same instant's order puts before
+    /// any other event: all of them in one step (see [`PowerWaits`]).
+    pub fn power_wake(&mut self, k: &mut Kernel<Event>, p: &mut Processor) {
+        let now = k.now();
+        self.waits.wake_queued = false;
+        self.waits.waking = true;
+        let (die, was_busy) = self.waits.pop_front(now);
+        self.dies[die as usize].wakeup_pending = false;
+        if let (Some(at), Some(max)) = (self.start_next(k, p, die), self.active_dies_max) {
+            if !was_busy {
+                self.fail_waiters_before_next_event(k, now, at, max);
+            }
+        }
+        self.waits.waking = false;
+        self.waits.queue_wake(k);
+    }
+
+    /// The idle die before them had to wait for a place until `at`: the waiters next in
+    /// line at `now`, idle too, with nothing in between, find the same (the dies running and
+    /// the limit did not change) and wait until `at`, each taking its sequence as it would
+    /// have in its own step.
+    fn fail_waiters_before_next_event(
+        &mut self,
+        k: &mut Kernel<Event>,
+        now: SimTime,
+        at: SimTime,
+        max: u32,
+    ) {
+        // Up to the next other event (no `PowerWake` is queued meanwhile).
+        let limit = match k.peek_key() {
+            Some((t, sequence)) if t == now => sequence,
+            _ => u64::MAX,
+        };
+        let Some((head, tail, n)) = self.waits.take_idle_due(now, limit) else {
+            return;
+        };
+        #[cfg(debug_assertions)]
+        {
+            let mut die = head;
+            for _ in 0..n {
+                let d = &self.dies[die as usize];
+                assert!(!d.reads.is_empty() || !d.ops.is_empty());
+                assert!(!self.waits.busy[die as usize]);
+                assert_eq!(self.must_wait(die, now, max), Some(at));
+                die = self.waits.next[die as usize];
+            }
+            assert_eq!(die, NO_DIE);
+        }
+        let _ = max;
+        self.waits.moved += n;
+        let run = WaitRun {
+            at,
+            sequence: k.take_sequences(n),
+            len: n as u32,
+            busy: 0,
+            head,
+            tail,
+        };
+        // No `PowerWake` is queued now, so any place will do.
+        let placed = self.waits.insert(run);
+        debug_assert!(placed);
+    }
+
+    /// Start the die's next operation, if any. Returns when it is to try again, if the
+    /// limit on active dies made it wait.
+    fn start_next(
+        &mut self,
+        k: &mut Kernel<Event>,
+        p: &mut Processor,
+        die: u32,
+    ) -> Option<SimTime> {
         if let Some(max) = self.active_dies_max {
             let d = &self.dies[die as usize];
             if !d.reads.is_empty() || !d.ops.is_empty() {
-                if let Some(at) = self.must_wait(die, k.now(), max) {
+                let now = k.now();
+                if let Some(at) = self.must_wait(die, now, max) {
                     self.dies[die as usize].wakeup_pending = true;
-                    k.schedule(at, Event::DieReady(die));
-                    return;
+                    let busy = self.nand.die_free_at(die) > now;
+                    let sequence = k.take_sequences(1);
+                    self.waits.push_back(k, die, busy, at, sequence);
+                    return Some(at);
                 }
             }
         }
         let d = &mut self.dies[die as usize];
-        let Some(op) = d.reads.pop_front().or_else(|| d.ops.pop_front()) else {
-            return;
-        };
+        let op = d.reads.pop_front().or_else(|| d.ops.pop_front())?;
         let gc_data_ready = d.gc_data_ready;
         let now = k.now();
         let array_free_before = self.nand.die_free_at(die);
@@ -271,6 +363,7 @@ impl Scheduler {
                 k.schedule(ready_at, Event::DieReady(die));
             }
         }
+        None
     }
 
     /// Programs not complete at `now`, per die in order: started ones (array time running)
@@ -356,6 +449,180 @@ impl Scheduler {
         let b = &mut self.read_batches[batch as usize];
         b.pending -= 1;
         (b.pending == 0).then_some(b.ready)
+    }
+}
+
+/// The dies waiting for a place under the limit on active dies, each with the wake-up it
+/// would have as an event of its own: a `DieReady` at the time the first running die ends,
+/// with the sequence taken when it began to wait. Under a power budget most dies of a large
+/// drive wait at once (a sequential fill of micron-p320h-700: 2.8 billion such wake-ups, 33
+/// per die start), and at each end all of them wake, one takes the place and the others wait
+/// again for the next end.
+///
+/// Kept here instead, in the order of their wake-ups' keys (time, sequence), as runs: dies
+/// with one time and consecutive sequences, chained through `next`. One `PowerWake` event at
+/// the first waiter's key stands for all of them. When the first has to wait again, the idle
+/// waiters after it that come before the next other event would each do the same in turn:
+/// they are moved as whole runs, with the sequences each would have taken (see
+/// `Scheduler::power_wake`), whatever their number. The order of everything is the one the
+/// separate wake-ups gave. A waiter whose key would come before the first run's while its
+/// `PowerWake` is queued goes to the event queue as a `DieReady`, as before.
+#[derive(Clone, Debug)]
+struct PowerWaits {
+    /// Per die: the next die of its run (`NO_DIE`: the last).
+    next: Vec<u32>,
+    /// Per die: its array was busy when it began to wait (it may get a place with none
+    /// free: such a die is woken on its own).
+    busy: Vec<bool>,
+    /// In key order.
+    runs: VecDeque<WaitRun>,
+    /// The `PowerWake` for the first run's first die is queued.
+    wake_queued: bool,
+    /// `power_wake` is running: it queues the next `PowerWake` when done.
+    waking: bool,
+    /// Waiters kept here (false: every waiter has a `DieReady` of its own, the plain
+    /// scheme the tests compare against).
+    batch: bool,
+    /// Waiters moved to their next wake-up without an event of their own, so far.
+    moved: u64,
+    /// Waiters due before the first run while its `PowerWake` was queued (given a `DieReady`
+    /// of their own), so far.
+    out_of_order: u64,
+}
+
+const NO_DIE: u32 = u32::MAX;
+
+/// `len` waiters due at `at`, from `head` to `tail`, with sequences `sequence..sequence +
+/// len`; `busy` of them were busy when they began to wait.
+#[derive(Clone, Copy, Debug)]
+struct WaitRun {
+    at: SimTime,
+    sequence: u64,
+    len: u32,
+    busy: u32,
+    head: u32,
+    tail: u32,
+}
+
+impl PowerWaits {
+    fn new(dies: u32) -> Self {
+        PowerWaits {
+            next: vec![NO_DIE; dies as usize],
+            busy: vec![false; dies as usize],
+            runs: VecDeque::new(),
+            wake_queued: false,
+            waking: false,
+            batch: true,
+            moved: 0,
+            out_of_order: 0,
+        }
+    }
+
+    /// `die` waits until `at`, its place in line the `sequence` it took now (the newest).
+    fn push_back(
+        &mut self,
+        k: &mut Kernel<Event>,
+        die: u32,
+        busy: bool,
+        at: SimTime,
+        sequence: u64,
+    ) {
+        self.next[die as usize] = NO_DIE;
+        self.busy[die as usize] = busy;
+        let run = WaitRun {
+            at,
+            sequence,
+            len: 1,
+            busy: busy as u32,
+            head: die,
+            tail: die,
+        };
+        if !self.batch || !self.insert(run) {
+            // Before the first run, whose `PowerWake` is queued: an event of its own.
+            self.out_of_order += self.batch as u64;
+            k.schedule_with_sequence(at, sequence, Event::DieReady(die));
+            return;
+        }
+        self.queue_wake(k);
+    }
+
+    /// Put `run` (sequences newer than every waiting one) in its place: after every run due
+    /// no later, joined to the one before when it follows on. False if that place is first
+    /// while the first run's `PowerWake` is queued (nothing is changed then).
+    fn insert(&mut self, run: WaitRun) -> bool {
+        let mut i = self.runs.len();
+        while i > 0 && self.runs[i - 1].at > run.at {
+            i -= 1;
+        }
+        if i == 0 {
+            if self.wake_queued {
+                return false;
+            }
+            self.runs.push_front(run);
+            return true;
+        }
+        let before = &mut self.runs[i - 1];
+        if before.at == run.at && before.sequence + before.len as u64 == run.sequence {
+            self.next[before.tail as usize] = run.head;
+            before.tail = run.tail;
+            before.len += run.len;
+            before.busy += run.busy;
+        } else {
+            self.runs.insert(i, run);
+        }
+        true
+    }
+
+    /// The first waiter, its turn come at `now`.
+    fn pop_front(&mut self, now: SimTime) -> (u32, bool) {
+        let run = self.runs.front_mut().expect("a die waiting");
+        debug_assert_eq!(run.at, now);
+        let _ = now;
+        let die = run.head;
+        let busy = self.busy[die as usize];
+        run.head = self.next[die as usize];
+        run.sequence += 1;
+        run.len -= 1;
+        run.busy -= busy as u32;
+        if run.len == 0 {
+            self.runs.pop_front();
+        }
+        (die, busy)
+    }
+
+    /// Take the runs due at `now` whose sequences are below `limit` (the next other event's),
+    /// from the front, while none of their dies was busy: as one chain (head, tail, count), in
+    /// order. A run is taken whole or not at all: its sequences are consecutive, so no other
+    /// event's falls inside it.
+    fn take_idle_due(&mut self, now: SimTime, limit: u64) -> Option<(u32, u32, u64)> {
+        let mut chain: Option<(u32, u32, u64)> = None;
+        while let Some(&front) = self.runs.front() {
+            if front.at != now || front.busy > 0 || front.sequence >= limit {
+                break;
+            }
+            debug_assert!(front.sequence + front.len as u64 <= limit);
+            self.runs.pop_front();
+            let (head, tail, n) = (front.head, front.tail, front.len as u64);
+            chain = Some(match chain {
+                None => (head, tail, n),
+                Some((h, t, m)) => {
+                    self.next[t as usize] = head;
+                    (h, tail, m + n)
+                }
+            });
+        }
+        chain
+    }
+
+    /// Queue the `PowerWake` for the first waiter, if there is one and none is queued.
+    fn queue_wake(&mut self, k: &mut Kernel<Event>) {
+        if self.wake_queued || self.waking {
+            return;
+        }
+        if let Some(r) = self.runs.front() {
+            k.schedule_with_sequence(r.at, r.sequence, Event::PowerWake);
+            self.wake_queued = true;
+        }
     }
 }
 

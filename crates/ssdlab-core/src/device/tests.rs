@@ -1229,3 +1229,125 @@ fn loops_run_passes_as_one_job() {
     .unwrap_err();
     assert!(bad.starts_with("loops:"), "{bad}");
 }
+
+/// A 32-die drive whose power budget lets 6 dies run at once (most of them wait for a place
+/// whenever the write buffer holds work for all), hot enough to throttle part of the time.
+fn budget_bound() -> DriveConfig {
+    let mut cfg = example();
+    cfg.nand.channels = 4;
+    cfg.nand.dies = 32;
+    cfg.nand.blocks_per_plane = 24;
+    cfg.ftl.user_capacity_bytes = 1_100_000_000;
+    cfg.ftl.write_buffer_bytes = 8 << 20;
+    let power = crate::power::PowerConfig {
+        nand_vcc_v: 3.3,
+        nand_icc_read_ma: 25.0,
+        nand_icc_program_ma: 25.0,
+        nand_icc_erase_ma: 25.0,
+        nand_vccq_v: 1.8,
+        nand_iccq_io_ma: 20.0,
+        controller_busy_w: 0.5,
+        dram_pj_per_byte: 0.0,
+        idle_active_w: 0.3,
+        idle_partial_w: 0.3,
+        idle_slumber_w: 0.1,
+        idle_devsleep_w: 0.005,
+        partial_exit_us: 10.0,
+        slumber_exit_us: 10_000.0,
+        devsleep_exit_us: 20_000.0,
+        dipm_partial_after_us: 100.0,
+        dipm_slumber_after_us: 10_000.0,
+        // 0.8 W of idle and busy processor, 0.1185 W a die: 6 dies.
+        power_limit_w: Some(0.8 + 6.5 * 0.1185),
+    };
+    assert_eq!(power.dies_within(power.power_limit_w.unwrap()), 6);
+    cfg.power = Some(power);
+    // Badly cooled (time constant 10 s): throttling to a quarter of the dies comes and goes.
+    cfg.thermal = Some(crate::thermal::ThermalConfig {
+        ambient_c: 45.0,
+        airflow_m_per_s: 0.0,
+        resistance_still_air_c_per_w: 30.0,
+        capacitance_j_per_c: 0.33,
+        throttle_c: 62.0,
+        throttle_release_c: 60.0,
+        throttle_active_dies_pct: 12.5,
+    });
+    cfg
+}
+
+/// Dies waiting for a place under the power budget, kept in runs with one wake-up event for
+/// all (`scheduler::PowerWaits`), run exactly as with a wake-up event each: a timed fill, then
+/// mixed random reads and writes under garbage collection, with throttling changing the limit.
+#[test]
+fn power_waits_in_runs_give_the_run_of_a_wake_up_each() {
+    let once = |batch: bool| {
+        let mut dev = Device::new(&budget_bound(), 5).unwrap();
+        dev.sched.set_power_wait_batching(batch);
+        let fill = run(&mut dev, seq_fill_job());
+        let mixed = run(
+            &mut dev,
+            Job {
+                rw: "randrw".into(),
+                rwmixread: 30,
+                iodepth: 32,
+                runtime_s: Some(20.0),
+                time_based: true,
+                log_interval_s: 0.1,
+                ..Job::default()
+            },
+        );
+        dev.ftl.verify().unwrap();
+        let outcome = (
+            serde_json::to_string(&fill.summary).unwrap(),
+            serde_json::to_string(&fill.series).unwrap(),
+            serde_json::to_string(&mixed.summary).unwrap(),
+            serde_json::to_string(&mixed.series).unwrap(),
+            dev.ftl.state_digest(),
+            dev.now(),
+        );
+        (outcome, dev.sched.power_waiters_moved(), mixed)
+    };
+    let (batched, (moved, _), mixed) = once(true);
+    let (plain, moved_plain, _) = once(false);
+    // The budget and the heat did bind, and waiters were moved in runs.
+    let p = mixed.summary.power.as_ref().unwrap();
+    assert!(p.throttled_s.unwrap() > 0.0, "{p:?}");
+    assert!(moved > 10_000, "{moved}");
+    assert_eq!(moved_plain, (0, 0));
+    assert!(batched == plain, "runs of waiters changed the run");
+}
+
+/// A die due to try again before the first run of waiters (the limit rose, a short read ran,
+/// the limit fell again) gets a wake-up event of its own, and the dies start when and in the
+/// order they do with a wake-up each.
+#[test]
+fn a_waiter_due_before_the_first_run_is_woken_on_its_own() {
+    let once = |batch: bool| {
+        let mut dev = Device::new(&example(), 1).unwrap();
+        dev.sched.set_power_wait_batching(batch);
+        dev.sched.set_power_dies_max(Some(1));
+        let (c, b) = dev.parts();
+        let (k, sched, p) = (b.kernel, b.sched, &mut c.processor);
+        let erase = scheduler::NandOp::Erase { gc_victim: false };
+        let read = scheduler::NandOp::GcRead {
+            planes: 1,
+            bytes: 4096,
+            units: 1,
+        };
+        sched.enqueue(k, p, 0, erase); // runs until about 3.8 ms
+        sched.enqueue(k, p, 1, erase); // waits for die 0
+        sched.enqueue(k, p, 1, read);
+        sched.set_power_dies_max(Some(2));
+        sched.enqueue(k, p, 2, read); // room for it: ends after about 0.1 ms
+        sched.set_power_dies_max(Some(1));
+        sched.enqueue(k, p, 3, erase); // waits for die 2's read: before die 1's turn
+        sched.enqueue(k, p, 3, read);
+        while dev.step() {}
+        let ends: Vec<SimTime> = (0..4).map(|d| dev.sched.nand.die_free_at(d)).collect();
+        (ends, dev.now(), dev.sched.power_waiters_moved())
+    };
+    let (ends, now, (_, out_of_order)) = once(true);
+    assert_eq!(out_of_order, 1);
+    let (plain_ends, plain_now, _) = once(false);
+    assert_eq!((ends, now), (plain_ends, plain_now));
+}
