@@ -242,7 +242,7 @@ impl Scheduler {
             }
             assert_eq!(die, NO_DIE);
         }
-        let _ = max;
+        let _ = max; // read by the checks above only
         self.waits.moved += n;
         let run = WaitRun {
             at,
@@ -577,7 +577,6 @@ impl PowerWaits {
     fn pop_front(&mut self, now: SimTime) -> (u32, bool) {
         let run = self.runs.front_mut().expect("a die waiting");
         debug_assert_eq!(run.at, now);
-        let _ = now;
         let die = run.head;
         let busy = self.busy[die as usize];
         run.head = self.next[die as usize];

@@ -12,13 +12,46 @@ pub enum FreePool {
     /// Oldest-freed first.
     Fifo(VecDeque<u32>),
     /// Least-worn first (dynamic wear levelling); ties broken by block number.
-    LeastWorn(BinaryHeap<Reverse<(u32, u32)>>),
+    LeastWorn(LeastWorn),
+}
+
+/// (erase count, block) pairs, the least first. The pairs that came in increasing order (a
+/// fresh drive's blocks, all at erase count 0, in block order) wait in a queue, the others in
+/// a heap; the least is the first of the queue or the top of the heap. A sequential fill of
+/// micron-p320h-700 took 1.4M blocks from heaps of 4,000 (a pop: a dozen dependent loads, a
+/// microsecond, 5% of the fill); from the queue it is one load in order.
+#[derive(Clone, Debug, Default)]
+pub struct LeastWorn {
+    in_order: VecDeque<(u32, u32)>,
+    others: BinaryHeap<Reverse<(u32, u32)>>,
+}
+
+impl LeastWorn {
+    fn push(&mut self, key: (u32, u32)) {
+        if self.in_order.back().is_none_or(|&last| last < key) {
+            self.in_order.push_back(key);
+        } else {
+            self.others.push(Reverse(key));
+        }
+    }
+
+    fn pop(&mut self) -> Option<(u32, u32)> {
+        match (self.in_order.front(), self.others.peek()) {
+            (Some(&a), Some(&Reverse(b))) if b < a => self.others.pop().map(|Reverse(k)| k),
+            (Some(_), _) => self.in_order.pop_front(),
+            (None, _) => self.others.pop().map(|Reverse(k)| k),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.in_order.len() + self.others.len()
+    }
 }
 
 impl FreePool {
     pub fn new(least_worn: bool) -> Self {
         if least_worn {
-            FreePool::LeastWorn(BinaryHeap::new())
+            FreePool::LeastWorn(LeastWorn::default())
         } else {
             FreePool::Fifo(VecDeque::new())
         }
@@ -29,13 +62,13 @@ impl FreePool {
     pub fn push(&mut self, block: u32, erase_count: u32) {
         match self {
             FreePool::Fifo(q) => q.push_back(block),
-            FreePool::LeastWorn(h) => h.push(Reverse((erase_count, block))),
+            FreePool::LeastWorn(h) => h.push((erase_count, block)),
         }
     }
     pub fn pop(&mut self) -> Option<u32> {
         match self {
             FreePool::Fifo(q) => q.pop_front(),
-            FreePool::LeastWorn(h) => h.pop().map(|Reverse((_, b))| b),
+            FreePool::LeastWorn(h) => h.pop().map(|(_, b)| b),
         }
     }
     pub fn len(&self) -> u32 {
@@ -237,6 +270,44 @@ impl Buckets {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The least-worn pool gives its blocks in the order a heap of (erase count, block) does:
+    /// a fresh die's blocks in order, then blocks coming back with one more erase each, in and
+    /// out of order, interleaved with takes.
+    #[test]
+    fn least_worn_pool_pops_in_heap_order() {
+        let mut rng = crate::rng::Rng::new(11);
+        let mut pool = FreePool::new(true);
+        let mut reference = BinaryHeap::new();
+        let mut erase_count = vec![0u32; 500];
+        for b in 0..400 {
+            pool.push(b, 0);
+            reference.push(Reverse((0, b)));
+        }
+        let mut out = Vec::new();
+        for _ in 0..20_000 {
+            if rng.below(2) == 0 || reference.len() < 5 {
+                // A block not in the pool comes back erased once more.
+                let b = rng.below(500) as u32;
+                if reference.iter().any(|&Reverse((_, x))| x == b) {
+                    continue;
+                }
+                erase_count[b as usize] += 1;
+                pool.push(b, erase_count[b as usize]);
+                reference.push(Reverse((erase_count[b as usize], b)));
+            } else {
+                let want = reference.pop().map(|Reverse((_, b))| b);
+                assert_eq!(pool.pop(), want);
+                out.push(want);
+            }
+            assert_eq!(pool.len() as usize, reference.len());
+        }
+        assert!(out.len() > 5_000);
+        while let Some(Reverse((_, b))) = reference.pop() {
+            assert_eq!(pool.pop(), Some(b));
+        }
+        assert_eq!(pool.pop(), None);
+    }
 
     /// Blocks move between buckets, leave from the head, the middle and the tail of a list,
     /// and `min` gives the fewest-valid block, the most recently moved among ties.
