@@ -163,10 +163,7 @@ impl<E: Copy> Kernel<E> {
     /// Time of the next event, if any.
     #[inline]
     pub fn peek_time(&self) -> Option<SimTime> {
-        match self.next_source() {
-            LANES => self.heap.peek().map(|e| e.at),
-            lane => self.lanes[lane].front().map(|e| e.at),
-        }
+        self.peek_key().map(|(at, _)| at)
     }
 
     /// Remove the next event and move the clock to its time.
@@ -221,6 +218,26 @@ impl<E: Copy> Kernel<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sequences taken ahead order their events as if queued when taken, among events queued
+    /// before and after, whatever order they are queued in.
+    #[test]
+    fn events_with_sequences_taken_ahead_keep_their_place() {
+        let mut k = Kernel::default();
+        k.schedule(SimTime(10), 1);
+        let first = k.take_sequences(3);
+        k.schedule_in_lane(0, SimTime(10), 4);
+        k.schedule_with_sequence(SimTime(10), first + 1, 3);
+        assert_eq!(k.peek_key(), Some((SimTime(10), first - 1)));
+        k.schedule_with_sequence(SimTime(10), first, 2);
+        k.schedule_with_sequence(SimTime(5), first + 2, 0);
+        let mut order = Vec::new();
+        while let Some(e) = k.pop() {
+            order.push(e);
+        }
+        assert_eq!(order, vec![0, 1, 2, 3, 4]);
+        assert_eq!(k.peek_key(), None);
+    }
 
     #[test]
     fn fifo_and_heap_merge_in_time_then_insertion_order() {
