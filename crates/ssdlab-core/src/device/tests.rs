@@ -1240,25 +1240,12 @@ fn budget_bound() -> DriveConfig {
     cfg.ftl.user_capacity_bytes = 1_100_000_000;
     cfg.ftl.write_buffer_bytes = 8 << 20;
     let power = crate::power::PowerConfig {
-        nand_vcc_v: 3.3,
-        nand_icc_read_ma: 25.0,
-        nand_icc_program_ma: 25.0,
-        nand_icc_erase_ma: 25.0,
-        nand_vccq_v: 1.8,
         nand_iccq_io_ma: 20.0,
-        controller_busy_w: 0.5,
-        dram_pj_per_byte: 0.0,
         idle_active_w: 0.3,
         idle_partial_w: 0.3,
-        idle_slumber_w: 0.1,
-        idle_devsleep_w: 0.005,
-        partial_exit_us: 10.0,
-        slumber_exit_us: 10_000.0,
-        devsleep_exit_us: 20_000.0,
-        dipm_partial_after_us: 100.0,
-        dipm_slumber_after_us: 10_000.0,
         // 0.8 W of idle and busy processor, 0.1185 W a die: 6 dies.
         power_limit_w: Some(0.8 + 6.5 * 0.1185),
+        ..crate::power::tests::cfg()
     };
     assert_eq!(power.dies_within(power.power_limit_w.unwrap()), 6);
     cfg.power = Some(power);
