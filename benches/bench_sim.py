@@ -11,8 +11,13 @@ no NAND and no FTL state, so their rate is the floor cost of the event loop and 
 that every IO pays; (a) divided by it shows what the FTL and NAND model cost on top.
 The same is measured on `--compare`: the ratio of wall nanoseconds per NAND unit operation
 (host write or GC copy) of the two drives shows whether the cost is flat in drive size.
+(c) a timed sequential fill under a power budget that binds (`--budget`, micron-p320h-700: 126
+    of its 512 dies may run at once) against the same fill of a drive of that line whose budget
+    does not bind (`--unbound`, micron-p320h-175), in wall nanoseconds per 128 KiB write: dies
+    waiting for a place should cost no more than running ones (on 2026-11-26 the ratio went
+    from about 7 to under 2 when the waiting dies stopped having an event each).
 The Rust example `steady` (crates/ssdlab-core/examples/steady.rs) measures steady state alone,
-with a digest of the results to compare two builds.
+with a digest of the results to compare two builds (`consistency` the same for the fill).
 """
 
 from __future__ import annotations
@@ -76,6 +81,16 @@ def measure(name: str, runtime: float, steady_s: float) -> dict:
     }
 
 
+def fill_ns_per_write(name: str) -> tuple[float, dict]:
+    """(c): wall nanoseconds per write of a timed 128 KiB QD32 sequential fill, and its summary."""
+    drive = ssdlab.Drive.open(name)
+    pre, wall = timed(lambda: drive.precondition("fill"))
+    ios = pre.summary["write"]["ios"]
+    return wall * 1e9 / ios, {"drive": name, "fill_ios": ios, "fill_wall_s": round(wall, 2),
+                              "fill_ns_per_write": round(wall * 1e9 / ios),
+                              "fill_simulated_s": round(pre.summary["elapsed_s"], 1)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--drive", default="crucial-m500-960")
@@ -83,6 +98,8 @@ def main() -> None:
                     help="a second drive whose cost per NAND unit operation is compared (flat in size); '' for none")
     ap.add_argument("--runtime", type=float, default=2000.0)
     ap.add_argument("--steady", type=float, default=200.0)
+    ap.add_argument("--budget", default="micron-p320h-700", help="a drive whose power budget binds, for (c); '' for none")
+    ap.add_argument("--unbound", default="micron-p320h-175", help="the baseline for (c): a drive whose budget does not bind")
     args = ap.parse_args()
 
     figures = measure(args.drive, args.runtime, args.steady)
@@ -94,6 +111,11 @@ def main() -> None:
         flat = "met" if ratio <= FLAT_WITHIN else "NOT met"
         print(f"cost per NAND unit operation, {args.drive} / {args.compare}: {ratio:.2f}  "
               f"target <= {FLAT_WITHIN} (flat)  {flat}")
+    if args.budget:
+        bound, bound_fig = fill_ns_per_write(args.budget)
+        free, free_fig = fill_ns_per_write(args.unbound)
+        print(json.dumps([bound_fig, free_fig], indent=2))
+        print(f"timed fill, wall per write, {args.budget} (budget binds) / {args.unbound}: {bound / free:.2f}")
     for key, target in TARGETS.items():
         value = figures[key]
         ok = value >= target if key.endswith("per_wall_s") else value <= target
