@@ -51,7 +51,7 @@ pub struct Kernel<E> {
 }
 
 /// FIFO lanes beside the heap (see [`Kernel::schedule_in_lane`]).
-pub const LANES: usize = 4;
+pub const LANES: usize = 5;
 
 impl<E> Default for Kernel<E> {
     fn default() -> Self {

@@ -281,7 +281,8 @@ impl Controller {
                     f.rewritten(s.next_unit..s.end_unit);
                 }
                 let end = self.host.to_device(now, now, 0, true);
-                b.kernel.schedule(end, Event::Complete(slot));
+                b.kernel
+                    .schedule_in_lane(super::LANE_COMPLETE, end, Event::Complete(slot));
             }
             IoKind::Flush => {
                 let (ftl, mut flash) = b.ftl_and_flash(&mut self.processor);
@@ -441,7 +442,8 @@ impl Controller {
         match s.io.kind {
             IoKind::Read => {
                 let end = self.host.to_host(now, now, s.io.length_bytes, true);
-                b.kernel.schedule(end, Event::Complete(slot));
+                b.kernel
+                    .schedule_in_lane(super::LANE_COMPLETE, end, Event::Complete(slot));
             }
             _ => {
                 // Read-modify-write data is in: the write can take buffer space.
@@ -511,7 +513,8 @@ impl Controller {
                     self.slots[slot as usize].rmw_ready = arrived;
                     self.wait_for_programs(slot, b);
                 } else {
-                    b.kernel.schedule(arrived, Event::Complete(slot));
+                    b.kernel
+                        .schedule_in_lane(super::LANE_COMPLETE, arrived, Event::Complete(slot));
                 }
             }
         }
@@ -549,7 +552,8 @@ impl Controller {
             } else {
                 at
             };
-            b.kernel.schedule(end, Event::Complete(slot));
+            b.kernel
+                .schedule_in_lane(super::LANE_COMPLETE, end, Event::Complete(slot));
         }
     }
 
