@@ -42,6 +42,9 @@ pub struct GapTimeline {
     /// (start, end) of reserved intervals; those from `head` on end after the last `now` seen.
     busy: Vec<(u64, u64)>,
     head: usize,
+    /// Intervals this close (ns between them) are kept as one: 0 joins only those that touch;
+    /// see [`GapTimeline::with_min_duration`].
+    short_gap_max: u64,
     /// Busy nanoseconds reserved in total (utilisation counter).
     pub busy_ns_total: u64,
 }
@@ -50,6 +53,19 @@ pub struct GapTimeline {
 const GAP_TIMELINE_INTERVALS_MAX: usize = 1 << 22;
 
 impl GapTimeline {
+    /// A timeline whose every reservation lasts at least `min`: a gap shorter than that can
+    /// never be used, so intervals that close are kept as one, which gives the same answers
+    /// with fewer intervals to search and pass over. The controller's processor: its host
+    /// commands landed among many short gaps between garbage collection's copies (on
+    /// micron-p320h-175 a reservation passed over 3.2 intervals on average, and a quarter
+    /// landed 21 or more intervals back).
+    pub fn with_min_duration(min: SimDuration) -> GapTimeline {
+        GapTimeline {
+            short_gap_max: min.0.saturating_sub(1),
+            ..GapTimeline::default()
+        }
+    }
+
     /// Reserve `duration` at the first gap at or after `earliest`; `now` (the current decision
     /// time, non-decreasing between calls) lets intervals in the past be dropped. Returns the
     /// start time.
@@ -60,13 +76,17 @@ impl GapTimeline {
             self.head += 1;
         }
         let dur = duration.0;
+        debug_assert!(
+            self.short_gap_max == 0 || dur > self.short_gap_max,
+            "a reservation shorter than the timeline's minimum"
+        );
         self.busy_ns_total += dur;
         let start = earliest.0;
         // Most transfers go after everything reserved so far: append (or extend the last).
         if dur > 0 {
             let live = self.head < self.busy.len();
             match self.busy.last_mut() {
-                Some(last) if live && last.1 == start => {
+                Some(last) if live && last.1 <= start && start - last.1 <= self.short_gap_max => {
                     last.1 = start + dur;
                     return earliest;
                 }
@@ -118,15 +138,15 @@ impl GapTimeline {
             start = start.max(live[at].1);
             at += 1;
         }
-        // Merge with neighbours that end where this starts or start where it ends, to keep the
-        // vector short.
+        // Merge with neighbours that end where this starts or start where it ends (or leave a
+        // gap too short for any reservation), to keep the vector short.
         let mut end = start + dur;
         let at = self.head + at;
-        if at < self.busy.len() && self.busy[at].0 == end {
+        if at < self.busy.len() && self.busy[at].0 - end <= self.short_gap_max {
             end = self.busy[at].1;
             self.busy.remove(at);
         }
-        if at > self.head && self.busy[at - 1].1 == start {
+        if at > self.head && start - self.busy[at - 1].1 <= self.short_gap_max {
             self.busy[at - 1].1 = end;
         } else {
             self.busy.insert(at, (start, end));
@@ -182,6 +202,30 @@ mod tests {
             g.reserve(t(i * 10), t(i * 10), d(5));
         }
         assert!(g.intervals().len() <= 1);
+    }
+
+    /// With a minimum duration, gaps too short to use are joined: the same answers as without,
+    /// from fewer intervals.
+    #[test]
+    fn joining_unusable_gaps_keeps_the_answers() {
+        let mut rng = crate::rng::Rng::new(11);
+        let min = 25;
+        let (mut joined, mut plain) = (
+            GapTimeline::with_min_duration(d(min)),
+            GapTimeline::default(),
+        );
+        let (mut now, mut fewer) = (0, 0);
+        for _ in 0..100_000 {
+            now += rng.below(80);
+            let earliest = now + rng.below(1000);
+            let dur = min + rng.below(10);
+            let a = joined.reserve(t(now), t(earliest), d(dur));
+            assert_eq!(a, plain.reserve(t(now), t(earliest), d(dur)));
+            assert!(joined.intervals().len() <= plain.intervals().len());
+            fewer += (joined.intervals().len() < plain.intervals().len()) as u32;
+        }
+        assert_eq!(joined.busy_ns_total, plain.busy_ns_total);
+        assert!(fewer > 10_000, "gaps were joined {fewer} times");
     }
 
     /// The deque gives the tree's answers: random reservations against a BTreeMap model of

@@ -38,8 +38,16 @@ pub struct Processor {
 
 impl Processor {
     pub fn new(cfg: &ControllerConfig) -> Processor {
+        // Every reservation on the processor lasts at least this long (a command, one unit's
+        // copy, a victim's bookkeeping; 0 when one of them costs nothing).
+        let mut shortest = cfg.command_ns + cfg.read_extra_ns.min(cfg.write_extra_ns);
+        for per in [cfg.gc_copy_ns_per_unit, cfg.gc_victim_ns] {
+            if per > 0 {
+                shortest = shortest.min(per);
+            }
+        }
         Processor {
-            timeline: GapTimeline::default(),
+            timeline: GapTimeline::with_min_duration(SimDuration(shortest)),
             gc_copy_per_unit: SimDuration(cfg.gc_copy_ns_per_unit),
             gc_victim: SimDuration(cfg.gc_victim_ns),
             read_command: SimDuration(cfg.command_ns + cfg.read_extra_ns),
