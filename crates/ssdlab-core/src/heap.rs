@@ -20,7 +20,7 @@ pub(crate) trait Keyed {
 
 /// The lesser of two (index, key) pairs.
 #[inline(always)]
-fn min_of(a: usize, ka: u128, b: usize, kb: u128) -> (usize, u128) {
+pub(crate) fn min_of(a: usize, ka: u128, b: usize, kb: u128) -> (usize, u128) {
     if kb < ka {
         (b, kb)
     } else {
