@@ -63,8 +63,9 @@ pub(crate) const LANE_DIE_QUEUED: usize = 2;
 /// A die ready again after starting a program.
 pub(crate) const LANE_DIE_AFTER_PROGRAM: usize = 3;
 /// Command completions: writes complete in admission order as their data crosses the host
-/// link (every one of micron-p320h-175's and crucial-m500-960's in GC steady state came in
-/// time order), one heap push and pop fewer per host write.
+/// link (every one of micron-p320h-175's and crucial-m500-960's write completions in GC steady
+/// state came in time order), one heap push and pop fewer per host write. Reads, trims and
+/// flushes complete through it too; one that comes out of order goes to the heap.
 pub(crate) const LANE_COMPLETE: usize = 4;
 
 /// The stages of [`Device::prefetch_ahead`], farthest first: each loads what the one before
