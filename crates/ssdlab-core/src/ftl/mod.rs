@@ -481,7 +481,10 @@ impl Ftl {
             }
             let run = (self.geometry.units_per_pu - ob.fill - 1).min(end - lba);
             for l in lba..lba + run {
-                self.invalidate(Lba(l));
+                // A sequential fill writes units never written: skip the call.
+                if !self.map.lookup(Lba(l)).is_none() {
+                    self.invalidate(Lba(l));
+                }
                 self.place(self.host_die, Stream::Host, Lba(l));
                 self.map_updated(Lba(l), sink);
             }
