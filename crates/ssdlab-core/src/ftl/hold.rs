@@ -29,8 +29,10 @@ pub(super) struct EraseHold {
     pins: Vec<u32>,
     /// Per die: the blocks pinned by units in its open host PU (one entry per unit).
     open: Vec<Vec<u32>>,
-    /// Per die: the pins of its host programs issued and not done, in issue order.
-    issued: Vec<VecDeque<Vec<u32>>>,
+    /// Per die: how many pins each of its host programs issued and not done holds, in
+    /// issue order, and those pins' blocks, one after another in the same order.
+    issued: Vec<VecDeque<u32>>,
+    issued_blocks: Vec<VecDeque<u32>>,
     /// Collected victims (nothing valid left) whose erase waits for their pins.
     pub waiting: Vec<u32>,
     /// A victim waits on units still in open PUs: program those PUs.
@@ -46,6 +48,7 @@ impl EraseHold {
             pins: vec![0; blocks],
             open: vec![Vec::new(); dies],
             issued: vec![VecDeque::new(); dies],
+            issued_blocks: vec![VecDeque::new(); dies],
             waiting: Vec::new(),
             flush_wanted: false,
             outstanding: 0,
@@ -57,6 +60,7 @@ impl EraseHold {
         self.pins.fill(0);
         self.open.iter_mut().for_each(Vec::clear);
         self.issued.iter_mut().for_each(VecDeque::clear);
+        self.issued_blocks.iter_mut().for_each(VecDeque::clear);
         self.waiting.clear();
         self.flush_wanted = false;
         self.outstanding = 0;
@@ -74,12 +78,15 @@ impl EraseHold {
     /// it is untimed (on the NAND at once), are released now.
     #[inline]
     pub fn issued(&mut self, die: u32, timed: bool) {
-        let pins = std::mem::take(&mut self.open[die as usize]);
+        let open = &mut self.open[die as usize];
         if timed {
-            self.issued[die as usize].push_back(pins);
+            self.issued[die as usize].push_back(open.len() as u32);
+            if !open.is_empty() {
+                self.issued_blocks[die as usize].extend(open.drain(..));
+            }
         } else {
-            self.outstanding -= pins.len() as u64;
-            for b in pins {
+            self.outstanding -= open.len() as u64;
+            for b in open.drain(..) {
                 self.pins[b as usize] -= 1;
             }
         }
@@ -88,11 +95,13 @@ impl EraseHold {
     /// `die`'s oldest host program not yet done is done: its pins go. Returns the waiting
     /// blocks that nothing pins any more (taken out of `waiting`).
     pub fn program_done(&mut self, die: u32) -> Vec<u32> {
-        let Some(pins) = self.issued[die as usize].pop_front() else {
+        let Some(count) = self.issued[die as usize].pop_front() else {
             return Vec::new();
         };
-        self.outstanding -= pins.len() as u64;
-        for &b in &pins {
+        self.outstanding -= count as u64;
+        let blocks = &mut self.issued_blocks[die as usize];
+        for _ in 0..count {
+            let b = blocks.pop_front().expect("a pin per count");
             self.pins[b as usize] -= 1;
         }
         if self.waiting.is_empty() {

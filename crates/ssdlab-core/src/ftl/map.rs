@@ -243,6 +243,30 @@ impl Map {
         self.mapped_units += 1;
     }
 
+    /// [`Map::map`] of `n` logical units from `lba` on, in order, to the `n` physical units
+    /// from `ppn` on, all in `block`: a host command's units filling an open PU (one stream
+    /// of each table, the block's count once).
+    #[inline]
+    pub fn map_run(&mut self, Lba(lba): Lba, Ppn(ppn): Ppn, n: u32, block: u32) {
+        let (lbas, ppns) = (
+            lba as usize..(lba + n) as usize,
+            ppn as usize..(ppn + n) as usize,
+        );
+        debug_assert!(self.l2p.0[lbas.clone()].iter().all(|&raw| !raw == UNMAPPED));
+        debug_assert!(self.p2l.0[ppns.clone()].iter().all(|&raw| !raw == UNMAPPED));
+        debug_assert_eq!(self.units_per_block.quotient(ppn + n.max(1) - 1), block);
+        for (to, from) in self.l2p.0[lbas].iter_mut().zip(ppn..ppn + n) {
+            *to = !from;
+        }
+        for (to, from) in self.p2l.0[ppns].iter_mut().zip(lba..lba + n) {
+            *to = !from;
+        }
+        // As `map`'s: the line two ahead of the run's last reverse entry.
+        crate::mem::prefetch(&self.p2l.0, (ppn + n) as usize + 31);
+        self.valid[block as usize] += n;
+        self.mapped_units += n as u64;
+    }
+
     /// Take `lba` off the map: its copy goes stale. None if it was not mapped.
     #[inline]
     pub fn unmap(&mut self, Lba(lba): Lba) -> Option<Unmapped> {

@@ -480,13 +480,23 @@ impl Ftl {
                 continue;
             }
             let run = (self.geometry.units_per_pu - ob.fill - 1).min(end - lba);
+            // What `write_unit` does for each, kind by kind: the old copies go stale (a
+            // sequential fill's units have none), the run is mapped to the PU's next units,
+            // the journal notes it. The order changes nothing: going stale touches the old
+            // copies, their blocks' counts and victim buckets (the open block is in none),
+            // mapping the new units and the open block's count, and only the journal calls
+            // the sink.
             for l in lba..lba + run {
-                // A sequential fill writes units never written: skip the call.
-                if !self.map.lookup(Lba(l)).is_none() {
-                    self.invalidate(Lba(l));
-                }
-                self.place(self.host_die, Stream::Host, Lba(l));
-                self.map_updated(Lba(l), sink);
+                self.invalidate(Lba(l));
+            }
+            let ppn = ob.pu_first_ppn(&self.geometry) + ob.fill;
+            self.map.map_run(Lba(lba), Ppn(ppn), run, ob.block);
+            let open = &mut self.dies[self.host_die as usize].host;
+            open.fill += run;
+            open.host_fill += run;
+            if self.persist.enabled() {
+                self.persist
+                    .note_updates(lba..lba + run, &mut self.counters, sink);
             }
             self.counters.host_units_written += run as u64;
             lba += run;

@@ -136,6 +136,36 @@ impl Persistence {
         }
     }
 
+    /// `note_update` of each logical unit of `lbas`, in order: the map pages they dirty are
+    /// marked once per journal page the run fills (a checkpoint starting at a full journal
+    /// page clears the marks of the units before it, as one at a time would).
+    #[inline]
+    pub fn note_updates<S: NandSink>(
+        &mut self,
+        lbas: std::ops::Range<u32>,
+        c: &mut FtlCounters,
+        sink: &mut S,
+    ) {
+        let mut lba = lbas.start;
+        while lba < lbas.end {
+            let take = (self.records_per_page - self.records).min(lbas.end - lba);
+            let first = self.units_per_map_page.quotient(lba);
+            let last = self.units_per_map_page.quotient(lba + take - 1);
+            for page in first as usize..=last as usize {
+                let (word, bit) = (page / 64, 1u64 << (page % 64));
+                if self.dirty[word] & bit == 0 {
+                    self.dirty[word] |= bit;
+                    self.dirty_pages += 1;
+                }
+            }
+            self.records += take;
+            lba += take;
+            if self.records == self.records_per_page {
+                self.journal_page_full(c, sink);
+            }
+        }
+    }
+
     #[inline(never)]
     fn journal_page_full<S: NandSink>(&mut self, c: &mut FtlCounters, sink: &mut S) {
         self.records = 0;
@@ -201,5 +231,84 @@ impl Persistence {
                 c.meta_blocks_erased += 1;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::tests::small;
+    use crate::divisor::Divisor;
+    use crate::ftl::GcRead;
+    use crate::rng::Rng;
+
+    /// The metadata programs and erases, in order.
+    #[derive(Default)]
+    struct Log(Vec<(u32, u32, bool)>);
+
+    impl NandSink for Log {
+        fn program(&mut self, die: u32, p: Program) {
+            self.0.push((die, p.planes, false));
+        }
+        fn gc_read(&mut self, _: u32, _: GcRead) {}
+        fn erase(&mut self, die: u32, _: bool) {
+            self.0.push((die, 0, true));
+        }
+    }
+
+    /// `note_updates` of a run is `note_update` of each of its units: the same dirty map
+    /// pages, journal and checkpoint state and metadata programs, with runs that straddle
+    /// map pages and journal pages (3 units per map page, 5 records per journal page, a
+    /// checkpoint every 2 journal pages: a checkpoint often starts inside a run).
+    #[test]
+    fn a_run_is_its_units_one_at_a_time() {
+        let mut cfg = small();
+        cfg.ftl.map_journal_entry_bytes = 8;
+        cfg.ftl.map_checkpoint_journal_pages = 2;
+        cfg.ftl.map_blocks_per_die = 2;
+        let g = cfg.validate().unwrap();
+        let mut one = Persistence::new(&cfg.ftl, &g);
+        one.records_per_page = 5;
+        one.units_per_map_page = Divisor::new(3);
+        let units = 3000u32;
+        one.dirty = vec![0; (units / 3).div_ceil(64) as usize];
+        let mut run = one.clone();
+        let (mut c_one, mut c_run) = (FtlCounters::default(), FtlCounters::default());
+        let (mut log_one, mut log_run) = (Log::default(), Log::default());
+        let mut rng = Rng::new(3);
+        let mut checkpoints_inside = 0;
+        for _ in 0..20_000 {
+            let n = rng.below(12) as u32;
+            let first = rng.below((units - n) as u64) as u32;
+            let before = c_run.map_checkpoints;
+            run.note_updates(first..first + n, &mut c_run, &mut log_run);
+            for lba in first..first + n {
+                one.note_update(lba, &mut c_one, &mut log_one);
+                assert_eq!(
+                    one.dirty_pages,
+                    one.dirty.iter().map(|w| w.count_ones()).sum::<u32>()
+                );
+            }
+            checkpoints_inside += (c_run.map_checkpoints > before && run.dirty_pages > 0) as u32;
+            assert_eq!(
+                (&run.dirty, run.dirty_pages, run.records, run.journal_pages),
+                (&one.dirty, one.dirty_pages, one.records, one.journal_pages)
+            );
+            assert_eq!(
+                (
+                    run.checkpoint_backlog,
+                    run.checkpoint_step,
+                    run.pending_pages
+                ),
+                (
+                    one.checkpoint_backlog,
+                    one.checkpoint_step,
+                    one.pending_pages
+                )
+            );
+        }
+        assert!(checkpoints_inside > 100, "{checkpoints_inside}");
+        assert_eq!(log_run.0, log_one.0);
+        assert_eq!(c_run, c_one);
     }
 }

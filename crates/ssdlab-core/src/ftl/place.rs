@@ -7,9 +7,17 @@ use super::*;
 
 impl Ftl {
     /// The current copy of `lba` (if any) goes stale; a sealed block's place among the
-    /// greedy victim candidates follows its valid count down.
-    #[inline]
+    /// greedy victim candidates follows its valid count down. Whether there is one is
+    /// checked in line (a sequential fill's units have none).
+    #[inline(always)]
     pub(super) fn invalidate(&mut self, lba: Lba) {
+        if !self.map.lookup(lba).is_none() {
+            self.invalidate_mapped(lba);
+        }
+    }
+
+    #[inline(never)]
+    fn invalidate_mapped(&mut self, lba: Lba) {
         let Some(u) = self.map.unmap(lba) else {
             return;
         };
