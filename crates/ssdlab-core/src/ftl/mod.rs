@@ -437,11 +437,11 @@ impl Ftl {
     }
 
     /// Write `count` logical units from `first.lba` on, of one host command (its tag and data
-    /// arrival in `first`), in order: exactly what `write_unit` on each does. After a unit that leaves the host PU partly filled, the units
-    /// that fill it further (all but its last) are placed in a tight loop: nothing else
-    /// happens between them (no allocation, program or collection; those come with the PU's
-    /// first and last units, which take the general path). Not with a journal (the NBD
-    /// store), which takes the general path throughout.
+    /// arrival in `first`), in order: exactly what `write_unit` on each does. Without a
+    /// journal (the simulator; the NBD store keeps one and takes `write_unit` throughout),
+    /// the units going into an open host PU are written as one run ([`Ftl::write_run`]);
+    /// a unit that needs a new block (allocation may collect) goes alone, and so does a
+    /// lone unit (a random write's: `write_unit` is cheaper for one).
     ///
     /// Returns the units written: all of them, unless the erase hold ([`hold`]) makes the
     /// host wait (a die needs a block for host data, has fewer than two free, and collecting
@@ -458,10 +458,20 @@ impl Ftl {
         let mut lba = first;
         // The erase hold can make the host wait only where data is kept (a journal) and time runs.
         let may_wait = self.hold.enabled && self.map.records_changes() && sink.timed();
+        let runs = count > 1 && !self.map.records_changes();
         while lba < end {
             if may_wait && self.host_must_wait() {
                 self.program_pinned_pus(sink);
                 return lba - first;
+            }
+            if runs {
+                let ob = self.dies[self.host_die as usize].host;
+                let run = (self.geometry.units_per_pu - ob.fill).min(end - lba);
+                if run > 1 && ob.block != NONE {
+                    self.write_run(lba..lba + run, data_ready, sink);
+                    lba += run;
+                    continue;
+                }
             }
             self.write_unit(
                 HostWrite {
@@ -472,36 +482,47 @@ impl Ftl {
                 sink,
             );
             lba += 1;
-            if self.map.records_changes() || lba == end {
-                continue;
-            }
-            let ob = self.dies[self.host_die as usize].host;
-            if ob.block == NONE || ob.fill == 0 {
-                continue;
-            }
-            let run = (self.geometry.units_per_pu - ob.fill - 1).min(end - lba);
-            // What `write_unit` does for each, kind by kind: the old copies go stale (a
-            // sequential fill's units have none), the run is mapped to the PU's next units,
-            // the journal notes it. The order changes nothing: going stale touches the old
-            // copies, their blocks' counts and victim buckets (the open block is in none),
-            // mapping the new units and the open block's count, and only the journal calls
-            // the sink.
-            for l in lba..lba + run {
-                self.invalidate(Lba(l));
-            }
-            let ppn = ob.pu_first_ppn(&self.geometry) + ob.fill;
-            self.map.map_run(Lba(lba), Ppn(ppn), run, ob.block);
-            let open = &mut self.dies[self.host_die as usize].host;
-            open.fill += run;
-            open.host_fill += run;
-            if self.persist.enabled() {
-                self.persist
-                    .note_updates(lba..lba + run, &mut self.counters, sink);
-            }
-            self.counters.host_units_written += run as u64;
-            lba += run;
         }
         count
+    }
+
+    /// `write_unit` of each of `lbas` (no journal), which all go into the open PU of the host
+    /// die (there is one, with room for them all): kind by kind, not unit by unit. The old
+    /// copies go stale, the run is mapped to the PU's next units, the journal of map changes
+    /// notes them, and when they fill the PU it is programmed before the last unit's note,
+    /// as one at a time would. The order within a kind is theirs, and between kinds changes
+    /// nothing: going stale touches the old copies, their blocks' counts and victim buckets
+    /// (the open block is in none), mapping the new units and the open block's count, and
+    /// only the program and the journal call the sink.
+    fn write_run<S: NandSink>(
+        &mut self,
+        lbas: std::ops::Range<u32>,
+        data_ready: SimTime,
+        sink: &mut S,
+    ) {
+        let die = self.host_die;
+        let n = lbas.end - lbas.start;
+        for l in lbas.clone() {
+            self.invalidate(Lba(l));
+        }
+        let ob = &mut self.dies[die as usize].host;
+        let ppn = ob.pu_first_ppn(&self.geometry) + ob.fill;
+        ob.data_ready = ob.data_ready.max(data_ready);
+        ob.fill += n;
+        ob.host_fill += n;
+        let (block, full) = (ob.block, ob.fill == self.geometry.units_per_pu);
+        self.map.map_run(Lba(lbas.start), Ppn(ppn), n, block);
+        let before_program = lbas.end - full as u32;
+        self.counters.host_units_written += (before_program - lbas.start) as u64;
+        if self.persist.enabled() {
+            self.persist
+                .note_updates(lbas.start..before_program, &mut self.counters, sink);
+        }
+        if full {
+            self.program_pu(die, Stream::Host, sink);
+            self.counters.host_units_written += 1;
+            self.map_updated(Lba(before_program), sink);
+        }
     }
 
     /// The erase hold makes the host wait: the next host unit needs a new block on a die with

@@ -549,9 +549,14 @@ impl NandSink for OpLog {
 
 /// `write_units` (the batched host write) is `write_unit` on each unit: the same flash
 /// operations in the same order, the same maps, counts and counters, with collection and
-/// map persistence running, over commands of every length.
+/// map persistence running, over commands of every length; with program failures too.
 #[test]
 fn write_units_equals_unit_by_unit() {
+    write_units_equal_unit_by_unit(0.0);
+    write_units_equal_unit_by_unit(0.002);
+}
+
+fn write_units_equal_unit_by_unit(program_fail: f64) {
     let mut cfg = small();
     cfg.ftl.map_journal_entry_bytes = 8;
     cfg.ftl.map_checkpoint_journal_pages = 4;
@@ -562,6 +567,8 @@ fn write_units_equals_unit_by_unit() {
         g.logical_units as u32
     };
     let (mut a, mut b) = (ftl_of(&cfg, 5), ftl_of(&cfg, 5));
+    a.set_faults(program_fail, 0.0, 7);
+    b.set_faults(program_fail, 0.0, 7);
     let (mut log_a, mut log_b) = (OpLog::default(), OpLog::default());
     let mut rng = Rng::new(9);
     for i in 0..20_000u64 {
@@ -584,6 +591,7 @@ fn write_units_equals_unit_by_unit() {
         }
     }
     assert!(a.counters.gc_units_copied > 0 && a.counters.meta_journal_pages > 0);
+    assert_eq!(a.counters.program_failures > 0, program_fail > 0.0);
     assert_eq!(log_a.0, log_b.0);
     assert_eq!(a.counters, b.counters);
     assert_eq!(
