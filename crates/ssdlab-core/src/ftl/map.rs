@@ -255,11 +255,11 @@ impl Map {
         debug_assert!(self.l2p.0[lbas.clone()].iter().all(|&raw| !raw == UNMAPPED));
         debug_assert!(self.p2l.0[ppns.clone()].iter().all(|&raw| !raw == UNMAPPED));
         debug_assert_eq!(self.units_per_block.quotient(ppn + n.max(1) - 1), block);
-        for (to, from) in self.l2p.0[lbas].iter_mut().zip(ppn..ppn + n) {
-            *to = !from;
+        for (i, to) in self.l2p.0[lbas].iter_mut().enumerate() {
+            *to = !(ppn + i as u32);
         }
-        for (to, from) in self.p2l.0[ppns].iter_mut().zip(lba..lba + n) {
-            *to = !from;
+        for (i, to) in self.p2l.0[ppns].iter_mut().enumerate() {
+            *to = !(lba + i as u32);
         }
         // As `map`'s: the line two ahead of the run's last reverse entry.
         crate::mem::prefetch(&self.p2l.0, (ppn + n) as usize + 31);
