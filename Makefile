@@ -8,6 +8,7 @@ test: lint rust-test py-test
 lint:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --document-private-items
 	$(PYTHON) -m pip install -q "ruff>=0.6"
 	$(PYTHON) -m ruff check python benches tools
 	$(PYTHON) tools/check_imports.py

@@ -100,7 +100,7 @@ pub struct Map {
     /// Logical unit -> physical unit, or UNMAPPED. The flat L2P table.
     l2p: Table,
     /// Physical unit -> logical unit it holds (the LBA in its out-of-band area), or UNMAPPED
-    /// when the unit is free, stale, padding or parity. Invariant: l2p[p2l[p]] == p.
+    /// when the unit is free, stale, padding or parity. Invariant: `l2p[p2l[p]] == p`.
     p2l: Table,
     /// Write sequence number of each PU (out-of-band).
     pu_sequence: Vec<u32>,
