@@ -91,9 +91,18 @@ impl GapTimeline {
                     last.1 = start + dur;
                     return earliest;
                 }
+                // Half of the rest start inside the last interval (measured on
+                // crucial-m500-960's buses): they go right after it, extending it.
+                Some(last) if live && last.0 <= start && start < last.1 => {
+                    let at = last.1;
+                    last.1 += dur;
+                    return SimTime(at);
+                }
                 Some(last) if live && last.1 > start => {}
                 _ => {
-                    if !live {
+                    if live {
+                        self.compact();
+                    } else {
                         self.busy.clear();
                         self.head = 0;
                     }
@@ -105,25 +114,21 @@ impl GapTimeline {
         SimTime(self.reserve_in_gap(start, dur))
     }
 
-    /// `reserve` when the transfer may land before the last reserved interval: the first gap
-    /// of `dur` from `start` on.
-    #[inline(never)]
-    fn reserve_in_gap(&mut self, mut start: u64, dur: u64) -> u64 {
+    /// Drop the intervals already past once they outnumber the live ones (each interval is
+    /// moved O(1) times).
+    #[inline]
+    fn compact(&mut self) {
         if self.head > 32 && self.head * 2 > self.busy.len() {
             self.busy.drain(..self.head);
             self.head = 0;
         }
-        // Half of these start inside the last interval (measured on crucial-m500-960's buses):
-        // they go right after it, extending it.
-        if dur > 0 {
-            if let Some(last) = self.busy.last_mut() {
-                if last.0 <= start && start < last.1 {
-                    let at = last.1;
-                    last.1 += dur;
-                    return at;
-                }
-            }
-        }
+    }
+
+    /// `reserve` when the transfer starts before the last reserved interval: the first gap
+    /// of `dur` from `start` on.
+    #[inline(never)]
+    fn reserve_in_gap(&mut self, mut start: u64, dur: u64) -> u64 {
+        self.compact();
         let live = &self.busy[self.head..];
         // Intervals before `at` start at or before `start`; the last of them may cover it.
         let mut at = live.partition_point(|&(s, _)| s <= start);
