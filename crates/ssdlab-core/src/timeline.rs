@@ -182,6 +182,26 @@ mod tests {
         SimTime(ns)
     }
 
+    /// A wire always busy into the future, whose reservations always go last with a gap
+    /// before them (none in a gap): the intervals already past are dropped as it goes, so
+    /// what it holds stays bounded by the live ones.
+    #[test]
+    fn past_intervals_are_dropped_without_in_gap_reservations() {
+        let mut w = GapTimeline::default();
+        for i in 0..100_000u64 {
+            // Ten reservations ahead of `now`, each 10 ns after the one before ends.
+            let now = t(i * 100);
+            let start = w.reserve(now, t(i * 100 + 1000), d(90));
+            assert_eq!(start, t(i * 100 + 1000));
+            assert!(w.intervals().len() <= 11);
+        }
+        assert!(
+            w.busy.len() <= 2 * 11 + 33,
+            "{} intervals held",
+            w.busy.len()
+        );
+    }
+
     #[test]
     fn fifo_serialises() {
         let mut f = FifoTimeline::default();
