@@ -124,8 +124,8 @@ impl GapTimeline {
         }
     }
 
-    /// `reserve` when the transfer starts before the last reserved interval: the first gap
-    /// of `dur` from `start` on.
+    /// `reserve` when the transfer may land before the last reserved interval (it starts
+    /// before it, or takes no time): the first gap of `dur` from `start` on.
     #[inline(never)]
     fn reserve_in_gap(&mut self, mut start: u64, dur: u64) -> u64 {
         self.compact();

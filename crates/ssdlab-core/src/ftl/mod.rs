@@ -437,11 +437,11 @@ impl Ftl {
     }
 
     /// Write `count` logical units from `first.lba` on, of one host command (its tag and data
-    /// arrival in `first`), in order: exactly what `write_unit` on each does. Without a
-    /// journal (the simulator; the NBD store keeps one and takes `write_unit` throughout),
-    /// the units going into an open host PU are written as one run ([`Ftl::write_run`]);
-    /// a unit that needs a new block (allocation may collect) goes alone, and so does a
-    /// lone unit (a random write's: `write_unit` is cheaper for one).
+    /// arrival in `first`), in order: exactly what `write_unit` on each does. Unless the map's
+    /// changes are recorded (`Map::records_changes`: the NBD store's journal, which takes
+    /// `write_unit` throughout), the units going into an open host PU are written as one run
+    /// ([`Ftl::write_run`]); a unit that needs a new block (allocation may collect) goes
+    /// alone, and so does a lone unit (a random write's: `write_unit` is cheaper for one).
     ///
     /// Returns the units written: all of them, unless the erase hold ([`hold`]) makes the
     /// host wait (a die needs a block for host data, has fewer than two free, and collecting
@@ -486,11 +486,11 @@ impl Ftl {
         count
     }
 
-    /// `write_unit` of each of `lbas` (no journal), which all go into the open PU of the host
-    /// die (there is one, with room for them all): kind by kind, not unit by unit. The old
-    /// copies go stale, the run is mapped to the PU's next units, the journal of map changes
-    /// notes them, and when they fill the PU it is programmed before the last unit's note,
-    /// as one at a time would. The order within a kind is theirs, and between kinds changes
+    /// `write_unit` of each of `lbas` (the map's changes not recorded), which all go into the
+    /// open PU of the host die (there is one, with room for them all): kind by kind, not unit
+    /// by unit. The old copies go stale, the run is mapped to the PU's next units, the
+    /// firmware's map journal ([`persist`]) notes them, and when they fill the PU it is
+    /// programmed before the last unit's note, as one at a time would. The order within a kind is theirs, and between kinds changes
     /// nothing: going stale touches the old copies, their blocks' counts and victim buckets
     /// (the open block is in none), mapping the new units and the open block's count, and
     /// only the program and the journal call the sink.
