@@ -202,9 +202,9 @@ impl Scheduler {
         self.waits.waking = true;
         let (die, was_busy) = self.waits.pop_front(now);
         self.dies[die as usize].wakeup_pending = false;
-        if let (Some(at), Some(max)) = (self.start_next(k, p, die), self.active_dies_max) {
+        if let (Some(at), Some(_)) = (self.start_next(k, p, die), self.active_dies_max) {
             if !was_busy {
-                self.fail_waiters_before_next_event(k, now, at, max);
+                self.fail_waiters_before_next_event(k, now, at);
             }
         }
         self.waits.waking = false;
@@ -215,13 +215,7 @@ impl Scheduler {
     /// line at `now`, idle too, with nothing in between, find the same (the dies running and
     /// the limit did not change) and wait until `at`, each taking its sequence as it would
     /// have in its own step.
-    fn fail_waiters_before_next_event(
-        &mut self,
-        k: &mut Kernel<Event>,
-        now: SimTime,
-        at: SimTime,
-        max: u32,
-    ) {
+    fn fail_waiters_before_next_event(&mut self, k: &mut Kernel<Event>, now: SimTime, at: SimTime) {
         // Up to the next other event (no `PowerWake` is queued meanwhile).
         let limit = match k.peek_key() {
             Some((t, sequence)) if t == now => sequence,
@@ -232,6 +226,7 @@ impl Scheduler {
         };
         #[cfg(debug_assertions)]
         {
+            let max = self.active_dies_max.expect("a limit on active dies");
             let mut die = head;
             for _ in 0..n {
                 let d = &self.dies[die as usize];
@@ -242,7 +237,6 @@ impl Scheduler {
             }
             assert_eq!(die, NO_DIE);
         }
-        let _ = max; // read by the checks above only
         self.waits.moved += n;
         let run = WaitRun {
             at,
