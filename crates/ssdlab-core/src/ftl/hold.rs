@@ -29,9 +29,14 @@ pub(super) struct EraseHold {
     pins: Vec<u32>,
     /// Per die: the blocks pinned by units in its open host PU (one entry per unit).
     open: Vec<Vec<u32>>,
-    /// Per die: how many pins each of its host programs issued and not done holds, in
-    /// issue order, and those pins' blocks, one after another in the same order.
-    issued: Vec<VecDeque<u32>>,
+    /// Per die: its timed host programs issued and done so far (a program's ordinal is the
+    /// count issued before it; they are done in issue order).
+    programs_issued: Vec<u64>,
+    programs_done: Vec<u64>,
+    /// Per die: (ordinal, pins) of its programs issued and not done that hold pins, in issue
+    /// order (most hold none: no data kept, or no copy superseded), and those pins' blocks,
+    /// one after another in the same order.
+    issued: Vec<VecDeque<(u64, u32)>>,
     issued_blocks: Vec<VecDeque<u32>>,
     /// Collected victims (nothing valid left) whose erase waits for their pins.
     pub waiting: Vec<u32>,
@@ -47,6 +52,8 @@ impl EraseHold {
             enabled: false,
             pins: vec![0; blocks],
             open: vec![Vec::new(); dies],
+            programs_issued: vec![0; dies],
+            programs_done: vec![0; dies],
             issued: vec![VecDeque::new(); dies],
             issued_blocks: vec![VecDeque::new(); dies],
             waiting: Vec::new(),
@@ -59,6 +66,8 @@ impl EraseHold {
     pub fn reset(&mut self) {
         self.pins.fill(0);
         self.open.iter_mut().for_each(Vec::clear);
+        self.programs_issued.fill(0);
+        self.programs_done.fill(0);
         self.issued.iter_mut().for_each(VecDeque::clear);
         self.issued_blocks.iter_mut().for_each(VecDeque::clear);
         self.waiting.clear();
@@ -80,8 +89,10 @@ impl EraseHold {
     pub fn issued(&mut self, die: u32, timed: bool) {
         let open = &mut self.open[die as usize];
         if timed {
-            self.issued[die as usize].push_back(open.len() as u32);
+            let ordinal = self.programs_issued[die as usize];
+            self.programs_issued[die as usize] += 1;
             if !open.is_empty() {
+                self.issued[die as usize].push_back((ordinal, open.len() as u32));
                 self.issued_blocks[die as usize].extend(open.drain(..));
             }
         } else {
@@ -95,14 +106,19 @@ impl EraseHold {
     /// `die`'s oldest host program not yet done is done: its pins go. Returns the waiting
     /// blocks that nothing pins any more (taken out of `waiting`).
     pub fn program_done(&mut self, die: u32) -> Vec<u32> {
-        let Some(count) = self.issued[die as usize].pop_front() else {
+        let d = die as usize;
+        let ordinal = self.programs_done[d];
+        if ordinal == self.programs_issued[d] {
             return Vec::new();
-        };
-        self.outstanding -= count as u64;
-        let blocks = &mut self.issued_blocks[die as usize];
-        for _ in 0..count {
-            let b = blocks.pop_front().expect("a pin per count");
-            self.pins[b as usize] -= 1;
+        }
+        self.programs_done[d] += 1;
+        if let Some(&(_, count)) = self.issued[d].front().filter(|&&(o, _)| o == ordinal) {
+            self.issued[d].pop_front();
+            self.outstanding -= count as u64;
+            for _ in 0..count {
+                let b = self.issued_blocks[d].pop_front().expect("a pin per count");
+                self.pins[b as usize] -= 1;
+            }
         }
         if self.waiting.is_empty() {
             return Vec::new();
@@ -164,5 +180,23 @@ mod tests {
         assert!(h.program_done(1).is_empty());
         h.reset();
         assert!(h.waiting.is_empty() && h.outstanding() == 0);
+    }
+
+    /// A program that holds no pins between two that do releases nothing: each program's
+    /// pins go with that program, not the next one done.
+    #[test]
+    fn a_program_without_pins_releases_none() {
+        let mut h = EraseHold::new(8, 1);
+        h.pin(0, 5);
+        h.issued(0, true);
+        h.issued(0, true);
+        h.pin(0, 6);
+        h.issued(0, true);
+        h.waiting = vec![5, 6];
+        assert_eq!(h.program_done(0), vec![5]);
+        assert!(h.program_done(0).is_empty());
+        assert!(h.pinned(6) && h.outstanding() == 1);
+        assert_eq!(h.program_done(0), vec![6]);
+        assert!(h.program_done(0).is_empty() && h.outstanding() == 0);
     }
 }
