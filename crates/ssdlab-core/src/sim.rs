@@ -12,8 +12,8 @@
 //! start): the caller names a lane for such a kind, and an event that comes no earlier than
 //! the last of its lane goes to that lane's FIFO, the others to the heap. Pops merge the heap
 //! and the lanes by the same key, which gives exactly the order the heap alone would give at
-//! a fraction of the cost. The heap is 4-ary ([`crate::heap`]); the least of the lanes' fronts is kept, and
-//! found again after a lane's pop with selects rather than branches.
+//! a fraction of the cost. The heap is 4-ary ([`crate::heap`]); the least of the lanes'
+//! fronts is kept, and found again after a lane's pop with selects rather than branches.
 
 use crate::heap::{min_of, Keyed, QuadHeap};
 use crate::time::SimTime;

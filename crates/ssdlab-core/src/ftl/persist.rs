@@ -125,11 +125,7 @@ impl Persistence {
     #[inline]
     pub fn note_update<S: NandSink>(&mut self, lba: u32, c: &mut FtlCounters, sink: &mut S) {
         let page = self.units_per_map_page.quotient(lba) as usize;
-        let (word, bit) = (page / 64, 1u64 << (page % 64));
-        if self.dirty[word] & bit == 0 {
-            self.dirty[word] |= bit;
-            self.dirty_pages += 1;
-        }
+        self.mark_dirty(page);
         self.records += 1;
         if self.records == self.records_per_page {
             self.journal_page_full(c, sink);
@@ -152,17 +148,23 @@ impl Persistence {
             let first = self.units_per_map_page.quotient(lba);
             let last = self.units_per_map_page.quotient(lba + take - 1);
             for page in first as usize..=last as usize {
-                let (word, bit) = (page / 64, 1u64 << (page % 64));
-                if self.dirty[word] & bit == 0 {
-                    self.dirty[word] |= bit;
-                    self.dirty_pages += 1;
-                }
+                self.mark_dirty(page);
             }
             self.records += take;
             lba += take;
             if self.records == self.records_per_page {
                 self.journal_page_full(c, sink);
             }
+        }
+    }
+
+    /// Map page `page` is dirty (since the last checkpoint).
+    #[inline(always)]
+    fn mark_dirty(&mut self, page: usize) {
+        let (word, bit) = (page / 64, 1u64 << (page % 64));
+        if self.dirty[word] & bit == 0 {
+            self.dirty[word] |= bit;
+            self.dirty_pages += 1;
         }
     }
 
