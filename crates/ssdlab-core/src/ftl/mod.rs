@@ -490,10 +490,10 @@ impl Ftl {
     /// open PU of the host die (there is one, with room for them all): kind by kind, not unit
     /// by unit. The old copies go stale, the run is mapped to the PU's next units, the
     /// firmware's map journal ([`persist`]) notes them, and when they fill the PU it is
-    /// programmed before the last unit's note, as one at a time would. The order within a kind is theirs, and between kinds changes
-    /// nothing: going stale touches the old copies, their blocks' counts and victim buckets
-    /// (the open block is in none), mapping the new units and the open block's count, and
-    /// only the program and the journal call the sink.
+    /// programmed before the last unit's note, as one at a time would. The order within a kind
+    /// is theirs, and between kinds changes nothing: going stale touches the old copies, their
+    /// blocks' counts and victim buckets (the open block is in none), mapping the new units
+    /// and the open block's count, and only the program and the journal call the sink.
     fn write_run<S: NandSink>(
         &mut self,
         lbas: std::ops::Range<u32>,
