@@ -1,10 +1,14 @@
 """ssdlab side by side with MQSim (the reference simulator) on the same drive. Prints figures; never fails.
 
-    python benches/bench_mqsim.py --mqsim PATH/TO/MQSim [--drive crucial-m500-960] [--requests 200000]
+    python benches/bench_mqsim.py --build-mqsim DIR [--drive crucial-m500-960] [--requests 200000]
+    python benches/bench_mqsim.py --mqsim PATH/TO/MQSim ...
 
-MQSim (https://github.com/CMU-SAFARI/MQSim, FAST 2018) is not part of ssdlab and is never fetched,
-built or vendored here: build it yourself as its README says and pass the binary with --mqsim.
-Without --mqsim only ssdlab's side is measured. MQSim at its repository's head (7ec40e3) stops on
+MQSim (https://github.com/CMU-SAFARI/MQSim, FAST 2018, MIT licence) is not part of ssdlab and
+none of its source is kept here. Asked with --build-mqsim DIR, the script fetches it from its
+public repository (`git clone`, then the pinned commit below; --mqsim-repo names another clone
+URL or a local mirror) into DIR and builds it with its own Makefile (`make`, g++); a DIR already
+holding that build is reused. Or build it yourself as its README says and pass the binary with
+--mqsim. Without either only ssdlab's side is measured. MQSim at its repository's head (7ec40e3) stops on
 this workload once GC starts ("Inconsistency found when moving a page for GC/WL!", also after
 the erase submission of its pull request #67): it needs its GC fixed to finish these runs; the
 script then reports no ratio and shows the end of MQSim's output.
@@ -41,6 +45,8 @@ from ssdlab.drive import config_text
 from ssdlab.errors import SsdlabError
 
 TARGET_RATIO = 1000.0
+MQSIM_REPO = "https://github.com/CMU-SAFARI/MQSim"
+MQSIM_COMMIT = "7ec40e3b198e8bd117f992f051cd610e330e079e"  # its head since 2022-10
 DIES_PER_PACKAGE = 2  # MQSim counts dies per chip; the M500's packages hold two or more
 
 
@@ -108,6 +114,28 @@ def workload(requests: int, channels: int, chips: int, dies: int, planes: int) -
             "\t</IO_Scenario>\n</MQSim_IO_Scenarios>\n")
 
 
+def build_mqsim(repo: str, into: Path) -> Path:
+    """Fetch MQSim's source at `MQSIM_COMMIT` from `repo` into `into` and build it; the binary.
+    A directory already holding that commit is built again only if its binary is missing."""
+    binary = into / "MQSim"
+    run = lambda *cmd: subprocess.run(cmd, cwd=into, check=True)  # noqa: E731
+    if not (into / ".git").is_dir():
+        if into.exists() and any(into.iterdir()):
+            raise SystemExit(f"--build-mqsim {into}: exists and is not an MQSim clone; give an empty or new directory")
+        subprocess.run(["git", "clone", "--quiet", repo, str(into)], check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=into, capture_output=True, text=True).stdout.strip()
+    if head != MQSIM_COMMIT:
+        run("git", "checkout", "--quiet", MQSIM_COMMIT)
+        binary.unlink(missing_ok=True)
+    if not binary.is_file():
+        t = time.perf_counter()
+        made = subprocess.run(["make", f"-j{os.cpu_count() or 1}"], cwd=into, capture_output=True, text=True)
+        if made.returncode != 0:
+            raise SystemExit(f"--build-mqsim {into}: make failed (exit {made.returncode}):\n{made.stderr[-2000:]}")
+        print(f"built MQSim {MQSIM_COMMIT[:7]} in {time.perf_counter() - t:.0f} s: {binary}")
+    return binary
+
+
 def run_mqsim(binary: Path, cfg: dict, requests: int, work: Path, timeout: float) -> dict:
     """One MQSim run of `requests` requests: wall seconds and what it reports."""
     config, channels, chips, per_package, planes = ssdconfig(cfg, cfg["nand"]["dies"])
@@ -148,7 +176,11 @@ def run_ssdlab(name: str, requests: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mqsim", type=Path, help="an MQSim binary you built (without it: ssdlab's side only)")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--mqsim", type=Path, help="an MQSim binary you built (without it or --build-mqsim: ssdlab's side only)")
+    which.add_argument("--build-mqsim", type=Path, metavar="DIR",
+                       help=f"fetch MQSim's source into DIR (git clone, commit {MQSIM_COMMIT[:7]}) and build it")
+    ap.add_argument("--mqsim-repo", default=MQSIM_REPO, help="where --build-mqsim clones from (default: %(default)s)")
     ap.add_argument("--drive", default="crucial-m500-960", help="the preset both simulators model")
     ap.add_argument("--requests", type=int, default=200_000, help="host requests of MQSim's long run (ssdlab runs 10x)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds an MQSim run may take")
@@ -160,10 +192,15 @@ def main() -> None:
         cfg = tomllib.loads(config_text(args.drive)[0])
     except SsdlabError as e:
         ap.error(f"--drive: {e}")
+    if args.build_mqsim:
+        try:
+            args.mqsim = build_mqsim(args.mqsim_repo, args.build_mqsim.resolve())
+        except (OSError, subprocess.CalledProcessError) as e:
+            raise SystemExit(f"--build-mqsim {args.build_mqsim}: could not fetch or build MQSim: {e}") from None
     ours = run_ssdlab(args.drive, 10 * args.requests)
     print(json.dumps({"ssdlab": ours}, indent=2))
     if not args.mqsim:
-        print("no --mqsim: MQSim's side not measured")
+        print("no --mqsim or --build-mqsim: MQSim's side not measured")
         return
     with tempfile.TemporaryDirectory(prefix="bench-mqsim-") as tmp:
         work = Path(tmp)
