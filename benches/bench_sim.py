@@ -1,7 +1,7 @@
 """Simulator speed and memory, through the Python API users call. Prints figures; never fails.
 
     python benches/bench_sim.py [--drive crucial-m500-960] [--compare crucial-m500-120]
-                                [--runtime 2000] [--steady 200]
+                                [--runtime 2000] [--steady 1000] [--load-workers 1]
 
 (a) 4 KiB random writes at QD32 in steady state: simulated host IOs per wall second.
 (b) the whole performance-consistency run: secure erase, timed 128 KiB fill, `runtime`
@@ -17,6 +17,11 @@ The same is measured on `--compare`: the ratio of wall nanoseconds per NAND unit
     waiting for a place should cost little more than running ones (2026-11-26, this 2-vCPU VM:
     12.1 -> 2.3, 27,190 -> 4,656 ns per write, when the waiting dies stopped having an event
     each).
+(d) the comparison of (a) again with the machine loaded (`--load-workers`, default one per core
+    beyond the first): each worker runs the same consistency job on `--load-drive` (another
+    simulation on the other core, as `ssdlab validate` and sweeps run them) while both drives
+    are measured; the tables' cache misses cost more when another process shares the caches
+    and memory bus.
 The Rust example `steady` (crates/ssdlab-core/examples/steady.rs) measures steady state alone,
 with a digest of the results to compare two builds (`consistency` the same for the fill).
 """
@@ -25,6 +30,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import os
 import resource
 import time
 
@@ -82,6 +89,20 @@ def measure(name: str, runtime: float, steady_s: float) -> dict:
     }
 
 
+def load_worker(name: str, ready, stop) -> None:
+    """Another simulation on another core: a timed fill of `name`, then timed 4 KiB QD32
+    random writes in stretches until `stop` is set (`ready` once the fill is done)."""
+    drive = ssdlab.Drive.open(name)
+    drive.precondition("fill")
+    ready.set()
+    while not stop.is_set():
+        drive.run(Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=20.0, time_based=True))
+
+
+def cost_ratio(drive: dict, other: dict) -> float:
+    return drive["steady_ns_per_nand_unit_op"] / other["steady_ns_per_nand_unit_op"]
+
+
 def fill_ns_per_write(name: str) -> tuple[float, dict]:
     """(c): wall nanoseconds per write of a timed 128 KiB QD32 sequential fill, and its summary."""
     drive = ssdlab.Drive.open(name)
@@ -98,7 +119,11 @@ def main() -> None:
     ap.add_argument("--compare", default="crucial-m500-120",
                     help="a second drive whose cost per NAND unit operation is compared (flat in size); '' for none")
     ap.add_argument("--runtime", type=float, default=2000.0)
-    ap.add_argument("--steady", type=float, default=200.0)
+    ap.add_argument("--steady", type=float, default=1000.0,
+                    help="simulated seconds of the steady-state stretch (a), about 3 s of wall time on the 960 GB drive")
+    ap.add_argument("--load-workers", type=int, default=max(0, min(1, (os.cpu_count() or 1) - 1)),
+                    help="simulations run alongside for the loaded comparison (d); 0 for none")
+    ap.add_argument("--load-drive", default="crucial-m500-960", help="the drive each load worker simulates")
     ap.add_argument("--budget", default="micron-p320h-700", help="a drive whose power budget binds, for (c); '' for none")
     ap.add_argument("--unbound", default="micron-p320h-175", help="the baseline for (c): a drive whose budget does not bind")
     args = ap.parse_args()
@@ -108,10 +133,38 @@ def main() -> None:
     if args.compare:
         other = measure(args.compare, args.runtime, args.steady)
         print(json.dumps(other, indent=2))
-        ratio = figures["steady_ns_per_nand_unit_op"] / other["steady_ns_per_nand_unit_op"]
+        ratio = cost_ratio(figures, other)
         flat = "met" if ratio <= FLAT_WITHIN else "NOT met"
         print(f"cost per NAND unit operation, {args.drive} / {args.compare}: {ratio:.2f}  "
               f"target <= {FLAT_WITHIN} (flat)  {flat}")
+        if args.load_workers > 0:
+            ctx = multiprocessing.get_context("spawn")
+            stop = ctx.Event()
+            workers = [(ctx.Process(target=load_worker, args=(args.load_drive, ready, stop), daemon=True), ready)
+                       for ready in (ctx.Event() for _ in range(args.load_workers))]
+            for w, _ in workers:
+                w.start()
+            try:
+                for w, ready in workers:
+                    while not ready.wait(1.0):
+                        if not w.is_alive():
+                            raise SystemExit(f"a load worker ({args.load_drive}) ended early, exit code {w.exitcode}")
+                loaded = measure(args.drive, args.runtime, args.steady)
+                loaded_other = measure(args.compare, args.runtime, args.steady)
+            finally:
+                stop.set()
+                for w, _ in workers:
+                    w.join(60)
+                    if w.is_alive():
+                        w.terminate()
+            keys = ("drive", "steady_ns_per_nand_unit_op", "steady_nand_unit_ops_per_wall_s", "consistency_wall_s")
+            print(json.dumps([{k: f[k] for k in keys} for f in (loaded, loaded_other)], indent=2))
+            ratio = cost_ratio(loaded, loaded_other)
+            flat = "met" if ratio <= FLAT_WITHIN else "NOT met"
+            print(f"loaded ({args.load_workers} x {args.load_drive} alongside): cost per NAND unit operation, "
+                  f"{args.drive} / {args.compare}: {ratio:.2f}  target <= {FLAT_WITHIN} (flat)  {flat}; "
+                  f"{args.drive} {loaded['steady_ns_per_nand_unit_op'] / figures['steady_ns_per_nand_unit_op']:.2f}x "
+                  f"its quiet cost, {args.compare} {loaded_other['steady_ns_per_nand_unit_op'] / other['steady_ns_per_nand_unit_op']:.2f}x")
     if args.budget:
         bound, bound_fig = fill_ns_per_write(args.budget)
         free, free_fig = fill_ns_per_write(args.unbound)
