@@ -54,6 +54,17 @@ def timed(fn):
     return r, time.perf_counter() - t
 
 
+def random_writes(seconds: float) -> Job:
+    """`seconds` simulated of 4 KiB random writes at QD32."""
+    return Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=seconds, time_based=True)
+
+
+def consistency(drive, runtime: float):
+    """The consistency run, as `ssdlab run --precondition fill --rw randwrite ...` does it: the
+    timed fill's result and the random writes'."""
+    return drive.precondition("fill"), drive.run(random_writes(runtime))
+
+
 def measure(name: str, runtime: float, steady_s: float) -> dict:
     """The baseline, the consistency run and a stretch of steady state on one drive."""
     drive = ssdlab.Drive.open(name)
@@ -63,15 +74,11 @@ def measure(name: str, runtime: float, steady_s: float) -> dict:
     base, base_wall = timed(lambda: drive.run(Job(rw="randread", iodepth=32, number_ios=3_000_000)))
     base_rate = base.summary["read"]["ios"] / base_wall
 
-    # (b) the consistency run, as `ssdlab run --precondition fill --rw randwrite ...` does it.
-    def consistency():
-        pre = drive.precondition("fill")
-        run = drive.run(Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=runtime, time_based=True))
-        return pre, run
-    (pre, run), consistency_wall = timed(consistency)
+    # (b) the consistency run.
+    (pre, run), consistency_wall = timed(lambda: consistency(drive, runtime))
 
     # (a) steady state: a further stretch after the consistency run.
-    steady, steady_wall = timed(lambda: drive.run(Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=steady_s, time_based=True)))
+    steady, steady_wall = timed(lambda: drive.run(random_writes(steady_s)))
     steady_rate = steady.summary["write"]["ios"] / steady_wall
     nand_unit_ops = steady.summary["write"]["ios"] + steady.summary["gc_units_copied"]
     return {
@@ -97,11 +104,10 @@ def load_worker(name: str, runtime: float, ready, stop) -> None:
     stretches until `stop` is set. `ready` once the consistency run is done: the load is then
     what it stays (garbage collection running), not a fill's streaming."""
     drive = ssdlab.Drive.open(name)
-    drive.precondition("fill")
-    drive.run(Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=runtime, time_based=True))
+    consistency(drive, runtime)
     ready.set()
     while not stop.is_set():
-        drive.run(Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=20.0, time_based=True))
+        drive.run(random_writes(20.0))
 
 
 def flat_line(drive: dict, other: dict) -> str:
