@@ -142,6 +142,8 @@ def main() -> None:
     ap.add_argument("--unbound", default="micron-p320h-175", help="the baseline for (c): a drive whose budget does not bind")
     args = ap.parse_args()
 
+    # Profile-guided or not (README, Set-up): about 10-15% apart, so say which was measured.
+    print(f"ssdlab build: {ssdlab._ssdlab.BUILD}")
     figures = measure(args.drive, args.runtime, args.steady)
     print(json.dumps(figures, indent=2))
     if args.compare:

@@ -5,6 +5,7 @@ against the built module with mypy's stubtest."""
 from typing import final
 
 __all__ = [
+    "BUILD",
     "NbdServer",
     "Simulation",
     "crashtest",
@@ -99,6 +100,8 @@ class NbdServer:
     def stats_json(self) -> str: ...
     def failed(self) -> bool: ...
     def shutdown(self) -> str: ...
+
+BUILD: str  # "profile-guided" or "plain" (tools/build/ssdlab_build.py)
 
 def theory_waf(policy: str, alpha: float, pages_per_block: int, d: int) -> float: ...
 def simulate_theory_waf(

@@ -791,5 +791,12 @@ fn _ssdlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(crypto_erase_store, m)?)?;
     m.add_function(wrap_pyfunction!(parse_faults, m)?)?;
     m.add_function(wrap_pyfunction!(trace_stats, m)?)?;
+    // How this build was optimised (tools/build/ssdlab_build.py sets SSDLAB_BUILD_PGO), so a
+    // benchmark's figures say which build they measured.
+    let build = match option_env!("SSDLAB_BUILD_PGO") {
+        Some("1") => "profile-guided",
+        _ => "plain",
+    };
+    m.add("BUILD", build)?;
     Ok(())
 }

@@ -1,0 +1,66 @@
+"""The profile-guided build (tools/build/ssdlab_build.py, `pip install .`'s backend): what it
+decides, and that CI's install got it."""
+
+import importlib.util
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from ssdlab import _ssdlab
+
+BACKEND = Path(__file__).resolve().parents[2] / "tools" / "build" / "ssdlab_build.py"
+
+
+@pytest.fixture
+def backend(monkeypatch):
+    pytest.importorskip("maturin")
+    spec = importlib.util.spec_from_file_location("ssdlab_build_under_test", BACKEND)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for var in ("SSDLAB_PGO", "CARGO_ENCODED_RUSTFLAGS", "LLVM_PROFDATA"):
+        monkeypatch.delenv(var, raising=False)
+    return module
+
+
+@pytest.mark.skipif(os.environ.get("SSDLAB_PGO") != "1", reason="only where the install was asked for PGO (CI)")
+def test_the_install_asked_for_pgo_is_profile_guided():
+    assert _ssdlab.BUILD == "profile-guided"
+
+
+def test_build_names_itself():
+    assert _ssdlab.BUILD in ("profile-guided", "plain")
+
+
+def test_pgo_off_builds_plain(backend, monkeypatch, capsys):
+    monkeypatch.setenv("SSDLAB_PGO", "0")
+    assert backend.profile_use_flag() is None
+    assert "SSDLAB_PGO=0" in capsys.readouterr().err
+
+
+def test_pgo_required_but_impossible_fails_with_the_reason(backend, monkeypatch):
+    # cargo ignores RUSTFLAGS when CARGO_ENCODED_RUSTFLAGS is set: the profile could not be passed.
+    monkeypatch.setenv("CARGO_ENCODED_RUSTFLAGS", "-Copt-level=3")
+    monkeypatch.setenv("SSDLAB_PGO", "1")
+    with pytest.raises(SystemExit, match="CARGO_ENCODED_RUSTFLAGS"):
+        backend.profile_use_flag()
+    monkeypatch.setenv("SSDLAB_PGO", "auto")
+    assert backend.profile_use_flag() is None  # builds without, and says so
+
+
+@pytest.mark.skipif(shutil.which("rustc") is None, reason="needs rustc")
+def test_rustc_rejects_a_profile_it_cannot_read(backend, tmp_path, monkeypatch):
+    monkeypatch.setattr(backend, "PGO_DIR", tmp_path)
+    bad = tmp_path / "bad.profdata"
+    bad.write_bytes(b"not an indexed profile")
+    assert not backend.rustc_reads("rustc", bad)
+
+
+@pytest.mark.skipif(shutil.which("rustc") is None, reason="needs rustc")
+def test_explicit_llvm_profdata_is_tried_first(backend, monkeypatch):
+    monkeypatch.setenv("LLVM_PROFDATA", sys.executable)  # any path: only the order is checked
+    major = backend.rustc_llvm_major("rustc")
+    assert major >= 14
+    assert backend.profdata_candidates("rustc", major)[0] == sys.executable
