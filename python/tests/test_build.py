@@ -40,6 +40,12 @@ def test_pgo_off_builds_plain(backend, monkeypatch, capsys):
     assert "SSDLAB_PGO=0" in capsys.readouterr().err
 
 
+def test_an_unknown_pgo_setting_is_refused_with_what_is_accepted(backend, monkeypatch):
+    monkeypatch.setenv("SSDLAB_PGO", "maybe")
+    with pytest.raises(SystemExit, match="SSDLAB_PGO='maybe' is not understood; accepted: 0 .*, 1 .*, auto"):
+        backend.profile_use_flag()
+
+
 def test_pgo_required_but_impossible_fails_with_the_reason(backend, monkeypatch):
     # cargo ignores RUSTFLAGS when CARGO_ENCODED_RUSTFLAGS is set: the profile could not be passed.
     monkeypatch.setenv("CARGO_ENCODED_RUSTFLAGS", "-Copt-level=3")

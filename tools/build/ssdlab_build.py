@@ -4,10 +4,10 @@ machine has an llvm-profdata that can read this rustc's profiles.
 PGO builds the extension twice. First instrumented (`-Cprofile-generate`), to run the
 training (pgo_train.py beside this file: the work users give the simulator most);
 llvm-profdata merges what it counted; then maturin builds the extension with `-Cprofile-use`,
-so the compiler inlines and lays out the hot paths as they are run. Results
-do not change (the compiler keeps the program's meaning; the golden digests are the same):
-only speed. Measured 2026-11-26 on a 2-vCPU VM: crucial-m500-960's consistency run 8-15%
-faster, micron-p320h-175's GC steady state 8-10% (CONTRIBUTING.md, Speed).
+so the compiler inlines and lays out the hot paths as they are run. Results do not change
+(the compiler keeps the program's meaning; README command 1's fio JSON is the same): only
+speed. Measured 2026-11-26 on a 2-vCPU VM: README command 1 14.1-15.5 s plain, 11.8-12.6 s
+profile-guided (CONTRIBUTING.md, Speed).
 
 llvm-profdata is looked for in $LLVM_PROFDATA, in the Rust toolchain (rustup's llvm-tools
 component, which the build adds when it finds no llvm-profdata and rustup is there), then as
@@ -70,38 +70,47 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
                 os.environ[k] = v
 
 
+OFF, REQUIRED, AUTO = ("0", "off", "no", "false"), ("1", "on", "yes", "true"), ("auto", "")
+
+
 def profile_use_flag() -> str | None:
     """`-Cprofile-use=...` for the extension's build, or None (and why on stderr)."""
     mode = os.environ.get("SSDLAB_PGO", "auto").strip().lower()
-    if mode in ("0", "off", "no", "false"):
-        say("SSDLAB_PGO=0: without profile-guided optimisation")
+    if mode not in OFF + REQUIRED + AUTO:
+        raise SystemExit(f"ssdlab build: SSDLAB_PGO={os.environ['SSDLAB_PGO']!r} is not understood; "
+                         "accepted: 0 (never), 1 (required: fail without it), auto (the default: when it can)")
+    if mode in OFF:
+        say(f"SSDLAB_PGO={mode}: without profile-guided optimisation")
         return None
     if os.environ.get("CARGO_ENCODED_RUSTFLAGS"):
         # cargo would ignore RUSTFLAGS, and with it the profile.
         reason = "CARGO_ENCODED_RUSTFLAGS is set, which overrides the RUSTFLAGS PGO needs"
-        if mode in ("1", "on", "yes", "true"):
+        if mode in REQUIRED:
             raise SystemExit(f"ssdlab build: SSDLAB_PGO={mode}, but {reason}")
         say(f"without profile-guided optimisation: {reason}")
         return None
     try:
         return f"-Cprofile-use={train()}"
     except Unavailable as e:
-        if mode in ("1", "on", "yes", "true"):
+        if mode in REQUIRED:
             raise SystemExit(f"ssdlab build: SSDLAB_PGO={mode}, but {e}") from None
-        say(f"without profile-guided optimisation (the simulator runs about 10% slower): {e}")
+        say(f"without profile-guided optimisation (the simulator runs about 15% slower): {e}")
         return None
 
 
 def train() -> Path:
-    """Build the training example instrumented, run it and merge its profile: the merged
-    profile's path."""
+    """Build the extension instrumented, run the training through it and merge what it
+    counted: the merged profile's path."""
     rustc = os.environ.get("RUSTC", "rustc")
     major = rustc_llvm_major(rustc)
     tools = profdata_candidates(rustc, major)
     if not tools and shutil.which("rustup"):
         # The toolchain's own component for this (LLVM's tools of rustc's own version).
         say("no llvm-profdata found: `rustup component add llvm-tools`")
-        subprocess.run(["rustup", "component", "add", "llvm-tools"], capture_output=True, timeout=600)
+        try:
+            subprocess.run(["rustup", "component", "add", "llvm-tools"], capture_output=True, timeout=600)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            say(f"`rustup component add llvm-tools` failed: {e}")
         tools = profdata_candidates(rustc, major)
     if not tools:
         raise Unavailable(f"no llvm-profdata found for rustc's LLVM {major} (set LLVM_PROFDATA, "
