@@ -57,7 +57,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     flag = profile_use_flag()
     saved = {k: os.environ.get(k) for k in ("RUSTFLAGS", "SSDLAB_BUILD_PGO")}
     if flag:
-        os.environ["RUSTFLAGS"] = f"{saved['RUSTFLAGS']} {flag}" if saved["RUSTFLAGS"] else flag
+        os.environ["RUSTFLAGS"] = with_flag(saved["RUSTFLAGS"], flag)
     # What `ssdlab._ssdlab.BUILD` says.
     os.environ["SSDLAB_BUILD_PGO"] = "1" if flag else "0"
     try:
@@ -71,6 +71,11 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
 
 
 OFF, REQUIRED, AUTO = ("0", "off", "no", "false"), ("1", "on", "yes", "true"), ("auto", "")
+
+
+def with_flag(rustflags: str | None, flag: str) -> str:
+    """RUSTFLAGS with `flag` added to what the user set."""
+    return f"{rustflags} {flag}" if rustflags else flag
 
 
 def profile_use_flag() -> str | None:
@@ -119,8 +124,7 @@ def train() -> Path:
     # The extension itself, as maturin builds it: generic code is compiled (and named) where
     # it is used, so only the same crates' build matches the profile to the functions.
     env = dict(os.environ, CARGO_TARGET_DIR=str(PGO_DIR / "gen"), PYO3_PYTHON=sys.executable)
-    flags = f"-Cprofile-generate={raw}"
-    env["RUSTFLAGS"] = f"{env['RUSTFLAGS']} {flags}" if env.get("RUSTFLAGS") else flags
+    env["RUSTFLAGS"] = with_flag(env.get("RUSTFLAGS"), f"-Cprofile-generate={raw}")
     t = time.monotonic()
     built = subprocess.run(["cargo", "build", "--release", "-p", "ssdlab-py", "--lib"],
                            cwd=ROOT, env=env, capture_output=True, text=True)
