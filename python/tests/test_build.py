@@ -70,3 +70,35 @@ def test_explicit_llvm_profdata_is_tried_first(backend, monkeypatch):
     major = backend.rustc_llvm_major("rustc")
     assert major >= 14
     assert backend.profdata_candidates("rustc", major)[0] == sys.executable
+
+
+@pytest.mark.skipif(shutil.which("rustc") is None, reason="needs rustc")
+def test_an_llvm_profdata_that_cannot_run_is_reported_not_a_traceback(backend, tmp_path, monkeypatch):
+    monkeypatch.setattr(backend, "PGO_DIR", tmp_path)
+    missing = str(tmp_path / "no-such-llvm-profdata")
+    monkeypatch.setattr(backend, "profdata_candidates", lambda rustc, major: [missing])
+    monkeypatch.setattr(backend.subprocess, "run", _runs_only(backend.subprocess.run, missing))
+    with pytest.raises(backend.Unavailable, match="no-such-llvm-profdata"):
+        backend.train()
+
+
+def _runs_only(run, missing):
+    """subprocess.run that skips cargo and the training (as if both succeeded and wrote a
+    profile), so train() reaches the merge with `missing` as its tool."""
+    def fake(cmd, *args, **kwargs):
+        if cmd[0] == "cargo" or (len(cmd) > 1 and cmd[1].endswith("pgo_train.py")):
+            if cmd[0] == "cargo":
+                built = Path(kwargs["env"]["CARGO_TARGET_DIR"]) / "release"
+                built.mkdir(parents=True, exist_ok=True)
+                for name in ("lib_ssdlab.so", "lib_ssdlab.dylib", "_ssdlab.dll"):
+                    (built / name).write_bytes(b"")
+            else:
+                Path(kwargs["env"]["LLVM_PROFILE_FILE"].replace("%p-%m", "1")).write_bytes(b"")
+            return subprocess_result()
+        return run(cmd, *args, **kwargs)
+    return fake
+
+
+def subprocess_result():
+    import subprocess
+    return subprocess.CompletedProcess([], 0, "", "")

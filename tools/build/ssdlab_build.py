@@ -157,7 +157,11 @@ def train() -> Path:
     tried = []
     for tool in tools:
         merged.unlink(missing_ok=True)
-        m = subprocess.run([tool, "merge", "-o", str(merged), *profiles], capture_output=True, text=True)
+        try:
+            m = subprocess.run([tool, "merge", "-o", str(merged), *profiles], capture_output=True, text=True)
+        except OSError as e:  # $LLVM_PROFDATA naming nothing runnable, say
+            tried.append(f"{tool} ({e.strerror or e})")
+            continue
         if m.returncode == 0 and rustc_reads(rustc, merged):
             say(f"profile-guided optimisation with {tool} (instrumented build {build_s:.0f} s, "
                 f"training {train_s:.0f} s)")
