@@ -82,10 +82,34 @@ def test_an_llvm_profdata_that_cannot_run_is_reported_not_a_traceback(backend, t
         backend.train()
 
 
-def _runs_only(run, missing):
+@pytest.mark.skipif(shutil.which("rustc") is None, reason="needs rustc")
+def test_an_old_llvm_profdata_on_the_path_brings_in_the_toolchains_own(backend, tmp_path, monkeypatch):
+    # Debian 12 has /usr/bin/llvm-profdata (LLVM 14), which cannot read rustc 1.95's profiles:
+    # the build must not stop there when rustup can add the toolchain's llvm-tools.
+    monkeypatch.setattr(backend, "PGO_DIR", tmp_path)
+    old, own = tmp_path / "llvm-profdata-14", tmp_path / "llvm-tools" / "llvm-profdata"
+    own.parent.mkdir()
+    old.write_text("#!/bin/sh\necho 'unsupported instrumentation profile format version' >&2\nexit 1\n")
+    own.write_text('#!/bin/sh\n: > "$3"\n')  # merge -o OUT ...: writes OUT
+    for tool in (old, own):
+        tool.chmod(0o755)
+    added = []
+    monkeypatch.setattr(backend, "profdata_candidates", lambda rustc, major: [str(old)] + [str(own)] * len(added))
+    monkeypatch.setattr(backend, "rustc_reads", lambda rustc, profile: profile.exists())
+    monkeypatch.setattr(backend.shutil, "which", lambda name: f"/bin/{name}" if name == "rustup" else None)
+    monkeypatch.setattr(backend.subprocess, "run", _runs_only(backend.subprocess.run, str(old), added))
+    assert backend.train() == tmp_path / "ssdlab.profdata"
+    assert added == [["rustup", "component", "add", "llvm-tools"]]
+
+
+def _runs_only(run, missing, rustup_calls=None):
     """subprocess.run that skips cargo and the training (as if both succeeded and wrote a
-    profile), so train() reaches the merge with `missing` as its tool."""
+    profile), so train() reaches the merge with `missing` as its tool; and rustup, whose calls
+    it records in `rustup_calls` (when given)."""
     def fake(cmd, *args, **kwargs):
+        if cmd[0] == "rustup" and rustup_calls is not None:
+            rustup_calls.append(cmd)
+            return subprocess_result()
         if cmd[0] == "cargo" or (len(cmd) > 1 and cmd[1].endswith("pgo_train.py")):
             if cmd[0] == "cargo":
                 built = Path(kwargs["env"]["CARGO_TARGET_DIR"]) / "release"

@@ -10,10 +10,12 @@ speed. Measured 2026-11-26 on a 2-vCPU VM: README command 1 14.1-15.5 s plain, 1
 profile-guided (CONTRIBUTING.md, Speed).
 
 llvm-profdata is looked for in $LLVM_PROFDATA, in the Rust toolchain (rustup's llvm-tools
-component, which the build adds when it finds no llvm-profdata and rustup is there), then as
-llvm-profdata-N and llvm-profdata on the PATH (Debian: `apt-get install llvm-19` reads rustc
-1.95's LLVM 22 profiles). Each found is tried until one merges the profiles into a file rustc
-reads. Without one the build goes on without PGO and says why.
+component), then as llvm-profdata-N and llvm-profdata on the PATH (Debian: `apt-get install
+llvm-19` reads rustc 1.95's LLVM 22 profiles). Each found is tried until one merges the
+profiles into a file rustc reads; when none is found, or none of those found works (Debian 12's
+own llvm-profdata is LLVM 14), the build adds the toolchain's with `rustup component add
+llvm-tools` where rustup is, and tries that. Without one the build goes on without PGO and
+says why.
 
 SSDLAB_PGO=0 builds without PGO (faster to build); SSDLAB_PGO=1 makes a build that cannot
 have it fail instead (CI). Editable builds (`pip install -e`) never use it.
@@ -109,14 +111,9 @@ def train() -> Path:
     rustc = os.environ.get("RUSTC", "rustc")
     major = rustc_llvm_major(rustc)
     tools = profdata_candidates(rustc, major)
-    if not tools and shutil.which("rustup"):
-        # The toolchain's own component for this (LLVM's tools of rustc's own version).
-        say("no llvm-profdata found: `rustup component add llvm-tools`")
-        try:
-            subprocess.run(["rustup", "component", "add", "llvm-tools"], capture_output=True, timeout=600)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            say(f"`rustup component add llvm-tools` failed: {e}")
-        tools = profdata_candidates(rustc, major)
+    added = not tools
+    if added:
+        tools = add_llvm_tools(rustc, major, tools)
     if not tools:
         raise Unavailable(f"no llvm-profdata found for rustc's LLVM {major} (set LLVM_PROFDATA, "
                           "`rustup component add llvm-tools`, or on Debian `apt-get install llvm-19`)")
@@ -153,6 +150,23 @@ def train() -> Path:
     profiles = sorted(str(p) for p in raw.glob("*.profraw"))
     if not profiles:
         raise Unavailable("the training run wrote no profile")
+    merged, tried = merge(tools, profiles, rustc)
+    if not merged and not added:
+        # Only older tools on the PATH (Debian 12's llvm-profdata is LLVM 14, which cannot read
+        # rustc 1.95's profiles): the toolchain's own, if rustup can add it.
+        more = add_llvm_tools(rustc, major, tools)
+        merged, tried_more = merge(more, profiles, rustc)
+        tried += tried_more
+    if not merged:
+        raise Unavailable(f"no llvm-profdata read rustc's LLVM {major} profiles: " + "; ".join(tried))
+    say(f"profile-guided optimisation with {merged[1]} (instrumented build {build_s:.0f} s, "
+        f"training {train_s:.0f} s)")
+    return merged[0]
+
+
+def merge(tools: list[str], profiles: list[str], rustc: str) -> tuple[tuple[Path, str] | None, list[str]]:
+    """The first of `tools` to merge `profiles` into a profile rustc reads: (the merged
+    profile, the tool), or None; and what each tool tried said."""
     merged = PGO_DIR / "ssdlab.profdata"
     tried = []
     for tool in tools:
@@ -163,12 +177,24 @@ def train() -> Path:
             tried.append(f"{tool} ({e.strerror or e})")
             continue
         if m.returncode == 0 and rustc_reads(rustc, merged):
-            say(f"profile-guided optimisation with {tool} (instrumented build {build_s:.0f} s, "
-                f"training {train_s:.0f} s)")
-            return merged
+            return (merged, tool), tried
         why = "rustc cannot read its output" if m.returncode == 0 else " ".join(m.stderr.split())[:200]
         tried.append(f"{tool} ({why})")
-    raise Unavailable(f"no llvm-profdata read rustc's LLVM {major} profiles: " + "; ".join(tried))
+    return None, tried
+
+
+def add_llvm_tools(rustc: str, major: int, have: list[str]) -> list[str]:
+    """The toolchain's own llvm-profdata (LLVM's tools of rustc's own version), added with
+    `rustup component add llvm-tools` where rustup is: the tools found then that `have` lacks."""
+    if not shutil.which("rustup"):
+        return []
+    say("`rustup component add llvm-tools`" + (" (no llvm-profdata found)" if not have else ""))
+    try:
+        subprocess.run(["rustup", "component", "add", "llvm-tools"], capture_output=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        say(f"`rustup component add llvm-tools` failed: {e}")
+        return []
+    return [t for t in profdata_candidates(rustc, major) if t not in have]
 
 
 def rustc_llvm_major(rustc: str) -> int:
