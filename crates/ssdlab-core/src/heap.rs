@@ -1,8 +1,7 @@
-//! A 4-ary min-heap for the simulator's time-ordered queues (the event kernel's, the dies
-//! running under a power or thermal limit). Every entry has a distinct `u128` key (a time in the
-//! high bits and a tie-breaker in the low ones), so the order popped is fully determined.
+//! A 4-ary min-heap for the event kernel's queue. Every entry has a distinct `u128` key (a time
+//! in the high bits and a tie-breaker in the low ones), so the order popped is fully determined.
 //!
-//! Four children per node: these queues hold one or two entries per die (about 150 on a
+//! Four children per node: the queue holds one or two entries per die (about 150 on a
 //! 64-die drive, several hundred on the 512-die P320h), and a pop walks half the levels of a
 //! binary heap's, comparing four children that share a cache line. Measured against std's
 //! BinaryHeap in the event kernel (GC steady state, `examples/steady`, alternated):
@@ -119,10 +118,6 @@ impl<T: Keyed + Copy> QuadHeap<T> {
 
     pub fn len(&self) -> usize {
         self.entries.len()
-    }
-
-    pub fn clear(&mut self) {
-        self.entries.clear();
     }
 }
 
