@@ -679,13 +679,13 @@ impl ActiveDies {
     }
 
     /// Put `die` under the bucket of its end (not behind the wheel).
-    #[inline]
+    #[inline(always)]
     fn list(&mut self, nand: &Nand, die: u32) {
         let b = bucket_of(nand.die_free_at(die));
         debug_assert!(b >= self.cursor);
         self.listed += 1;
         if b >= self.cursor + BUCKETS {
-            self.far.push(die);
+            self.list_far(die);
             return;
         }
         let slot = (b % BUCKETS) as usize;
@@ -700,6 +700,11 @@ impl ActiveDies {
         self.heads[slot] = die;
     }
 
+    #[cold]
+    fn list_far(&mut self, die: u32) {
+        self.far.push(die);
+    }
+
     /// Take `die`, listed under the bucket of `end`, off the list.
     #[inline]
     fn unlist(&mut self, die: u32, end: SimTime) {
@@ -707,12 +712,7 @@ impl ActiveDies {
         debug_assert!(b >= self.cursor);
         self.listed -= 1;
         if b >= self.cursor + BUCKETS {
-            let i = self
-                .far
-                .iter()
-                .position(|&d| d == die)
-                .expect("a die listed far");
-            self.far.swap_remove(i);
+            self.unlist_far(die);
             return;
         }
         let slot = (b % BUCKETS) as usize;
@@ -728,6 +728,16 @@ impl ActiveDies {
         if next != NO_DIE {
             self.prev[next as usize] = prev;
         }
+    }
+
+    #[cold]
+    fn unlist_far(&mut self, die: u32) {
+        let i = self
+            .far
+            .iter()
+            .position(|&d| d == die)
+            .expect("a die listed far");
+        self.far.swap_remove(i);
     }
 
     /// Move the wheel to `now`: the dies of the buckets passed ended (they are forgotten), and
