@@ -54,8 +54,8 @@ def add_parser(sub) -> None:
                        description=validate_doc.split("\n\n")[0])
     v.add_argument("drives", nargs="*", help="presets to check (default: all)")
     v.add_argument("--groups", help="comma-separated: theory, physics, datasheet, consistency, power (default: theory, physics, "
-                                    "datasheet; consistency runs the 2000 s / 7200 s test on every preset twice: hours on two "
-                                    "cores, 10-18 min with --quick)")
+                                    "datasheet; consistency runs the 2000 s / 7200 s test on every preset twice: 1-1.5 h on two "
+                                    "cores, 9-15 min with --quick)")
     v.add_argument("--ablate", metavar="MECHANISM",
                    help="with the consistency or datasheet group: switch one mechanism off in every preset; one of: "
                         + ", ".join(f"{k} ({v[1]})" for k, v in ABLATIONS.items()))
