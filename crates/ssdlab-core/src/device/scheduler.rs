@@ -620,9 +620,9 @@ impl PowerWaits {
 
 /// The dies whose array is busy (their `Nand::die_free_at` later than now), for a limit on how
 /// many run at once: each die listed under the time its array ends, on a wheel of buckets
-/// 2^[`BUCKET_SHIFT`] ns wide covering [`BUCKETS`] of them from now on (farther ends in a list of their
-/// own). A die's start moves it from one bucket to another (a few stores), the dies in a bucket
-/// are forgotten as time passes it, and the count of dies listed is at least the count busy:
+/// 2^[`BUCKET_SHIFT`] ns wide covering [`BUCKETS`] of them from now on (farther ends in a list
+/// of their own). A die's start moves it from one bucket to another (a few stores), the dies in
+/// a bucket are forgotten as time passes it, and the count of dies listed is at least the count busy:
 /// when it is below the limit (most starts: the limit binds at 3% of them on micron-p320h-350
 /// in its GC steady state, with 95 of 126 places taken on average) nothing is looked up. The
 /// count is made exact, and the first other die to end found, only when it is not.
@@ -820,14 +820,23 @@ impl ActiveDies {
         if self.listed - (own as u32) < max {
             return None;
         }
-        self.first_other_end(nand, die, now, max)
+        self.first_other_end(nand, die, own, now, max)
     }
 
     /// `must_wait` when the dies listed are not fewer than the limit: count those of the
     /// current bucket that have ended, and if the others busy still reach the limit, find the
     /// first of them to end.
-    fn first_other_end(&self, nand: &Nand, die: u32, now: SimTime, max: u32) -> Option<SimTime> {
-        let first_other = |slot: u64, busy_only: bool| {
+    fn first_other_end(
+        &self,
+        nand: &Nand,
+        die: u32,
+        own: bool,
+        now: SimTime,
+        max: u32,
+    ) -> Option<SimTime> {
+        // In `slot`'s bucket: the first end after now of a die other than `die`, and how many
+        // of its dies have ended (only the current bucket can hold such).
+        let first_other = |slot: u64| {
             let mut first: Option<SimTime> = None;
             let mut ended = 0u32;
             let mut d = self.heads[slot as usize];
@@ -840,11 +849,9 @@ impl ActiveDies {
                 }
                 d = self.next[d as usize];
             }
-            debug_assert!(busy_only || ended == 0);
             (first, ended)
         };
-        let (first, ended) = first_other(self.cursor % BUCKETS, true);
-        let own = nand.die_free_at(die) > now;
+        let (first, ended) = first_other(self.cursor % BUCKETS);
         if self.listed - ended - (own as u32) < max {
             return None;
         }
@@ -853,7 +860,7 @@ impl ActiveDies {
         }
         let (mut b, end) = (self.cursor + 1, self.cursor + BUCKETS);
         while let Some(found) = self.next_occupied(b, end) {
-            if let (Some(t), _) = first_other(found % BUCKETS, false) {
+            if let (Some(t), _) = first_other(found % BUCKETS) {
                 return Some(t);
             }
             b = found + 1;
