@@ -290,7 +290,7 @@ struct Divisors {
     units_per_pu: Divisor,
     units_per_page: Divisor,
     blocks_per_die: Divisor,
-    /// Garbage collection's map look-ahead: at least `gc::GC_AHEAD_UNITS`, whole PUs.
+    /// Garbage collection's map look-ahead per die, whole PUs (`gc::gc_ahead_units`).
     gc_ahead_units: Divisor,
 }
 
@@ -380,9 +380,7 @@ impl Ftl {
                 units_per_pu: Divisor::new(g.units_per_pu),
                 units_per_page: Divisor::new(g.units_per_page),
                 blocks_per_die: Divisor::new(g.blocks_per_die),
-                gc_ahead_units: Divisor::new(
-                    gc::GC_AHEAD_UNITS.div_ceil(g.units_per_pu) * g.units_per_pu,
-                ),
+                gc_ahead_units: Divisor::new(gc::gc_ahead_units(g.dies, g.units_per_pu)),
             },
             geometry: g,
         };

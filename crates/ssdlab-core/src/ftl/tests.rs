@@ -603,3 +603,17 @@ fn write_units_equal_unit_by_unit(program_fail: f64) {
     assert_eq!(a.buffered_host_units(), b.buffered_host_units());
     a.verify().unwrap();
 }
+
+/// GC's look-ahead: 32 units a die up to 128 dies, fewer beyond so that all the dies together
+/// keep 4,096 loaded ahead, never less than one PU, always whole PUs.
+#[test]
+fn gc_look_ahead_shrinks_with_the_dies_collecting() {
+    use super::gc::gc_ahead_units;
+    assert_eq!(gc_ahead_units(8, 8), 32);
+    assert_eq!(gc_ahead_units(128, 2), 32);
+    assert_eq!(gc_ahead_units(256, 2), 16);
+    assert_eq!(gc_ahead_units(512, 2), 8);
+    assert_eq!(gc_ahead_units(512, 3), 9);
+    assert_eq!(gc_ahead_units(100_000, 8), 8);
+    assert_eq!(gc_ahead_units(48, 12), 36);
+}
