@@ -7,15 +7,15 @@ use super::*;
 /// copying them (rounded up to whole PUs), on a drive of up to 128 dies.
 pub(super) const GC_AHEAD_UNITS: u32 = 32;
 
-/// The look-ahead's units over all dies. Each collecting die holds up to two chunks of map
-/// entries loaded ahead of use (the chunk it copies and the next), each entry on a cache line
-/// of its own (a victim's units belong to random LBAs): 4,096 units per chunk over all dies
-/// is 512 KiB of lines, half the 1 MiB L2 of a Zen 4 core, so they can still be there when
-/// the copy comes. Steps of one die are as far apart as there are dies collecting, and with 32
-/// units on each of 512 dies (2 MiB of lines) they can be evicted before use; this VM has no
-/// counters to show it, the wall time does (micron-p320h-700, GC steady state, `steady PRESET 40 0.5 1` alternated nine times: 8 units instead of 32 took 290.5-
-/// 398.8 -> 284.1-329.9 ns per NAND unit op, faster every time, and the untimed writes 6%
-/// less wall time; micron-p420m-1400 -6%).
+/// The look-ahead's units over all dies. Each collecting die holds up to two chunks of map entries
+/// loaded ahead of use (the chunk it copies and the next), each entry on a cache line of its own (a
+/// victim's units belong to random LBAs): 4,096 units per chunk over all dies is 512 KiB of lines,
+/// half the 1 MiB L2 of a Zen 4 core, so they can still be there when the copy comes. Steps of one
+/// die are as far apart as there are dies collecting, and with 32 units on each of 512 dies (2 MiB
+/// of lines) they can be evicted before use; this VM has no counters to show it, the wall time does
+/// (micron-p320h-700, GC steady state, `steady PRESET 40 0.5 1` alternated nine times: 8 units
+/// instead of 32 took 290.5-398.8 -> 284.1-329.9 ns per NAND unit op, faster every time, and the
+/// untimed writes 6% less wall time; micron-p420m-1400 -6%).
 pub(super) const GC_AHEAD_UNITS_ALL_DIES: u32 = 4096;
 
 /// One die's look-ahead chunk: `GC_AHEAD_UNITS`, fewer on drives of more than 128 dies so
