@@ -622,10 +622,11 @@ impl PowerWaits {
 /// many run at once: each die listed under the time its array ends, on a wheel of buckets
 /// 2^[`BUCKET_SHIFT`] ns wide covering [`BUCKETS`] of them from now on (farther ends in a list
 /// of their own). A die's start moves it from one bucket to another (a few stores), the dies in
-/// a bucket are forgotten as time passes it, and the count of dies listed is at least the count busy:
-/// when it is below the limit (most starts: the limit binds at 3% of them on micron-p320h-350
-/// in its GC steady state, with 95 of 126 places taken on average) nothing is looked up. The
-/// count is made exact, and the first other die to end found, only when it is not.
+/// a bucket are forgotten as time passes it, and the count of dies listed is at least the count
+/// busy: when it is below the limit (most starts: the limit binds at 3% of them on
+/// micron-p320h-350 in its GC steady state, with 95 of 126 places taken on average) nothing is
+/// looked up. The count is made exact, and the first other die to end found, only when it is
+/// not.
 ///
 /// A min-heap of (end, die) did the same with a push and a pop per start (the pop's sift-down
 /// alone about 350 instructions per NAND unit operation, callgrind, micron-p320h-350 GC steady
