@@ -50,9 +50,12 @@ struct DieQueue {
     /// When the data of the GC copies read so far has been processed by the controller (a GC
     /// program of this die may start its data-in then).
     gc_data_ready: SimTime,
-    /// Programs started on the die and when their array time ends (pruned as time passes):
-    /// what a power cut would interrupt.
-    started: VecDeque<(Program, SimTime)>,
+    /// The last two programs started on the die and when their array time ends, older first:
+    /// what a power cut would interrupt. Any program before them had ended when the later of
+    /// them started: the die takes its next operation only once a program's array time has
+    /// begun (cache mode) or ended, and a program's array time begins after the array's
+    /// previous operation ends (`Nand::program`, `Nand::read`).
+    started: [Option<(Program, SimTime)>; 2],
 }
 
 /// A read batch: NAND reads outstanding, and when the last one that ended is out.
@@ -293,10 +296,8 @@ impl Scheduler {
                     k.schedule_in_lane(super::LANE_PROGRAM_DONE, end, done);
                 }
                 let d = &mut self.dies[die as usize];
-                while d.started.front().is_some_and(|&(_, e)| e <= now) {
-                    d.started.pop_front();
-                }
-                d.started.push_back((program, end));
+                debug_assert!(d.started[0].is_none_or(|(_, e)| e <= now));
+                d.started = [d.started[1], Some((program, end))];
                 next
             }
             NandOp::GcRead {
@@ -364,7 +365,7 @@ impl Scheduler {
     pub fn unfinished_programs(&self, now: SimTime) -> Vec<(u32, Program, bool)> {
         let mut out = Vec::new();
         for (die, d) in self.dies.iter().enumerate() {
-            for &(p, end) in &d.started {
+            for &(p, end) in d.started.iter().flatten() {
                 if end > now {
                     out.push((die as u32, p, true));
                 }
