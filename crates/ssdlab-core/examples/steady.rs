@@ -7,7 +7,9 @@
 //! enterprise runs spend most of their time on).
 //! With `windows` > 1 the timed stretch is repeated that many times (one after another) and
 //! the figures are the median window's, so one process gives several samples.
-//! cargo run --release -p ssdlab-core --example steady -- PRESET.toml [seconds] [drive writes] [windows]
+//! With `spare %` > 0 only the first (100 - spare)% of the drive is filled and written, the
+//! rest left as spare area (the consistency test's 25% runs; validate's longest).
+//! cargo run --release -p ssdlab-core --example steady -- PRESET.toml [seconds] [drive writes] [windows] [spare %]
 use ssdlab_core::config::DriveConfig;
 use ssdlab_core::device::Device;
 use ssdlab_core::workload::JobResult;
@@ -16,8 +18,8 @@ mod common;
 
 /// The timed stretch, named for callgrind's `--toggle-collect`.
 #[inline(never)]
-fn timed_steady(dev: &mut Device, seconds: f64) -> JobResult {
-    common::random_writes(dev, seconds)
+fn timed_steady(dev: &mut Device, seconds: f64, span_bytes: u64) -> JobResult {
+    common::random_writes_over(dev, seconds, span_bytes)
 }
 
 #[allow(clippy::disallowed_methods)]
@@ -31,7 +33,10 @@ fn main() {
         .map_or(2.0, |s| s.parse().expect("drive writes"));
     let mut dev = Device::new(&cfg, 1).expect("device");
     dev.secure_erase();
-    let n = dev.geometry.logical_units as u32;
+    let spare: f64 = args.get(5).map_or(0.0, |s| s.parse().expect("spare %"));
+    // The units written: whole units, as `review.procedures.spare_span` counts them.
+    let n = (dev.geometry.logical_units as f64 * (100.0 - spare) / 100.0) as u32;
+    let span_bytes = n as u64 * dev.geometry.mapping_unit_bytes as u64;
     let t = std::time::Instant::now();
     dev.fill_untimed(0, n);
     let fill_wall = t.elapsed().as_secs_f64();
@@ -43,7 +48,7 @@ fn main() {
     let mut samples = Vec::new();
     for _ in 0..windows.max(1) {
         let t = std::time::Instant::now();
-        let r = timed_steady(&mut dev, seconds);
+        let r = timed_steady(&mut dev, seconds, span_bytes);
         let wall = t.elapsed().as_secs_f64();
         // FNV-1a over the per-second write IOs and GC copies: equal digests, equal results.
         digest = r.series.digest_writes_and_gc(digest);
