@@ -34,7 +34,10 @@ fn main() {
     let mut dev = Device::new(&cfg, 1).expect("device");
     dev.secure_erase();
     let spare: f64 = args.get(5).map_or(0.0, |s| s.parse().expect("spare %"));
-    assert!((0.0..100.0).contains(&spare), "spare %: {spare}; accepted: 0 to under 100");
+    assert!(
+        (0.0..100.0).contains(&spare),
+        "spare %: {spare}; accepted: 0 to under 100"
+    );
     // The units written: whole units, as `review.procedures.spare_span` counts them.
     let n = (dev.geometry.logical_units as f64 * (100.0 - spare) / 100.0) as u32;
     let span_bytes = n as u64 * dev.geometry.mapping_unit_bytes as u64;

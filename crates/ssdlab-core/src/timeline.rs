@@ -229,7 +229,11 @@ mod tests {
         for n in 0..live.len() {
             for start in 0..(n as u64 * 10 + 20) {
                 let expect = live[..n].partition_point(|&(s, _)| s <= start);
-                assert_eq!(first_after(&live[..n], start), expect, "{n} intervals, {start}");
+                assert_eq!(
+                    first_after(&live[..n], start),
+                    expect,
+                    "{n} intervals, {start}"
+                );
             }
         }
     }
