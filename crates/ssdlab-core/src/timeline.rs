@@ -179,15 +179,10 @@ impl GapTimeline {
 #[inline]
 fn first_after(live: &[(u64, u64)], start: u64) -> usize {
     match live {
-        [] => 0,
-        [first] => (first.0 <= start) as usize,
-        [first, second, rest @ ..] => {
-            if second.0 > start {
-                (first.0 <= start) as usize
-            } else {
-                2 + rest.partition_point(|&(s, _)| s <= start)
-            }
+        [_, second, rest @ ..] if second.0 <= start => {
+            2 + rest.partition_point(|&(s, _)| s <= start)
         }
+        _ => live.first().is_some_and(|first| first.0 <= start) as usize,
     }
 }
 
