@@ -155,7 +155,18 @@ impl Recorder {
     /// One completed host command, at `now`.
     #[inline]
     pub fn record(&mut self, c: &Completion, now: SimTime) {
-        count_in_series(c, &mut self.series, self.start);
+        // Completions come at the current event, after `before_event` closed the intervals
+        // before it: they fall in the first interval not closed (found without a division).
+        let t = c.completed.ns();
+        let i = if t < self.next_close_ns
+            && t >= self.next_close_ns.wrapping_sub(self.series.interval_ns)
+        {
+            self.intervals_closed
+        } else {
+            interval_of(t, self.start, self.series.interval_ns)
+        };
+        debug_assert_eq!(i, interval_of(t, self.start, self.series.interval_ns));
+        count_in_series(c, &mut self.series, i);
         let stats = match c.io.kind {
             IoKind::Read => &mut self.read,
             IoKind::Write => &mut self.write,
@@ -177,10 +188,15 @@ impl Recorder {
     }
 }
 
-/// Count `c` in the interval of `series` it falls in (intervals counted from `start`).
+/// The interval (counted from `start`) that time `t` (ns) falls in.
 #[inline]
-fn count_in_series(c: &Completion, series: &mut IntervalSeries, start: SimTime) {
-    let i = ((c.completed.ns() - start.ns()) / series.interval_ns) as usize;
+fn interval_of(t: u64, start: SimTime, interval_ns: u64) -> usize {
+    ((t - start.ns()) / interval_ns) as usize
+}
+
+/// Count `c` in interval `i` of `series` (the one its completion falls in).
+#[inline]
+fn count_in_series(c: &Completion, series: &mut IntervalSeries, i: usize) {
     series.ensure(i);
     let (bytes, latency) = (c.io.length_bytes, c.latency_ns());
     match c.io.kind {

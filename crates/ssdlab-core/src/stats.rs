@@ -323,9 +323,17 @@ impl IntervalSeries {
         }
     }
 
-    /// Make sure interval `i` exists.
-    #[inline]
+    /// Make sure interval `i` exists (every completion asks: the test is inlined, the growth,
+    /// once an interval, is not).
+    #[inline(always)]
     pub fn ensure(&mut self, i: usize) {
+        if self.read_ios.len() <= i {
+            self.grow(i);
+        }
+    }
+
+    #[inline(never)]
+    fn grow(&mut self, i: usize) {
         while self.read_ios.len() <= i {
             self.read_ios.push(0);
             self.write_ios.push(0);
