@@ -55,9 +55,73 @@ impl Divisor {
     }
 }
 
+/// A power of two `d` that byte counts are divided by (the mapping unit, a power of two by
+/// validation): shifts and masks, where a division by a number known only at run time is a
+/// 64-bit `div` (10 to 18 cycles on Zen 4). A host command's offset and length are divided by
+/// the unit eight times on its way in (issue 26's count: about 13 divisions per host write
+/// in all).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PowerOfTwo {
+    shift: u32,
+}
+
+impl PowerOfTwo {
+    pub fn new(d: u64) -> PowerOfTwo {
+        assert!(d.is_power_of_two(), "{d} is not a power of two");
+        PowerOfTwo {
+            shift: d.trailing_zeros(),
+        }
+    }
+
+    /// `n / d`.
+    #[inline(always)]
+    pub fn quotient(self, n: u64) -> u64 {
+        n >> self.shift
+    }
+
+    /// `n.div_ceil(d)`.
+    #[inline(always)]
+    pub fn quotient_ceil(self, n: u64) -> u64 {
+        (n >> self.shift) + (!self.divides(n)) as u64
+    }
+
+    /// `n % d == 0`.
+    #[inline(always)]
+    pub fn divides(self, n: u64) -> bool {
+        n & ((1u64 << self.shift) - 1) == 0
+    }
+
+    pub fn get(self) -> u64 {
+        1 << self.shift
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn power_of_two_equals_division() {
+        for shift in [0u32, 9, 12, 16, 63] {
+            let d = 1u64 << shift;
+            let p = PowerOfTwo::new(d);
+            assert_eq!(p.get(), d);
+            for n in [
+                0,
+                1,
+                d - 1,
+                d,
+                d.wrapping_add(1),
+                d.wrapping_mul(3).wrapping_add(5),
+                u64::MAX - 1,
+                u64::MAX,
+            ] {
+                assert_eq!(p.quotient(n), n / d, "{n} / {d}");
+                assert_eq!(p.quotient_ceil(n), n.div_ceil(d), "{n} / {d} up");
+                assert_eq!(p.divides(n), n.is_multiple_of(d), "{d} | {n}");
+            }
+        }
+    }
 
     fn check(d: u32, n: u32) {
         let v = Divisor::new(d);

@@ -21,6 +21,7 @@ use super::processor::Processor;
 use super::scheduler::{Flash, HostRead, Scheduler};
 use super::{Completion, Event, HostIo, IoKind};
 use crate::config::{DriveConfig, Geometry};
+use crate::divisor::PowerOfTwo;
 use crate::faults::{ExtraReads, FaultCounters, ReadFaults};
 use crate::ftl::{Ftl, HostWrite, UNMAPPED};
 use crate::host::HostInterface;
@@ -69,7 +70,8 @@ struct Slot {
 /// The geometry the controller divides commands by.
 #[derive(Clone, Copy, Debug)]
 struct Shape {
-    unit_bytes: u64,
+    /// The mapping unit's bytes.
+    unit: PowerOfTwo,
     dies: u32,
     planes_per_die: u32,
     units_per_pu: u32,
@@ -112,7 +114,7 @@ impl Controller {
             host: HostInterface::new(&config.host, &config.controller),
             buffer: WriteBuffer::new(config.ftl.write_buffer_bytes / unit_bytes),
             shape: Shape {
-                unit_bytes,
+                unit: PowerOfTwo::new(unit_bytes),
                 dies: geometry.dies,
                 planes_per_die: geometry.planes_per_die,
                 units_per_pu: geometry.units_per_pu,
@@ -143,6 +145,12 @@ impl Controller {
         self.faults = faults;
     }
 
+    /// The mapping unit's bytes, to divide by.
+    #[inline]
+    pub fn unit(&self) -> PowerOfTwo {
+        self.shape.unit
+    }
+
     /// Commands submitted and not yet completed.
     pub fn outstanding(&self) -> usize {
         self.slots.len() - self.free_slots.len()
@@ -163,17 +171,17 @@ impl Controller {
     /// The logical units `[first, end)` a command covers: TRIM unmaps only whole units (the
     /// rest of a partly trimmed unit is data); reads and writes touch every unit they overlap.
     fn units_of(&self, io: &HostIo) -> (u32, u32) {
-        let unit = self.shape.unit_bytes;
+        let unit = self.shape.unit;
         if io.length_bytes == 0 {
             (0, 0)
         } else if io.kind == IoKind::Trim {
-            let first = io.offset_bytes.div_ceil(unit) as u32;
-            let end = ((io.offset_bytes + io.length_bytes) / unit) as u32;
+            let first = unit.quotient_ceil(io.offset_bytes) as u32;
+            let end = unit.quotient(io.offset_bytes + io.length_bytes) as u32;
             (first, end.max(first))
         } else {
             (
-                (io.offset_bytes / unit) as u32,
-                (io.offset_bytes + io.length_bytes).div_ceil(unit) as u32,
+                unit.quotient(io.offset_bytes) as u32,
+                unit.quotient_ceil(io.offset_bytes + io.length_bytes) as u32,
             )
         }
     }
@@ -252,10 +260,10 @@ impl Controller {
             }
             IoKind::Write => {
                 b.ftl.prefetch_overwrite(s.next_unit);
-                let unit = self.shape.unit_bytes;
+                let unit = self.shape.unit;
                 // A partial first or last unit is read, merged and written whole.
-                let head_partial = !s.io.offset_bytes.is_multiple_of(unit);
-                let tail_partial = !(s.io.offset_bytes + s.io.length_bytes).is_multiple_of(unit);
+                let head_partial = !unit.divides(s.io.offset_bytes);
+                let tail_partial = !unit.divides(s.io.offset_bytes + s.io.length_bytes);
                 if head_partial || tail_partial {
                     b.sched.begin_batch(slot, now);
                     if head_partial {
@@ -356,7 +364,7 @@ impl Controller {
             batch: slot,
             die,
             planes,
-            bytes: units as u64 * self.shape.unit_bytes,
+            bytes: units as u64 * self.shape.unit.get(),
         };
         let host_read = self.slots[slot as usize].io.kind == IoKind::Read;
         let extra = match self.faults.as_mut() {
@@ -395,7 +403,7 @@ impl Controller {
                 batch: slot,
                 die: member,
                 planes: shape.planes_per_die,
-                bytes: shape.units_per_pu as u64 * shape.unit_bytes,
+                bytes: shape.units_per_pu as u64 * shape.unit.get(),
             };
             b.sched
                 .enqueue_host_read(b.kernel, &mut self.processor, read);
@@ -470,13 +478,13 @@ impl Controller {
     /// Move waiting writes into the buffer, in arrival order, as far as space allows.
     fn admit_writes(&mut self, b: &mut Backend) {
         let now = b.kernel.now();
-        let unit = self.shape.unit_bytes;
+        let unit = self.shape.unit.get();
         while let Some(&slot) = self.write_wait.front() {
             if self.buffer.free_units() == 0 || !b.ftl.host_may_write() {
                 break;
             }
             let s = self.slots[slot as usize];
-            let first_chunk = s.next_unit == (s.io.offset_bytes / unit) as u32;
+            let first_chunk = s.next_unit == self.shape.unit.quotient(s.io.offset_bytes) as u32;
             let count = self.buffer.take((s.end_unit - s.next_unit) as u64) as u32;
             let bytes = (count as u64 * unit).min(s.io.length_bytes);
             let crossed = self
@@ -486,7 +494,7 @@ impl Controller {
             // copies share: it is in the buffer when both are done.
             let through = self.processor.write_path_duration(bytes);
             let start = SimTime(crossed.0.saturating_sub(through.0)).max(s.rmw_ready.max(now));
-            let arrived = crossed.max(self.processor.write_path(now, start, bytes));
+            let arrived = crossed.max(self.processor.write_path(now, start, through));
             let (ftl, mut flash) = b.ftl_and_flash(&mut self.processor);
             let first = HostWrite {
                 lba: s.next_unit,

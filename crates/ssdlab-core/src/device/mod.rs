@@ -207,7 +207,7 @@ impl Device {
     /// what the CPU caches hold.
     #[inline]
     pub fn prefetch_ahead(&self, kind: IoKind, offset_bytes: u64, stage: Ahead) {
-        let unit = offset_bytes / self.geometry.mapping_unit_bytes as u64;
+        let unit = self.controller.unit().quotient(offset_bytes);
         if unit >= self.geometry.logical_units {
             return;
         }

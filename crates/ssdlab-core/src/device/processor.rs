@@ -81,13 +81,13 @@ impl Processor {
         self.timeline.reserve(now, earliest, d) + d
     }
 
-    /// `bytes` cross the write data path, no earlier than `earliest`; returns when they are
-    /// through (at once where the path has no limit).
-    pub fn write_path(&mut self, now: SimTime, earliest: SimTime, bytes: u64) -> SimTime {
+    /// Data that takes `d` on the write data path ([`Processor::write_path_duration`]) crosses
+    /// it, no earlier than `earliest`; returns when it is through (at once where the path has
+    /// no limit).
+    pub fn write_path(&mut self, now: SimTime, earliest: SimTime, d: SimDuration) -> SimTime {
         if self.write_path_bytes_per_s == 0 {
             return earliest;
         }
-        let d = transfer_duration(bytes, self.write_path_bytes_per_s);
         self.write_path.reserve(now, earliest, d) + d
     }
 
