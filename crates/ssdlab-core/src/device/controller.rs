@@ -156,6 +156,11 @@ impl Controller {
         self.slots.len() - self.free_slots.len()
     }
 
+    #[inline]
+    pub fn has_completions(&self) -> bool {
+        !self.completions.is_empty()
+    }
+
     pub fn drain_completions(&mut self) -> std::vec::Drain<'_, Completion> {
         self.completions.drain(..)
     }

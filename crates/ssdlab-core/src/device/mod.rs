@@ -341,6 +341,12 @@ impl Device {
         self.controller.drain_completions()
     }
 
+    /// Whether commands completed since completions were last taken.
+    #[inline]
+    pub fn has_completions(&self) -> bool {
+        self.controller.has_completions()
+    }
+
     /// Completed commands since the last call, into `into` (which must be empty) by swapping
     /// buffers: no copy, and `dev` stays free to read while they are handled.
     #[inline]
