@@ -156,6 +156,7 @@ impl Controller {
         self.slots.len() - self.free_slots.len()
     }
 
+    /// Whether commands completed since completions were last taken.
     #[inline]
     pub fn has_completions(&self) -> bool {
         !self.completions.is_empty()
@@ -483,15 +484,15 @@ impl Controller {
     /// Move waiting writes into the buffer, in arrival order, as far as space allows.
     fn admit_writes(&mut self, b: &mut Backend) {
         let now = b.kernel.now();
-        let unit = self.shape.unit.get();
+        let unit = self.shape.unit;
         while let Some(&slot) = self.write_wait.front() {
             if self.buffer.free_units() == 0 || !b.ftl.host_may_write() {
                 break;
             }
             let s = self.slots[slot as usize];
-            let first_chunk = s.next_unit == self.shape.unit.quotient(s.io.offset_bytes) as u32;
+            let first_chunk = s.next_unit == unit.quotient(s.io.offset_bytes) as u32;
             let count = self.buffer.take((s.end_unit - s.next_unit) as u64) as u32;
-            let bytes = (count as u64 * unit).min(s.io.length_bytes);
+            let bytes = (count as u64 * unit.get()).min(s.io.length_bytes);
             let crossed = self
                 .host
                 .to_device(now, s.rmw_ready.max(now), bytes, first_chunk);
