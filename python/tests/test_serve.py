@@ -81,7 +81,11 @@ class Served:
     def __init__(self, tmp_path: Path, drive: str, *extra: str, tag: str = ""):
         self.sock = tmp_path / f"nbd{tag}.sock"
         self.stats_path = tmp_path / f"stats{tag}.json"
-        self.log = (tmp_path / f"serve{tag}.log").open("w+")
+        # Opened for appending, and read through a handle of its own: the child shares this
+        # handle's file offset, so a reader seeking it back would make the server's next line
+        # overwrite the log's start (a power-cut message lost that way once in CI).
+        self.log_path = tmp_path / f"serve{tag}.log"
+        self.log = self.log_path.open("a")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "ssdlab.cli", "serve", "--drive", drive, "--socket", str(self.sock),
              "--stats-json", str(self.stats_path), *extra],
@@ -96,9 +100,7 @@ class Served:
         self.uri = f"nbd+unix:///?socket={self.sock}"
 
     def output(self) -> str:
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
+        return self.log_path.read_text(errors="replace")  # a line may be half written
 
     def kill(self) -> None:
         """SIGKILL: no chance to answer, sync or clean up (the socket file stays)."""
