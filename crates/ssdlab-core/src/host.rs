@@ -8,7 +8,7 @@
 //! The firmware's processing of the command is the controller's ([`crate::device`]).
 
 use crate::config::{ControllerConfig, HostConfig, HostInterfaceKind};
-use crate::time::{transfer_duration, SimDuration, SimTime};
+use crate::time::{SimDuration, SimTime, TransferRate};
 use crate::timeline::GapTimeline;
 
 #[derive(Clone, Debug)]
@@ -17,8 +17,8 @@ pub struct HostInterface {
     link_bytes_per_s: u64,
     /// Data rate to the host and from the host: the link's, or the controller's data path
     /// where that is slower.
-    read_bytes_per_s: u64,
-    write_bytes_per_s: u64,
+    read_rate: TransferRate,
+    write_rate: TransferRate,
     link_command: SimDuration,
     /// Host to device (SATA: the only link timeline).
     to_device: GapTimeline,
@@ -42,8 +42,8 @@ impl HostInterface {
         HostInterface {
             kind: host.interface,
             link_bytes_per_s: link,
-            read_bytes_per_s: capped(controller.read_mb_per_s),
-            write_bytes_per_s: capped(controller.write_mb_per_s),
+            read_rate: TransferRate::new(capped(controller.read_mb_per_s)),
+            write_rate: TransferRate::new(capped(controller.write_mb_per_s)),
             link_command: SimDuration(host.link_command_ns),
             to_device: GapTimeline::default(),
             to_host: GapTimeline::default(),
@@ -52,18 +52,23 @@ impl HostInterface {
         }
     }
 
-    fn link_duration(&self, to_host: bool, bytes: u64, with_command_frames: bool) -> SimDuration {
+    fn link_duration(
+        &mut self,
+        to_host: bool,
+        bytes: u64,
+        with_command_frames: bool,
+    ) -> SimDuration {
         let frames = if with_command_frames {
             self.link_command.ns()
         } else {
             0
         };
         let rate = if to_host {
-            self.read_bytes_per_s
+            &mut self.read_rate
         } else {
-            self.write_bytes_per_s
+            &mut self.write_rate
         };
-        SimDuration(frames + transfer_duration(bytes, rate).ns())
+        SimDuration(frames + rate.duration(bytes).ns())
     }
 
     /// Move `bytes` from host to drive, no earlier than `earliest`; returns the end.

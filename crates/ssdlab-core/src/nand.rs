@@ -8,7 +8,7 @@
 //! about 2% versus the same two pages on two separate dies").
 
 use crate::config::{Geometry, NandConfig};
-use crate::time::{transfer_duration, SimDuration, SimTime};
+use crate::time::{SimDuration, SimTime, TransferRate};
 use crate::timeline::GapTimeline;
 
 /// The lower page that shares its cells with `page` (a page index within its block), if
@@ -80,8 +80,11 @@ impl NandTiming {
         }
     }
 
-    fn bus_ns(&self, bytes: u64) -> SimDuration {
-        SimDuration(self.bus_command_ns + transfer_duration(bytes, self.bus_bytes_per_s).ns())
+    /// Bus time of a transfer of `bytes` with its command cycles (what `Nand` computes
+    /// through its [`TransferRate`]s).
+    pub fn bus_ns(&self, bytes: u64) -> SimDuration {
+        let transfer = crate::time::transfer_duration(bytes, self.bus_bytes_per_s);
+        SimDuration(self.bus_command_ns + transfer.ns())
     }
 }
 
@@ -93,13 +96,20 @@ pub struct Nand {
     channels: crate::divisor::Divisor,
     dies: Vec<Die>,
     buses: Vec<GapTimeline>,
+    /// The channel buses' rate, for data in (programs) and data out (reads) apart: each
+    /// mostly moves one size (see [`TransferRate`]).
+    bus_in: TransferRate,
+    bus_out: TransferRate,
     pub counters: NandCounters,
 }
 
 impl Nand {
     pub fn new(cfg: &NandConfig, geometry: &Geometry) -> Self {
+        let timing = NandTiming::new(cfg);
         Nand {
-            timing: NandTiming::new(cfg),
+            bus_in: TransferRate::new(timing.bus_bytes_per_s),
+            bus_out: TransferRate::new(timing.bus_bytes_per_s),
+            timing,
             page_size_bytes: cfg.page_size_bytes as u64,
             channels: crate::divisor::Divisor::new(geometry.channels),
             dies: vec![Die::default(); geometry.dies as usize],
@@ -139,7 +149,7 @@ impl Nand {
             d.array_free
         };
         let earliest = data_ready.max(now).max(register_free);
-        let transfer = self.timing.bus_ns(bytes);
+        let transfer = SimDuration(self.timing.bus_command_ns + self.bus_in.duration(bytes).ns());
         let data_in_start = self.buses[channel].reserve(now, earliest, transfer);
         let array_start = (data_in_start + transfer).max(d.array_free);
         let array = self.timing.array_ns(self.timing.program_ns, planes);
@@ -164,7 +174,8 @@ impl Nand {
         let array_start = now.max(d.array_free);
         let array = self.timing.array_ns(self.timing.read_ns, planes);
         let array_end = array_start + SimDuration(array);
-        let transfer = self.timing.bus_ns(bytes_out);
+        let transfer =
+            SimDuration(self.timing.bus_command_ns + self.bus_out.duration(bytes_out).ns());
         let out_start = self.buses[channel].reserve(now, array_end, transfer);
         let out_end = out_start + transfer;
         // The page register holds the data until it is out.

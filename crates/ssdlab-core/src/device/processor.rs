@@ -17,7 +17,7 @@
 //! afterwards.
 
 use crate::config::ControllerConfig;
-use crate::time::{transfer_duration, SimDuration, SimTime};
+use crate::time::{SimDuration, SimTime, TransferRate};
 use crate::timeline::GapTimeline;
 
 #[derive(Clone, Debug)]
@@ -31,7 +31,7 @@ pub struct Processor {
     /// writes and every unit garbage collection copies cross it, at `controller.write_mb_per_s`
     /// (0: no limit). Its own timeline, beside the processor's.
     write_path: GapTimeline,
-    write_path_bytes_per_s: u64,
+    write_path_rate: TransferRate,
     /// Processor time spent on garbage collection, nanoseconds.
     pub gc_busy_ns: u64,
 }
@@ -53,7 +53,7 @@ impl Processor {
             read_command: SimDuration(cfg.command_ns + cfg.read_extra_ns),
             write_command: SimDuration(cfg.command_ns + cfg.write_extra_ns),
             write_path: GapTimeline::default(),
-            write_path_bytes_per_s: (cfg.write_mb_per_s.max(0.0) * 1e6) as u64,
+            write_path_rate: TransferRate::new((cfg.write_mb_per_s.max(0.0) * 1e6) as u64),
             gc_busy_ns: 0,
         }
     }
@@ -85,18 +85,18 @@ impl Processor {
     /// it, no earlier than `earliest`; returns when it is through (at once where the path has
     /// no limit).
     pub fn write_path(&mut self, now: SimTime, earliest: SimTime, d: SimDuration) -> SimTime {
-        if self.write_path_bytes_per_s == 0 {
+        if self.write_path_rate.bytes_per_s() == 0 {
             return earliest;
         }
         self.write_path.reserve(now, earliest, d) + d
     }
 
     /// How long `bytes` take on the write data path (zero where it has no limit).
-    pub fn write_path_duration(&self, bytes: u64) -> SimDuration {
-        if self.write_path_bytes_per_s == 0 {
+    pub fn write_path_duration(&mut self, bytes: u64) -> SimDuration {
+        if self.write_path_rate.bytes_per_s() == 0 {
             SimDuration(0)
         } else {
-            transfer_duration(bytes, self.write_path_bytes_per_s)
+            self.write_path_rate.duration(bytes)
         }
     }
 

@@ -312,7 +312,8 @@ impl Scheduler {
                     let out = self.nand.read(now, die, planes, bytes);
                     let processed = p.gc_copy(now, out, units);
                     // The copy is re-encoded on its way back to the NAND: the write data path.
-                    let processed = p.write_path(now, processed, p.write_path_duration(bytes));
+                    let through = p.write_path_duration(bytes);
+                    let processed = p.write_path(now, processed, through);
                     let d = &mut self.dies[die as usize];
                     d.gc_data_ready = d.gc_data_ready.max(processed);
                     out
