@@ -5,11 +5,11 @@ use super::generator::{Generator, LOOKAHEAD};
 use super::job::{CompiledJob, SteadyState};
 use crate::device::{Ahead, Completion, Device, HostIo};
 use crate::record::Sample;
+use crate::ring::Ring;
 use crate::session::{Meter, Session, Source};
 use crate::stats::{IntervalSeries, OpSummary};
 use crate::time::{SimTime, NS_PER_S};
 use serde::Serialize;
-use std::collections::VecDeque;
 
 /// IOs whose map entries are loaded together (see `JobSource::issue`): their loads, and the
 /// page walks before them, overlap instead of each waiting alone.
@@ -103,7 +103,9 @@ struct JobSource {
     start: SimTime,
     completed_ios: u64,
     /// Streams to issue for after a step's completions, in completion order.
-    refill: VecDeque<usize>,
+    refill: Ring<usize>,
+    /// Jobs over (`Phase::Done`): asked after every event.
+    jobs_done: usize,
     /// Jobs due to start: (when, job), in the order they were scheduled.
     starts: Vec<(SimTime, usize)>,
 }
@@ -189,7 +191,8 @@ impl JobRun {
             streams,
             start: now,
             completed_ios: 0,
-            refill: VecDeque::new(),
+            refill: Ring::new(),
+            jobs_done: 0,
             starts: Vec::new(),
         };
         // The session's own recorder sees every command of the group; each job's meter sees
@@ -515,6 +518,7 @@ impl JobSource {
         };
         let result = slot_result(&slot.job, *meter, slot.steady.take(), dev);
         slot.phase = Phase::Done(Box::new(result));
+        self.jobs_done += 1;
         let now = dev.now();
         for j in 0..self.jobs.len() {
             if self.jobs[j].after == Some(i) {
@@ -586,7 +590,11 @@ impl Source for JobSource {
     /// Every job is over (the drive's own work, such as programs still queued, goes on under
     /// the next run).
     fn finished(&self) -> bool {
-        self.jobs.iter().all(|s| matches!(s.phase, Phase::Done(_)))
+        debug_assert_eq!(
+            self.jobs_done == self.jobs.len(),
+            self.jobs.iter().all(|s| matches!(s.phase, Phase::Done(_)))
+        );
+        self.jobs_done == self.jobs.len()
     }
 }
 
