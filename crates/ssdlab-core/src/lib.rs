@@ -30,7 +30,6 @@ pub mod power;
 pub mod power_loss;
 pub mod record;
 pub mod replay;
-mod ring;
 pub mod rng;
 pub mod session;
 pub mod sim;

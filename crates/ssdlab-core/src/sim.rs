@@ -16,8 +16,8 @@
 //! fronts is kept, and found again after a lane's pop with selects rather than branches.
 
 use crate::heap::{min_of, Keyed, QuadHeap};
-use crate::ring::Ring;
 use crate::time::SimTime;
+use std::collections::VecDeque;
 
 /// An event with its time and insertion sequence; ordered by (time, sequence) alone, so the
 /// event type needs no ordering of its own.
@@ -43,7 +43,7 @@ pub struct Kernel<E> {
     now: SimTime,
     heap: QuadHeap<Entry<E>>,
     /// Per lane, events in (time, sequence) order, merged with `heap` on pop.
-    lanes: [Ring<Entry<E>>; LANES],
+    lanes: [VecDeque<Entry<E>>; LANES],
     /// Per lane, the key of its first event (`u128::MAX` when empty).
     fronts: [u128; LANES],
     /// The least of `fronts` and its lane: what the merge with the heap reads.
@@ -214,7 +214,7 @@ impl<E: Copy> Kernel<E> {
 
     /// Pending events.
     pub fn len(&self) -> usize {
-        self.heap.len() + self.lanes.iter().map(Ring::len).sum::<usize>()
+        self.heap.len() + self.lanes.iter().map(VecDeque::len).sum::<usize>()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -67,7 +67,7 @@ impl Sub<SimTime> for SimTime {
 
 /// A wire's rate with the duration of the last transfer size it was asked for kept: most
 /// transfers on a wire have one size (a 4 KiB command's data, a two-plane page), and a 64-bit
-/// division takes 10 to 18 cycles on the hardware we measure on (it sits in front of every
+/// division takes 10 to 18 cycles on Zen 4 (`divisor`; it sits in front of every
 /// reservation the wire makes). The same answers as [`transfer_duration`], exactly.
 #[derive(Clone, Debug)]
 pub struct TransferRate {

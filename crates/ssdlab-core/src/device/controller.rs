@@ -26,9 +26,9 @@ use crate::faults::{ExtraReads, FaultCounters, ReadFaults};
 use crate::ftl::{Ftl, HostWrite, UNMAPPED};
 use crate::host::HostInterface;
 use crate::power::{Link, LinkPolicy};
-use crate::ring::Ring;
 use crate::sim::Kernel;
 use crate::time::{SimDuration, SimTime};
+use std::collections::VecDeque;
 
 /// What stands behind the controller, lent by the device for one call.
 pub(super) struct Backend<'a> {
@@ -89,9 +89,9 @@ pub(super) struct Controller {
     free_slots: Vec<u32>,
     in_device: u32,
     /// Commands waiting for a device queue slot (NCQ full).
-    host_queue: Ring<u32>,
+    host_queue: VecDeque<u32>,
     /// Writes waiting for write-buffer space, in arrival order.
-    write_wait: Ring<u32>,
+    write_wait: VecDeque<u32>,
     completions: Vec<Completion>,
     /// FLUSH and FUA commands waiting for the host programs queued before them, per die.
     flush_waits: FlushWaits,
@@ -123,8 +123,8 @@ impl Controller {
             slots: Vec::new(),
             free_slots: Vec::new(),
             in_device: 0,
-            host_queue: Ring::new(),
-            write_wait: Ring::new(),
+            host_queue: VecDeque::new(),
+            write_wait: VecDeque::new(),
             completions: Vec::new(),
             flush_waits: FlushWaits::default(),
             idle_since: SimTime::ZERO,

@@ -21,7 +21,6 @@ use super::processor::Processor;
 use super::Event;
 use crate::ftl::{GcRead, NandSink, Program, ProgramKind};
 use crate::nand::Nand;
-use crate::ring::Ring;
 use crate::sim::Kernel;
 use crate::time::SimTime;
 use std::collections::VecDeque;
@@ -37,9 +36,9 @@ pub(super) enum NandOp {
 #[derive(Clone, Debug, Default)]
 struct DieQueue {
     /// Host reads, served first.
-    reads: Ring<NandOp>,
+    reads: VecDeque<NandOp>,
     /// Everything else, in decision order.
-    ops: Ring<NandOp>,
+    ops: VecDeque<NandOp>,
     /// The die can start its next operation from then on.
     ready_at: SimTime,
     /// A wake-up for this die is pending: a DieReady event, or its place among the dies
@@ -372,7 +371,7 @@ impl Scheduler {
                     out.push((die as u32, p, true));
                 }
             }
-            for op in d.ops.iter() {
+            for op in &d.ops {
                 if let NandOp::Program(p) = op {
                     out.push((die as u32, *p, false));
                 }

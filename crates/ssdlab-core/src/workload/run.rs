@@ -5,11 +5,11 @@ use super::generator::{Generator, LOOKAHEAD};
 use super::job::{CompiledJob, SteadyState};
 use crate::device::{Ahead, Completion, Device, HostIo};
 use crate::record::Sample;
-use crate::ring::Ring;
 use crate::session::{Meter, Session, Source};
 use crate::stats::{IntervalSeries, OpSummary};
 use crate::time::{SimTime, NS_PER_S};
 use serde::Serialize;
+use std::collections::VecDeque;
 
 /// IOs whose map entries are loaded together (see `JobSource::issue`): their loads, and the
 /// page walks before them, overlap instead of each waiting alone.
@@ -103,7 +103,7 @@ struct JobSource {
     start: SimTime,
     completed_ios: u64,
     /// Streams to issue for after a step's completions, in completion order.
-    refill: Ring<usize>,
+    refill: VecDeque<usize>,
     /// Jobs over (`Phase::Done`): asked after every event.
     jobs_done: usize,
     /// Jobs due to start: (when, job), in the order they were scheduled.
@@ -191,7 +191,7 @@ impl JobRun {
             streams,
             start: now,
             completed_ios: 0,
-            refill: Ring::new(),
+            refill: VecDeque::new(),
             jobs_done: 0,
             starts: Vec::new(),
         };
