@@ -80,10 +80,15 @@ impl NandTiming {
         }
     }
 
-    /// Bus time of a transfer of `bytes` with its command cycles (what `Nand` computes
-    /// through its [`TransferRate`]s).
+    /// Bus time of a transfer of `bytes` with its command cycles.
     pub fn bus_ns(&self, bytes: u64) -> SimDuration {
-        let transfer = crate::time::transfer_duration(bytes, self.bus_bytes_per_s);
+        self.on_bus(crate::time::transfer_duration(bytes, self.bus_bytes_per_s))
+    }
+
+    /// Bus time of data that takes `transfer` on the wire: with its command cycles (`Nand`
+    /// finds `transfer` through its [`TransferRate`]s).
+    #[inline]
+    fn on_bus(&self, transfer: SimDuration) -> SimDuration {
         SimDuration(self.bus_command_ns + transfer.ns())
     }
 }
@@ -149,7 +154,7 @@ impl Nand {
             d.array_free
         };
         let earliest = data_ready.max(now).max(register_free);
-        let transfer = SimDuration(self.timing.bus_command_ns + self.bus_in.duration(bytes).ns());
+        let transfer = self.timing.on_bus(self.bus_in.duration(bytes));
         let data_in_start = self.buses[channel].reserve(now, earliest, transfer);
         let array_start = (data_in_start + transfer).max(d.array_free);
         let array = self.timing.array_ns(self.timing.program_ns, planes);
@@ -174,8 +179,7 @@ impl Nand {
         let array_start = now.max(d.array_free);
         let array = self.timing.array_ns(self.timing.read_ns, planes);
         let array_end = array_start + SimDuration(array);
-        let transfer =
-            SimDuration(self.timing.bus_command_ns + self.bus_out.duration(bytes_out).ns());
+        let transfer = self.timing.on_bus(self.bus_out.duration(bytes_out));
         let out_start = self.buses[channel].reserve(now, array_end, transfer);
         let out_end = out_start + transfer;
         // The page register holds the data until it is out.

@@ -25,8 +25,9 @@ pub(super) struct Generator {
     ahead: Option<Drawn>,
 }
 
-/// IOs drawn ahead: a ring of `RING` places, `len` of them from `head` (a `VecDeque` did the
-/// same with a capacity check and wrapping branches per IO).
+/// IOs drawn ahead: a ring of `RING` places, `len` of them from `head`. A taken
+/// `Option<VecDeque>` read through `range` and `flat_map` cost about 90 instructions more per
+/// host IO, a growable ring indexed by a mask 45M more over 1.2M host writes (CONTRIBUTING).
 struct Drawn {
     ios: Box<[(IoKind, u64, u64); RING]>,
     head: usize,
