@@ -10,12 +10,14 @@
 //! they were decided. Most events a drive produces come in time order within their kind
 //! (command dispatches and completions; program ends, each a fixed array time after its
 //! start): the caller names a lane for such a kind, and an event that comes no earlier than
-//! the last of its lane goes to that lane's FIFO, the others to the heap. Pops merge the heap
-//! and the lanes by the same key, which gives exactly the order the heap alone would give at
-//! a fraction of the cost. The heap is 4-ary ([`crate::heap`]); the least of the lanes'
-//! fronts is kept, and found again after a lane's pop with selects rather than branches.
+//! the last of its lane goes to that lane's FIFO, the others to the queue. Pops merge the queue
+//! and the lanes by the same key, which gives exactly the order the queue alone would give at
+//! a fraction of the cost. The queue is a calendar wheel of 1 us buckets with a 4-ary heap for
+//! events beyond it ([`crate::heap::Wheel`]); the least key of the queue and of the lanes'
+//! fronts are kept, the lanes' found again after a lane's pop with selects rather than
+//! branches.
 
-use crate::heap::{min_of, Keyed, QuadHeap};
+use crate::heap::{min_of, Keyed, Wheel};
 use crate::time::SimTime;
 use std::collections::VecDeque;
 
@@ -41,17 +43,18 @@ pub struct Kernel<E> {
     /// The current simulated time: every decision is taken at it. Invariant: no pending
     /// event is earlier.
     now: SimTime,
-    heap: QuadHeap<Entry<E>>,
-    /// Per lane, events in (time, sequence) order, merged with `heap` on pop.
+    /// The events that go to no lane.
+    queue: Wheel<Entry<E>>,
+    /// Per lane, events in (time, sequence) order, merged with `queue` on pop.
     lanes: [VecDeque<Entry<E>>; LANES],
     /// Per lane, the key of its first event (`u128::MAX` when empty).
     fronts: [u128; LANES],
-    /// The least of `fronts` and its lane: what the merge with the heap reads.
+    /// The least of `fronts` and its lane: what the merge with the queue reads.
     lanes_first: (u128, usize),
     sequence: u64,
 }
 
-/// FIFO lanes beside the heap (see [`Kernel::schedule_in_lane`]).
+/// FIFO lanes beside the queue (see [`Kernel::schedule_in_lane`]).
 pub const LANES: usize = 5;
 
 /// The least of the lanes' front keys and its lane, as a tournament of selects (no branches to
@@ -69,7 +72,7 @@ impl<E> Default for Kernel<E> {
     fn default() -> Self {
         Kernel {
             now: SimTime::ZERO,
-            heap: QuadHeap::default(),
+            queue: Wheel::default(),
             lanes: Default::default(),
             fronts: [u128::MAX; LANES],
             lanes_first: (u128::MAX, 0),
@@ -90,7 +93,7 @@ impl<E: Copy> Kernel<E> {
     pub fn schedule(&mut self, at: SimTime, event: E) {
         debug_assert!(at >= self.now, "event scheduled in the past");
         self.sequence += 1;
-        self.heap.push(Entry {
+        self.queue.push(Entry {
             at,
             sequence: self.sequence,
             event,
@@ -114,7 +117,7 @@ impl<E: Copy> Kernel<E> {
     pub fn schedule_with_sequence(&mut self, at: SimTime, sequence: u64, event: E) {
         debug_assert!(at >= self.now, "event scheduled in the past");
         debug_assert!(sequence <= self.sequence, "a sequence not taken yet");
-        self.heap.push(Entry {
+        self.queue.push(Entry {
             at,
             sequence,
             event,
@@ -123,17 +126,16 @@ impl<E: Copy> Kernel<E> {
 
     /// (time, insertion sequence) of the next event, if any: what decides whether something
     /// kept outside the queue with a taken sequence comes before it.
-    #[inline]
+    /// Read from the least keys kept, not from the events.
+    #[inline(always)]
     pub fn peek_key(&self) -> Option<(SimTime, u64)> {
-        match self.next_source() {
-            LANES => self.heap.peek().map(|e| (e.at, e.sequence)),
-            lane => self.lanes[lane].front().map(|e| (e.at, e.sequence)),
-        }
+        let key = self.lanes_first.0.min(self.queue.least_key());
+        (key != u128::MAX).then_some((SimTime((key >> 64) as u64), key as u64))
     }
 
     /// Queue an event of a kind that usually comes no earlier than the last one of its kind (a
     /// controller's dispatches, a die's program ends): `lane` (below [`LANES`]) is the kind's.
-    /// It goes to the lane's FIFO when it keeps the FIFO sorted, to the heap otherwise. The
+    /// It goes to the lane's FIFO when it keeps the FIFO sorted, to the queue otherwise. The
     /// order of events is the same as with [`Kernel::schedule`], whatever the lanes.
     #[inline]
     pub fn schedule_in_lane(&mut self, lane: usize, at: SimTime, event: E) {
@@ -159,13 +161,13 @@ impl<E: Copy> Kernel<E> {
         }
     }
 
-    /// The lane whose first event comes next; `LANES` when the heap's comes first (or nothing
+    /// The lane whose first event comes next; `LANES` when the queue's comes first (or nothing
     /// is pending).
     #[inline(always)]
     fn next_source(&self) -> usize {
-        let heap = self.heap.peek().map_or(u128::MAX, |e| e.key());
+        let queued = self.queue.least_key();
         let (key, lane) = self.lanes_first;
-        if key < heap {
+        if key < queued {
             lane
         } else {
             LANES
@@ -182,7 +184,7 @@ impl<E: Copy> Kernel<E> {
     #[inline]
     pub fn pop(&mut self) -> Option<E> {
         let entry = match self.next_source() {
-            LANES => self.heap.pop(),
+            LANES => self.queue.pop(),
             lane => {
                 let fifo = &mut self.lanes[lane];
                 let entry = fifo.pop_front();
@@ -214,7 +216,7 @@ impl<E: Copy> Kernel<E> {
 
     /// Pending events.
     pub fn len(&self) -> usize {
-        self.heap.len() + self.lanes.iter().map(VecDeque::len).sum::<usize>()
+        self.queue.len() + self.lanes.iter().map(VecDeque::len).sum::<usize>()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -247,12 +249,12 @@ mod tests {
     }
 
     #[test]
-    fn fifo_and_heap_merge_in_time_then_insertion_order() {
+    fn lanes_and_queue_merge_in_time_then_insertion_order() {
         let mut k = Kernel::default();
         k.schedule_in_lane(0, SimTime(10), 1);
         k.schedule(SimTime(5), 2);
         k.schedule_in_lane(0, SimTime(10), 3);
-        k.schedule_in_lane(0, SimTime(7), 4); // out of order: heap
+        k.schedule_in_lane(0, SimTime(7), 4); // out of order: the queue
         k.schedule(SimTime(10), 5);
         let mut order = Vec::new();
         while let Some(e) = k.pop() {
@@ -262,7 +264,7 @@ mod tests {
     }
 
     #[test]
-    fn the_four_ary_heap_pops_in_time_then_insertion_order() {
+    fn the_queue_pops_in_time_then_insertion_order() {
         // Interleaved schedules and pops, many equal times: the order is (time, sequence),
         // as a sort of everything scheduled gives it.
         let mut k = Kernel::default();
@@ -273,9 +275,11 @@ mod tests {
         let mut id = 0u64;
         for _ in 0..20_000u64 {
             if rng.below(3) != 0 || k.is_empty() {
-                let at = k.now().ns() + rng.below(50);
+                // Mostly near, some in the wheel's next buckets, some beyond it (20 ms).
+                let spread = [50, 5_000, 20_000_000][rng.below(3) as usize];
+                let at = k.now().ns() + rng.below(spread);
                 id += 1;
-                // Every lane, and the heap directly.
+                // Every lane, and the queue directly.
                 match rng.below(LANES as u64 + 1) as usize {
                     LANES => k.schedule(SimTime(at), id),
                     lane => k.schedule_in_lane(lane, SimTime(at), id),
