@@ -55,17 +55,15 @@ pub struct Kernel<E> {
 }
 
 /// FIFO lanes beside the queue (see [`Kernel::schedule_in_lane`]).
-pub const LANES: usize = 5;
+pub const LANES: usize = 3;
 
 /// The least of the lanes' front keys and its lane, as a tournament of selects (no branches to
 /// mispredict: which lane comes next changes from one event to the next).
 #[inline(always)]
 fn least_front(f: &[u128; LANES]) -> (u128, usize) {
     let (a, ka) = min_of(0, f[0], 1, f[1]);
-    let (b, kb) = min_of(2, f[2], 3, f[3]);
-    let (c, kc) = min_of(a, ka, b, kb);
-    let (d, kd) = min_of(c, kc, 4, f[4]);
-    (kd, d)
+    let (b, kb) = min_of(a, ka, 2, f[2]);
+    (kb, b)
 }
 
 impl<E> Default for Kernel<E> {

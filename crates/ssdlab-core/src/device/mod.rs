@@ -53,20 +53,19 @@ pub(crate) enum Event {
 }
 
 /// The event kernel's lanes (`Kernel::schedule_in_lane`): kinds of events that mostly come in
-/// time order. A sequential fill of crucial-m500-960 schedules 97% of its program ends and 99%
-/// of its die wake-ups for queued work in order, micron-p320h-175's GC steady state 73% and
-/// 37%; dispatches follow the processor's timeline.
+/// time order. A sequential fill of crucial-m500-960 schedules 97% of its program ends in
+/// order, micron-p320h-175's GC steady state 73%; dispatches follow the processor's timeline.
+/// Die wake-ups go to the kernel's calendar wheel: with it, their lanes (99% and 37% in order)
+/// cost more in the least-front search after every lane pop than they saved (callgrind,
+/// micron-p320h-350 at 25% spare 4,558.3M -> 4,494.8M without them, crucial-m500-120
+/// 522.3M -> 518.6M).
 pub(crate) const LANE_DISPATCH: usize = 0;
 pub(crate) const LANE_PROGRAM_DONE: usize = 1;
-/// A die woken for work queued while it was busy.
-pub(crate) const LANE_DIE_QUEUED: usize = 2;
-/// A die ready again after starting a program.
-pub(crate) const LANE_DIE_AFTER_PROGRAM: usize = 3;
 /// Command completions: writes complete in admission order as their data crosses the host
 /// link (every one of micron-p320h-175's and crucial-m500-960's write completions in GC steady
 /// state came in time order), one heap push and pop fewer per host write. Reads, trims and
 /// flushes complete through it too; one that comes out of order goes to the heap.
-pub(crate) const LANE_COMPLETE: usize = 4;
+pub(crate) const LANE_COMPLETE: usize = 2;
 
 /// The stages of [`Device::prefetch_ahead`], farthest first: each loads what the one before
 /// found (once it has had time to land).

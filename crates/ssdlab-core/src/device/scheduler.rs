@@ -170,7 +170,7 @@ impl Scheduler {
                 self.start_next(k, p, die);
             } else {
                 d.wakeup_pending = true;
-                k.schedule_in_lane(super::LANE_DIE_QUEUED, d.ready_at, Event::DieReady(die));
+                k.schedule(d.ready_at, Event::DieReady(die));
             }
         }
     }
@@ -279,7 +279,6 @@ impl Scheduler {
         let gc_data_ready = d.gc_data_ready;
         let now = k.now();
         let array_free_before = self.nand.die_free_at(die);
-        let after_program = matches!(op, NandOp::Program(_));
         let ready_at = match op {
             NandOp::Program(program) => {
                 let copied = program.kind == ProgramKind::Gc && self.copyback;
@@ -348,15 +347,7 @@ impl Scheduler {
         d.ready_at = ready_at;
         if !d.reads.is_empty() || !d.ops.is_empty() {
             d.wakeup_pending = true;
-            if after_program {
-                k.schedule_in_lane(
-                    super::LANE_DIE_AFTER_PROGRAM,
-                    ready_at,
-                    Event::DieReady(die),
-                );
-            } else {
-                k.schedule(ready_at, Event::DieReady(die));
-            }
+            k.schedule(ready_at, Event::DieReady(die));
         }
         None
     }
