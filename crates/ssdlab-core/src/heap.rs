@@ -16,8 +16,9 @@
 //! The kernel's queue is a [`Wheel`] in front of it: a calendar of 1.024 us buckets 8.4 ms
 //! long, each a short list sorted by key, with a bitmap of the buckets in use; only events
 //! beyond it go to the heap. On micron-p320h-350's GC steady state at 25% spare (the events
-//! that go to no lane: 0.9 per host write, half of them die wake-ups after a read, 46% of
-//! program ends, every power wake) a heap pop walked four levels of u128 selects; a wheel pop
+//! that went to no lane: 0.91 per host write, 640,679 die wake-ups, 279,422 program ends out
+//! of order, 183,939 power wakes; every die wake-up since) a heap pop walked four levels of
+//! u128 selects; a wheel pop
 //! takes the first bucket's first entry and, if that empties the bucket, finds the next in
 //! the bitmap. The wheel keeps its least key, so the kernel's look at the next event reads two
 //! numbers and no event. callgrind, `steady micron-p320h-350.toml 4 1.2 1 25`: 4,806.2M ->
