@@ -135,6 +135,54 @@ impl<T: Keyed + Copy> QuadHeap<T> {
     }
 }
 
+/// A bit per bucket of a wheel of 2^k buckets (at least 64), numbered without bound and taken
+/// modulo their count: which are in use, and the first in use in a range (the event queue's
+/// [`Wheel`], the scheduler's wheel of busy dies).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct BucketBits {
+    words: Vec<u64>,
+    mask: u64,
+}
+
+impl BucketBits {
+    pub fn new(buckets: u64) -> BucketBits {
+        assert!(buckets.is_power_of_two() && buckets >= 64);
+        BucketBits {
+            words: vec![0; (buckets / 64) as usize],
+            mask: buckets - 1,
+        }
+    }
+
+    #[inline]
+    pub fn set(&mut self, bucket: u64) {
+        let slot = bucket & self.mask;
+        self.words[(slot / 64) as usize] |= 1 << (slot % 64);
+    }
+
+    #[inline]
+    pub fn clear(&mut self, bucket: u64) {
+        let slot = bucket & self.mask;
+        self.words[(slot / 64) as usize] &= !(1 << (slot % 64));
+    }
+
+    /// The first bucket from `from` up to `to` (not included, at most a wheel's length on)
+    /// whose bit is set.
+    #[inline]
+    pub fn first_set(&self, from: u64, to: u64) -> Option<u64> {
+        let mut b = from;
+        while b < to {
+            let slot = b & self.mask;
+            let word = self.words[(slot / 64) as usize] >> (slot % 64);
+            if word != 0 {
+                let found = b + word.trailing_zeros() as u64;
+                return (found < to).then_some(found);
+            }
+            b += 64 - slot % 64;
+        }
+        None
+    }
+}
+
 /// A calendar queue: entries whose time (a key's high 64 bits, in ns) falls within
 /// [`WHEEL_BUCKETS`] buckets of 2^[`WHEEL_SHIFT`] ns from the last one popped are kept in
 /// per-bucket lists sorted by key, found through a bitmap of the buckets in use; later ones go
@@ -147,8 +195,8 @@ pub(crate) struct Wheel<T> {
     free: u32,
     /// Per bucket (its number modulo `WHEEL_BUCKETS`): its first entry, `NIL` if none.
     heads: Vec<u32>,
-    /// A bit per bucket in use.
-    occupied: Vec<u64>,
+    /// The buckets in use.
+    occupied: BucketBits,
     /// The bucket of the last entry popped. Invariant: every entry on the wheel is in a bucket
     /// from `cursor` to `cursor + WHEEL_BUCKETS - 1` (entries are never earlier than the last
     /// one popped).
@@ -172,7 +220,7 @@ impl<T> Default for Wheel<T> {
             nodes: Vec::new(),
             free: NIL,
             heads: vec![NIL; WHEEL_BUCKETS as usize],
-            occupied: vec![0; (WHEEL_BUCKETS / 64) as usize],
+            occupied: BucketBits::new(WHEEL_BUCKETS),
             cursor: 0,
             first: u64::MAX,
             least: u128::MAX,
@@ -227,7 +275,7 @@ impl<T: Keyed + Copy> Wheel<T> {
         if head == NIL || key < self.nodes[head as usize].0.key() {
             self.nodes[node as usize].1 = head;
             self.heads[slot] = node;
-            self.occupied[slot / 64] |= 1 << (slot % 64);
+            self.occupied.set(b);
         } else {
             // After the last entry of the bucket with a smaller key.
             let mut prev = head;
@@ -251,18 +299,20 @@ impl<T: Keyed + Copy> Wheel<T> {
         if self.least == u128::MAX {
             return None;
         }
-        // Keys are distinct: the least is the wheel's first or the far heap's.
+        // Keys are distinct: the least is the wheel's first or the far heap's. Only the side
+        // popped has a new first.
         let near = self.first_on_wheel().map_or(u128::MAX, |n| n.key());
+        let far = self.far.peek().map_or(u128::MAX, |f| f.key());
         let entry = if near == self.least {
-            self.pop_near()
+            let e = self.pop_near();
+            self.least = far.min(self.first_on_wheel().map_or(u128::MAX, |n| n.key()));
+            e
         } else {
             let e = self.far.pop()?;
             self.cursor = self.cursor.max(bucket_of(e.key()));
+            self.least = near.min(self.far.peek().map_or(u128::MAX, |f| f.key()));
             e
         };
-        let near = self.first_on_wheel().map_or(u128::MAX, |n| n.key());
-        let far = self.far.peek().map_or(u128::MAX, |f| f.key());
-        self.least = near.min(far);
         Some(entry)
     }
 
@@ -279,29 +329,14 @@ impl<T: Keyed + Copy> Wheel<T> {
         self.on_wheel -= 1;
         self.cursor = b;
         if next == NIL {
-            self.occupied[slot / 64] &= !(1 << (slot % 64));
-            self.first = if self.on_wheel == 0 {
-                u64::MAX
-            } else {
-                self.next_in_use(b + 1)
-            };
+            self.occupied.clear(b);
+            // Every other entry is in a later bucket of the wheel.
+            self.first = self
+                .occupied
+                .first_set(b + 1, b + WHEEL_BUCKETS)
+                .unwrap_or(u64::MAX);
         }
         entry
-    }
-
-    /// The first bucket in use from `from` on (one is: the wheel is not empty).
-    #[inline]
-    fn next_in_use(&self, from: u64) -> u64 {
-        let mut b = from;
-        loop {
-            let slot = b % WHEEL_BUCKETS;
-            let word = self.occupied[(slot / 64) as usize] >> (slot % 64);
-            if word != 0 {
-                return b + word.trailing_zeros() as u64;
-            }
-            b += 64 - slot % 64;
-            debug_assert!(b < self.cursor + 2 * WHEEL_BUCKETS, "no bucket in use");
-        }
     }
 
     pub fn len(&self) -> usize {

@@ -20,6 +20,7 @@
 use super::processor::Processor;
 use super::Event;
 use crate::ftl::{GcRead, NandSink, Program, ProgramKind};
+use crate::heap::BucketBits;
 use crate::nand::Nand;
 use crate::sim::Kernel;
 use crate::time::SimTime;
@@ -634,7 +635,7 @@ struct ActiveDies {
     /// Per bucket (its number modulo [`BUCKETS`]): the first die listed in it, `NO_DIE` if none.
     heads: Vec<u32>,
     /// A bit per bucket: set if any die is listed in it.
-    occupied: Vec<u64>,
+    occupied: BucketBits,
     /// Per die: the die after it and before it in its bucket (`NO_DIE` at either end).
     next: Vec<u32>,
     prev: Vec<u32>,
@@ -661,7 +662,7 @@ impl ActiveDies {
     /// Start over from the dies' current times (when a limit starts to hold).
     fn rebuild(&mut self, nand: &Nand, dies: u32) {
         self.heads = vec![NO_DIE; BUCKETS as usize];
-        self.occupied = vec![0; (BUCKETS / 64) as usize];
+        self.occupied = BucketBits::new(BUCKETS);
         self.next = vec![NO_DIE; dies as usize];
         self.prev = vec![NO_DIE; dies as usize];
         self.far.clear();
@@ -687,7 +688,7 @@ impl ActiveDies {
         self.next[die as usize] = head;
         self.prev[die as usize] = NO_DIE;
         if head == NO_DIE {
-            self.occupied[slot / 64] |= 1 << (slot % 64);
+            self.occupied.set(b);
         } else {
             self.prev[head as usize] = die;
         }
@@ -714,7 +715,7 @@ impl ActiveDies {
         if prev == NO_DIE {
             self.heads[slot] = next;
             if next == NO_DIE {
-                self.occupied[slot / 64] &= !(1 << (slot % 64));
+                self.occupied.clear(b);
             }
         } else {
             self.next[prev as usize] = next;
@@ -748,7 +749,7 @@ impl ActiveDies {
     fn advance(&mut self, nand: &Nand, to: u64) {
         let mut b = self.cursor;
         let end = to.min(self.cursor + BUCKETS);
-        while let Some(found) = self.next_occupied(b, end) {
+        while let Some(found) = self.occupied.first_set(b, end) {
             let slot = (found % BUCKETS) as usize;
             let mut die = self.heads[slot];
             while die != NO_DIE {
@@ -756,7 +757,7 @@ impl ActiveDies {
                 die = self.next[die as usize];
             }
             self.heads[slot] = NO_DIE;
-            self.occupied[slot / 64] &= !(1 << (slot % 64));
+            self.occupied.clear(found);
             b = found + 1;
         }
         self.cursor = to;
@@ -769,23 +770,6 @@ impl ActiveDies {
                 }
             }
         }
-    }
-
-    /// The first bucket from `from` (on the wheel) up to `to` (not included) with a die
-    /// listed in it.
-    #[inline]
-    fn next_occupied(&self, from: u64, to: u64) -> Option<u64> {
-        let mut b = from;
-        while b < to {
-            let slot = b % BUCKETS;
-            let word = self.occupied[(slot / 64) as usize] >> (slot % 64);
-            if word != 0 {
-                let found = b + word.trailing_zeros() as u64;
-                return (found < to).then_some(found);
-            }
-            b += 64 - slot % 64;
-        }
-        None
     }
 
     /// `die` took an operation at `now`: its array was busy until `before`, now until
@@ -853,7 +837,7 @@ impl ActiveDies {
             return first;
         }
         let (mut b, end) = (self.cursor + 1, self.cursor + BUCKETS);
-        while let Some(found) = self.next_occupied(b, end) {
+        while let Some(found) = self.occupied.first_set(b, end) {
             if let (Some(t), _) = first_other(found % BUCKETS) {
                 return Some(t);
             }
