@@ -7,15 +7,17 @@ import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from . import _ssdlab
 from .errors import SsdlabError
 from .job import Job
 from .progress import Progress, auto
 from .results import JobSummary, ReplaySummary
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
 PRESET_PACKAGE = "ssdlab.presets"
 PRECONDITIONS = ("none", "secure-erase", "fill", "fast-fill")
@@ -38,6 +40,9 @@ def series_frame(series_json: str, elapsed_s: float | None = None) -> pd.DataFra
     """The core's interval series (JSON) as a DataFrame, one row per interval. With the run's
     `elapsed_s`, a last interval the run did not fill is marked `partial`, ends at the run's
     end (time_s) and has its rates over the time it covered, not over a whole interval."""
+    import numpy as np
+    import pandas as pd
+
     s = json.loads(series_json)
     full_s = s["interval_ns"] / 1e9
     n = len(s["read_ios"])
@@ -77,6 +82,19 @@ def series_frame(series_json: str, elapsed_s: float | None = None) -> pd.DataFra
     return df
 
 
+class _LazySeries:
+    """A result's `series`: the core's JSON until first read, then its DataFrame
+    (`series_frame`). pandas is loaded only then, so a command that prints only the summary
+    never pays its import (0.3-0.5 s)."""
+
+    def __get__(self, result, owner=None) -> pd.DataFrame:
+        if result is None:
+            return self
+        if isinstance(result._series, str):
+            result._series = series_frame(result._series, result.summary.get("elapsed_s"))
+        return result._series
+
+
 # The host link's power states, by the code the series carries (ssdlab_core::power::LinkState).
 LINK_STATES = ("active", "partial", "slumber", "devsleep")
 # The host's link power management policies (ssdlab_core::power::LinkPolicy; a job's link_power).
@@ -101,8 +119,10 @@ class Result:
     """
 
     summary: JobSummary
-    series: pd.DataFrame
+    _series: str | pd.DataFrame = field(repr=False)
     bins: dict = field(default_factory=dict)
+
+    series = _LazySeries()
 
     @staticmethod
     def _from_json(summary_json: str, series_json: str) -> "Result":
@@ -110,7 +130,7 @@ class Result:
         # The latency histograms (fio json+ "bins") travel beside the summary, not in it.
         bins = {op: {int(k): v for k, v in summary[op].pop("latency_ns_bins", {}).items()}
                 for op in ("read", "write", "trim") if op in summary}
-        return Result(summary, series_frame(series_json, summary.get("elapsed_s")), bins)
+        return Result(summary, series_json, bins)
 
     def plot(self, column: str | None = None, log: bool = True):
         """The per-interval IOPS as the review report draws them (dots, log axis labelled by
@@ -178,8 +198,10 @@ class ReplayResult:
     """
 
     summary: ReplaySummary
-    series: pd.DataFrame
+    _series: str | pd.DataFrame = field(repr=False)
     bins: dict = field(default_factory=dict)
+
+    series = _LazySeries()
 
     def table(self) -> pd.DataFrame:
         rows = {}
@@ -196,6 +218,8 @@ class ReplayResult:
                 "p99 us": c["latency_us_p99"],
                 "p99.9 us": c["latency_us_p99_9"],
             }
+        import pandas as pd
+
         return pd.DataFrame(rows).T
 
     def write(self, out_dir: str | Path, prefix: str = "replay-") -> list[Path]:
@@ -587,7 +611,7 @@ class Drive:
         # The latency histograms (fio json+ "bins") travel beside the summary, not in it.
         bins = {op: {int(k): v for k, v in summary[op].pop("latency_ns_bins", {}).items()}
                 for op in ("all", "read", "write", "trim") if op in summary}
-        return ReplayResult(summary, series_frame(series_json, summary.get("elapsed_s")), bins)
+        return ReplayResult(summary, series_json, bins)
 
     def idle(self, seconds: float) -> None:
         """Leave the drive idle for `seconds`: background garbage collection may use the time,
@@ -628,9 +652,14 @@ class Drive:
         return json.loads(self._sim.counters_json())
 
     def erase_counts(self) -> np.ndarray:
+        import numpy as np
+
         return np.asarray(self._sim.erase_counts(), dtype=np.uint32)
 
     def erase_count_histogram(self) -> pd.DataFrame:
+        import numpy as np
+        import pandas as pd
+
         counts = self.erase_counts()
         values, freq = np.unique(counts, return_counts=True)
         return pd.DataFrame({"erase_count": values, "blocks": freq})
@@ -694,7 +723,7 @@ def device_label(device: int) -> str:
 class RequestLogWriter:
     """One Parquet row per replayed request, written in batches as the replay goes."""
 
-    OPS = np.array(["read", "write", "trim"])
+    OPS = ("read", "write", "trim")
 
     def __init__(self, path: "str | Path"):
         import pyarrow as pa
@@ -716,6 +745,8 @@ class RequestLogWriter:
         self.rows = 0
 
     def add(self, columns: list) -> None:
+        import numpy as np
+
         arrival = np.frombuffer(columns[0], dtype="<i8")  # signed: recorded before the first request
         submit, complete, offset, length = (np.frombuffer(c, dtype="<u8") for c in columns[1:5])
         op = np.frombuffer(columns[5], dtype=np.uint8)

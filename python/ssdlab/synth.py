@@ -22,10 +22,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .errors import SsdlabError
+
+if TYPE_CHECKING:  # numpy loads when a trace is made, not with the command line
+    import numpy as np
 
 KIB = 1024
 
@@ -55,6 +57,8 @@ TRACES = {
 
 
 def _size_table(stats: TraceStats, mean_bytes: float | None) -> tuple[np.ndarray, np.ndarray]:
+    import numpy as np
+
     sizes = list(stats.size_mix)
     probs = list(stats.size_mix.values())
     rest = 1.0 - sum(probs)
@@ -77,6 +81,8 @@ def synthesize(name: str, *, fraction: float = 0.01, span_bytes: int = 128 * 10*
     fraction : share of the original length (1.0 = as many requests as the original).
     span_bytes : LBA span the trace touches.
     """
+    import numpy as np
+
     if name not in TRACES:
         raise SsdlabError(f"unknown trace '{name}'; accepted: {', '.join(TRACES)}")
     if not (0 < fraction <= 1):
@@ -121,6 +127,8 @@ def synthesize(name: str, *, fraction: float = 0.01, span_bytes: int = 128 * 10*
 def write_fio_iolog(path: str | Path, name: str, *, fraction: float = 0.01, span_bytes: int = 128 * 10**9,
                     seed: int = 0, filename: str = "ssdlab.dat") -> int:
     """Write a look-alike as fio iolog v3 (timestamps in microseconds). Returns requests written."""
+    import numpy as np
+
     t, w, off, ln = synthesize(name, fraction=fraction, span_bytes=span_bytes, seed=seed)
     with open(path, "w") as f:
         f.write(f"fio version 3 iolog\n0 {filename} add\n0 {filename} open\n")

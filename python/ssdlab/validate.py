@@ -31,8 +31,6 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from . import _ssdlab
 from .drive import Drive, config_text, description, dump_toml, preset_names
 from .errors import SsdlabError
@@ -400,6 +398,8 @@ def consistency_windows(enterprise: bool, quick: bool) -> tuple[float, float, fl
 def consistency_measure(args: tuple) -> dict:
     """One consistency run (secure erase, fill of the written span, 4 KiB QD32 random writes
     over it): the steady-state figures of the window. Module-level so processes can run it."""
+    import numpy as np
+
     name, spare, mechanism, quick, seed = args
     text, source = config_text(name)
     cfg = tomllib.loads(text)
@@ -471,6 +471,7 @@ def consistency_chart(series: dict, out: Path, drives=CHART_DRIVES) -> list[Path
     """The consistency charts of the client families side by side (per-second IOPS, log y, each
     spare-area variant a line): consistency.html (plotly embedded, offline) and, where a
     headless Chromium is available, consistency.png."""
+    import numpy as np
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -539,6 +540,8 @@ def consistency_markdown(rows: list[Row]) -> str:
 
 def light_client_trace(path: Path, seconds: float = LIGHT_S, iops: float = LIGHT_IOPS, seed: int = 1) -> Path:
     """Write the light client workload (see LIGHT_IOPS) as a DiskSim ASCII trace."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     n = int(seconds * iops)
     t = np.cumsum(rng.exponential(1e9 / iops, n)).astype(np.int64)

@@ -59,6 +59,21 @@ def test_drive_and_result_say_what_they_are():
     assert repr(r).startswith("Result('job'") and "read" in repr(r) and "IOPS" in repr(r)
 
 
+def test_pandas_loads_only_when_a_series_is_read():
+    """`import ssdlab`, the command line's parser (every command's --help) and a run whose
+    summary alone is read leave numpy and pandas unloaded (their import was most of every
+    command's start: 0.9 s of `ssdlab --help`); a result's series loads them when read."""
+    code = ("import sys, ssdlab\n"
+            "from ssdlab.cli import build_parser\n"
+            "build_parser()\n"
+            "r = ssdlab.Drive.preset('crucial-m500-120').run(ssdlab.Job(rw='randwrite', number_ios=3000))\n"
+            "print(sorted(m for m in ('numpy', 'pandas') if m in sys.modules), r.summary['write']['ios'])\n"
+            "print(len(r.series), 'pandas' in sys.modules, round(float(r.series.write_iops.sum())) > 0)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["[] 3000", "1 True True"]
+
+
 def test_job_value_errors_name_the_file_and_line_and_say_what_is_accepted(tmp_path):
     for body, where, says in (
         ("[a]\nrw=randread\nbs=abc\n", ":3: job 'a': bs:", "not a size"),

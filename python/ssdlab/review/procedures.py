@@ -10,13 +10,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from ..drive import Drive, config_text, describe_text, dump_toml
 from ..errors import SsdlabError
 from ..job import Job, parse_size
+
+if TYPE_CHECKING:  # numpy and pandas load when a procedure runs, not with the command line
+    import numpy as np
+    import pandas as pd
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -207,6 +209,8 @@ def window_write_amplification(series: pd.DataFrame, window: np.ndarray, geometr
 def consistency_summary(s: pd.DataFrame, window_s: float, waf: float | None, window_waf=None) -> dict:
     """The figures of a consistency run's per-second IOPS `s`; `window_waf`, when the drive's
     counters are known, gives the write amplification over the seconds a mask selects."""
+    import numpy as np
+
     iops = s["iops"].to_numpy()
     t = s["time_s"].to_numpy()
     first = iops[t <= min(60, t[-1])] if len(iops) else iops
@@ -234,6 +238,8 @@ def consistency_summary(s: pd.DataFrame, window_s: float, waf: float | None, win
 def four_corners(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
     """The desktop Iometer set: 4 KiB random read and write over an 8 GiB span at QD3, random
     write at QD32, 128 KiB sequential read and write at QD1 over the whole span."""
+    import pandas as pd
+
     label = drive_label(source)
     t0 = time.perf_counter()
     rows = []
@@ -273,6 +279,8 @@ def four_corners(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[
 
 def sequential_qd(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
     """Incompressible sequential read and write of large transfers at a deep queue (AS-SSD style)."""
+    import pandas as pd
+
     label = drive_label(source)
     t0 = time.perf_counter()
     d = _new(source, seed)
@@ -296,6 +304,8 @@ def transfer_size(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list
     two), QD4, over a small span (ATTO style: the test file is written first, then each size
     writes the span and reads it), so every size finds the span written: transfers smaller
     than a mapping unit pay read-modify-write at every size, not from the second size on."""
+    import pandas as pd
+
     label = drive_label(source)
     t0 = time.perf_counter()
     d = _new(source, seed)
@@ -324,6 +334,8 @@ def transfer_size(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list
 
 def _pass(d: Drive, positions: int, bs: int, qd: int, tracker: Tracker, name: str) -> pd.DataFrame:
     """A sequential write pass over the whole drive, MB/s in each of `positions` slices."""
+    import pandas as pd
+
     whole = _round_down(d.user_bytes, bs)
     chunk = _round_down(whole // positions, bs)
     rows = []
@@ -338,6 +350,8 @@ def trim(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]
     """TRIM validation: fresh sequential pass, sustained random writes, a degraded pass, a
     second pass; then again from secure erase, random writes, TRIM of the whole drive and the
     pass after TRIM. MB/s along the LBA span for each pass."""
+    import pandas as pd
+
     label = drive_label(source)
     t0 = time.perf_counter()
     bs = parse_size(p["bs"], "bs")
@@ -379,6 +393,8 @@ def qd_scaling(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Ou
     """Enterprise steady state: sequential fill, random writes at QD32 to steady state, then,
     without rest, each workload at every queue depth; a top-up of random writes before each
     write workload (reads follow the write test before them). Full LBA span."""
+    import pandas as pd
+
     label = drive_label(source)
     t0 = time.perf_counter()
     d = _new(source, seed)
@@ -437,6 +453,10 @@ def endurance(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Out
     instead (JESD219; its client workload is a recorded trace JEDEC distributes, not modelled
     here)."""
     import tomllib
+
+    import numpy as np
+    import pandas as pd
+
     label = drive_label(source)
     t0 = time.perf_counter()
     text, src = config_text(source)
@@ -514,6 +534,9 @@ def storage_bench(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list
     mean service time and its standard deviation, on look-alikes of the reviews' client traces
     (ssdlab.synth) and on any trace given."""
     import tempfile
+
+    import pandas as pd
+
     from ..synth import write_fio_iolog
     label = drive_label(source)
     t0 = time.perf_counter()
@@ -552,6 +575,8 @@ def power(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome
     """Drive power (methodology.md section 8): idle without and with link power management
     (HIPM+DIPM, and DevSleep where the host asserts it), then average power during 128 KiB
     sequential writes and during 4 KiB random writes at QD32 on a full drive, in watts."""
+    import pandas as pd
+
     label = drive_label(source)
     t0 = time.perf_counter()
     d = _new(source, seed)
