@@ -275,9 +275,11 @@ impl Scheduler {
                 }
             }
         }
+        // One borrow of the die's queue for the whole step (the NAND, the processor and the
+        // kernel are other fields and arguments): its entry is found once, not again after
+        // every call.
         let d = &mut self.dies[die as usize];
         let op = d.reads.pop_front().or_else(|| d.ops.pop_front())?;
-        let gc_data_ready = d.gc_data_ready;
         let now = k.now();
         let array_free_before = self.nand.die_free_at(die);
         let ready_at = match op {
@@ -285,7 +287,7 @@ impl Scheduler {
                 let copied = program.kind == ProgramKind::Gc && self.copyback;
                 let data_ready = match program.kind {
                     ProgramKind::Host => program.data_ready,
-                    ProgramKind::Gc => gc_data_ready,
+                    ProgramKind::Gc => d.gc_data_ready,
                     _ => now,
                 };
                 let (next, end) = self
@@ -295,7 +297,6 @@ impl Scheduler {
                     let done = Event::ProgramDone(die, program.host_units);
                     k.schedule_in_lane(super::LANE_PROGRAM_DONE, end, done);
                 }
-                let d = &mut self.dies[die as usize];
                 debug_assert!(d.started[0].is_none_or(|(_, e)| e <= now));
                 d.started = [d.started[1], Some((program, end))];
                 next
@@ -314,7 +315,6 @@ impl Scheduler {
                     // The copy is re-encoded on its way back to the NAND: the write data path.
                     let through = p.write_path_duration(bytes);
                     let processed = p.write_path(now, processed, through);
-                    let d = &mut self.dies[die as usize];
                     d.gc_data_ready = d.gc_data_ready.max(processed);
                     out
                 }
@@ -344,7 +344,6 @@ impl Scheduler {
             self.active
                 .array_changed(&self.nand, now, die, array_free_before);
         }
-        let d = &mut self.dies[die as usize];
         d.ready_at = ready_at;
         if !d.reads.is_empty() || !d.ops.is_empty() {
             d.wakeup_pending = true;
@@ -635,7 +634,7 @@ struct ActiveDies {
     /// Per bucket (its number modulo [`BUCKETS`]): the first die listed in it, `NO_DIE` if none.
     heads: Vec<u32>,
     /// A bit per bucket: set if any die is listed in it.
-    occupied: BucketBits,
+    occupied: BucketBits<{ (BUCKETS / 64) as usize }>,
     /// Per die: the die after it and before it in its bucket (`NO_DIE` at either end).
     next: Vec<u32>,
     prev: Vec<u32>,
@@ -662,7 +661,7 @@ impl ActiveDies {
     /// Start over from the dies' current times (when a limit starts to hold).
     fn rebuild(&mut self, nand: &Nand, dies: u32) {
         self.heads = vec![NO_DIE; BUCKETS as usize];
-        self.occupied = BucketBits::new(BUCKETS);
+        self.occupied = BucketBits::default();
         self.next = vec![NO_DIE; dies as usize];
         self.prev = vec![NO_DIE; dies as usize];
         self.far.clear();

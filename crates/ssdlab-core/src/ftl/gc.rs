@@ -274,10 +274,10 @@ impl Ftl {
                 );
                 let ob = &self.dies[dix].gc;
                 if !self.map.records_changes() && ob.block != NONE && ob.fill + 1 < units_per_pu {
-                    // Into the open GC PU, not its last unit: what `invalidate` does for a
-                    // victim's unit (the victim is in no bucket), without its general checks.
-                    self.map.unmap_copy(ppn, victim);
-                    self.place(die, Stream::Gc, lba);
+                    // Into the open GC PU, not its last unit: what `invalidate` and `place`
+                    // do for a victim's unit (the victim is in no bucket), in one step.
+                    let (to, to_block, _) = self.take_unit(die, Stream::Gc);
+                    self.map.move_copy(lba, ppn, victim, to, to_block);
                 } else {
                     self.invalidate(lba);
                     self.append(die, Stream::Gc, lba, sink);

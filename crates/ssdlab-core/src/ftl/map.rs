@@ -5,7 +5,7 @@
 //! [`Map`] owns these tables and keeps their invariants: `l2p[p2l[p]] == p` for every mapped
 //! physical unit, `valid[b]` equals the mapped units of block `b`, `mapped_units` the mapped
 //! logical units. Every change goes through [`Map::map`] and [`Map::unmap`] (or the GC copy's
-//! [`Map::unmap_copy`]), so the pairs move together; [`Map::verify`] checks them whole.
+//! [`Map::move_copy`]), so the pairs move together; [`Map::verify`] checks them whole.
 
 use super::{MapChange, HELD, TAG_ERASE, UNMAPPED};
 use crate::config::Geometry;
@@ -293,16 +293,33 @@ impl Map {
         })
     }
 
-    /// Garbage collection's copy of the unit at `ppn` (in `block`, holding the current copy of
-    /// its logical unit) is about to be placed: the old copy goes stale and the logical unit
-    /// is unmapped until [`Map::map`] places it again (no other change in between).
+    /// Garbage collection's copy of `lba` moves from `from` (in `from_block`, its current copy)
+    /// to the free unit `to` (in `to_block`): [`Map::unmap`] and [`Map::map`] in one step, the
+    /// forward entry written once and the mapped count untouched.
     #[inline(always)]
-    pub fn unmap_copy(&mut self, Ppn(ppn): Ppn, block: u32) {
-        debug_assert_eq!(self.l2p.get(self.p2l.get(ppn as usize) as usize), ppn);
-        self.l2p.set(self.p2l.get(ppn as usize) as usize, UNMAPPED);
-        self.p2l.set(ppn as usize, UNMAPPED);
-        self.valid[block as usize] -= 1;
-        self.mapped_units -= 1;
+    pub fn move_copy(
+        &mut self,
+        Lba(lba): Lba,
+        Ppn(from): Ppn,
+        from_block: u32,
+        Ppn(to): Ppn,
+        to_block: u32,
+    ) {
+        debug_assert_eq!(self.l2p.get(lba as usize), from);
+        debug_assert_eq!(self.p2l.get(from as usize), lba);
+        debug_assert_eq!(
+            self.p2l.get(to as usize),
+            UNMAPPED,
+            "ppn {to} already holds data"
+        );
+        debug_assert_eq!(self.units_per_block.quotient(to), to_block);
+        self.p2l.set(from as usize, UNMAPPED);
+        self.l2p.set(lba as usize, to);
+        self.p2l.set(to as usize, lba);
+        // As in `map`: the open block's reverse line two ahead.
+        crate::mem::prefetch(&self.p2l.0, to as usize + 32);
+        self.valid[from_block as usize] -= 1;
+        self.valid[to_block as usize] += 1;
     }
 
     /// Forget everything: no unit mapped, no sequence numbers (a secure erase keeps the

@@ -46,15 +46,21 @@ impl Ftl {
     /// that filled the PU: it is to be programmed.
     #[inline(always)]
     pub(super) fn place(&mut self, die: u32, stream: Stream, lba: Lba) -> bool {
+        let (ppn, block, full) = self.take_unit(die, stream);
+        self.map.map(lba, ppn, block);
+        full
+    }
+
+    /// The next free unit of the open PU of `die`'s stream (there is one), taken: (unit, its
+    /// block, whether it filled the PU). The caller maps data to it.
+    #[inline(always)]
+    pub(super) fn take_unit(&mut self, die: u32, stream: Stream) -> (Ppn, u32, bool) {
         let units_per_pu = self.geometry.units_per_pu;
         let ob = self.dies[die as usize].open(stream);
         let ppn = ob.pu_first_ppn(&self.geometry) + ob.fill;
-        let block = ob.block;
         ob.fill += 1;
         ob.host_fill += (stream == Stream::Host) as u32;
-        let full = ob.fill == units_per_pu;
-        self.map.map(lba, Ppn(ppn), block);
-        full
+        (Ppn(ppn), ob.block, ob.fill == units_per_pu)
     }
 
     #[inline(never)]
