@@ -220,16 +220,23 @@ impl Map {
 
     /// Map `lba` (unmapped) to `ppn` (free) of `block`.
     #[inline(always)]
-    pub fn map(&mut self, Lba(lba): Lba, Ppn(ppn): Ppn, block: u32) {
-        debug_assert_eq!(
-            self.p2l.get(ppn as usize),
-            UNMAPPED,
-            "ppn {ppn} already holds data"
-        );
+    pub fn map(&mut self, Lba(lba): Lba, ppn: Ppn, block: u32) {
         debug_assert_eq!(
             self.l2p.get(lba as usize),
             UNMAPPED,
             "lba {lba} already mapped"
+        );
+        self.enter(Lba(lba), ppn, block);
+        self.mapped_units += 1;
+    }
+
+    /// The free unit `ppn` of `block` takes `lba`: both entries and the block's count.
+    #[inline(always)]
+    fn enter(&mut self, Lba(lba): Lba, Ppn(ppn): Ppn, block: u32) {
+        debug_assert_eq!(
+            self.p2l.get(ppn as usize),
+            UNMAPPED,
+            "ppn {ppn} already holds data"
         );
         debug_assert_eq!(self.units_per_block.quotient(ppn), block);
         self.l2p.set(lba as usize, ppn);
@@ -240,7 +247,6 @@ impl Map {
         // its 2000 s of random writes 7.8-8.3 -> 7.7-7.8 s).
         crate::mem::prefetch(&self.p2l.0, ppn as usize + 32);
         self.valid[block as usize] += 1;
-        self.mapped_units += 1;
     }
 
     /// [`Map::map`] of `n` logical units from `lba` on, in order, to the `n` physical units
@@ -297,29 +303,12 @@ impl Map {
     /// to the free unit `to` (in `to_block`): [`Map::unmap`] and [`Map::map`] in one step, the
     /// forward entry written once and the mapped count untouched.
     #[inline(always)]
-    pub fn move_copy(
-        &mut self,
-        Lba(lba): Lba,
-        Ppn(from): Ppn,
-        from_block: u32,
-        Ppn(to): Ppn,
-        to_block: u32,
-    ) {
-        debug_assert_eq!(self.l2p.get(lba as usize), from);
-        debug_assert_eq!(self.p2l.get(from as usize), lba);
-        debug_assert_eq!(
-            self.p2l.get(to as usize),
-            UNMAPPED,
-            "ppn {to} already holds data"
-        );
-        debug_assert_eq!(self.units_per_block.quotient(to), to_block);
+    pub fn move_copy(&mut self, lba: Lba, Ppn(from): Ppn, from_block: u32, to: Ppn, to_block: u32) {
+        debug_assert_eq!(self.l2p.get(lba.0 as usize), from);
+        debug_assert_eq!(self.p2l.get(from as usize), lba.0);
         self.p2l.set(from as usize, UNMAPPED);
-        self.l2p.set(lba as usize, to);
-        self.p2l.set(to as usize, lba);
-        // As in `map`: the open block's reverse line two ahead.
-        crate::mem::prefetch(&self.p2l.0, to as usize + 32);
         self.valid[from_block as usize] -= 1;
-        self.valid[to_block as usize] += 1;
+        self.enter(lba, to, to_block);
     }
 
     /// Forget everything: no unit mapped, no sequence numbers (a secure erase keeps the
