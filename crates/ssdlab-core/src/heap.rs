@@ -206,8 +206,9 @@ pub(crate) struct Wheel<T> {
     /// Entries and the next of their bucket (`NIL`: the last); freed places chained from `free`.
     nodes: Vec<(T, u32)>,
     free: u32,
-    /// Per bucket (its number modulo `WHEEL_BUCKETS`): its first entry, `NIL` if none.
-    heads: Vec<u32>,
+    /// Per bucket (its number modulo `WHEEL_BUCKETS`): its first entry, `NIL` if none. A
+    /// fixed-size array, so that a bucket's index needs no bounds check.
+    heads: Box<[u32; WHEEL_BUCKETS as usize]>,
     /// The buckets in use.
     occupied: BucketBits<{ (WHEEL_BUCKETS / 64) as usize }>,
     /// The bucket of the last entry popped. Invariant: every entry on the wheel is in a bucket
@@ -232,7 +233,7 @@ impl<T> Default for Wheel<T> {
         Wheel {
             nodes: Vec::new(),
             free: NIL,
-            heads: vec![NIL; WHEEL_BUCKETS as usize],
+            heads: Box::new([NIL; WHEEL_BUCKETS as usize]),
             occupied: BucketBits::default(),
             cursor: 0,
             first: u64::MAX,
