@@ -80,9 +80,9 @@ impl GapTimeline {
         );
         self.busy_ns_total += dur;
         let start = earliest.0;
-        // Most transfers go after everything reserved so far. Half of those that do not
-        // start inside the last interval (measured on crucial-m500-960's buses): they go right
-        // after it, extending it. That interval ends after `start`, so after `now`: the
+        // Most transfers go after everything reserved so far (below); half of the rest start
+        // inside the last interval (measured on crucial-m500-960's buses) and go right after
+        // it, extending it. That interval ends after `start`, so after `now`: for them the
         // intervals already past need not be dropped first.
         if dur > 0 {
             if let Some(last) = self.busy.last_mut() {
