@@ -194,6 +194,21 @@ impl<const WORDS: usize> BucketBits<WORDS> {
         }
         None
     }
+
+    /// The first bucket from `from` on whose bit is set. There must be one within a wheel's
+    /// length (the scan has no other bound).
+    #[inline]
+    pub fn next_set(&self, from: u64) -> u64 {
+        let mut b = from;
+        loop {
+            let (word, bit) = Self::place(b);
+            let rest = self.words[word] >> bit;
+            if rest != 0 {
+                return b + rest.trailing_zeros() as u64;
+            }
+            b += 64 - bit;
+        }
+    }
 }
 
 /// A calendar queue: entries whose time (a key's high 64 bits, in ns) falls within
@@ -345,11 +360,13 @@ impl<T: Keyed + Copy> Wheel<T> {
         self.cursor = b;
         if next == NIL {
             self.occupied.clear(b);
-            // Every other entry is in a later bucket of the wheel.
-            self.first = self
-                .occupied
-                .first_set(b + 1, b + WHEEL_BUCKETS)
-                .unwrap_or(u64::MAX);
+            // Every other entry is in a later bucket of the wheel: when there is one, the scan
+            // needs no bound.
+            self.first = if self.on_wheel == 0 {
+                u64::MAX
+            } else {
+                self.occupied.next_set(b + 1)
+            };
         }
         entry
     }
