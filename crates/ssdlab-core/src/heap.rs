@@ -199,6 +199,12 @@ impl<const WORDS: usize> BucketBits<WORDS> {
     /// length (the scan has no other bound).
     #[inline]
     pub fn next_set(&self, from: u64) -> u64 {
+        // With no bit set the scan below would never end: a broken invariant (a bucket's
+        // entries and its bit out of step) fails here, in a debug build, rather than hangs.
+        debug_assert!(
+            self.words.iter().any(|&w| w != 0),
+            "BucketBits::next_set on an empty bitmap"
+        );
         let mut b = from;
         loop {
             let (word, bit) = Self::place(b);
@@ -441,5 +447,20 @@ mod tests {
         pending.sort_unstable();
         let rest: Vec<u128> = std::iter::from_fn(|| w.pop()).collect();
         assert_eq!(rest, pending);
+    }
+
+    /// The unbounded scan finds a set bit behind its start (round the wheel) and, in a debug
+    /// build, refuses an empty bitmap instead of scanning for ever.
+    #[test]
+    fn next_set_wraps_round_and_refuses_an_empty_bitmap() {
+        let mut bits = BucketBits::<2>::default();
+        bits.set(5);
+        assert_eq!(bits.next_set(6), 128 + 5);
+        assert_eq!(bits.next_set(5), 5);
+        bits.clear(5);
+        if cfg!(debug_assertions) {
+            let empty = std::panic::catch_unwind(|| bits.next_set(0));
+            assert!(empty.is_err());
+        }
     }
 }
