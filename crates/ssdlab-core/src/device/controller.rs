@@ -110,7 +110,7 @@ impl Controller {
     pub fn new(config: &DriveConfig, geometry: &Geometry) -> Controller {
         let unit_bytes = geometry.mapping_unit_bytes as u64;
         Controller {
-            processor: Processor::new(&config.controller),
+            processor: Processor::new(&config.controller, unit_bytes),
             host: HostInterface::new(&config.host, &config.controller),
             buffer: WriteBuffer::new(config.ftl.write_buffer_bytes / unit_bytes),
             shape: Shape {
@@ -497,8 +497,11 @@ impl Controller {
                 .host
                 .to_device(now, s.rmw_ready.max(now), bytes, first_chunk);
             // The data streams on through the write data path, which garbage collection's
-            // copies share: it is in the buffer when both are done.
-            let through = self.processor.write_path_duration(bytes);
+            // copies share: it is in the buffer when both are done. The path carries the
+            // units whole (one written in part is merged with the rest of it).
+            let through = self
+                .processor
+                .write_path_duration(count as u64 * unit.get());
             let start = SimTime(crossed.0.saturating_sub(through.0)).max(s.rmw_ready.max(now));
             let arrived = crossed.max(self.processor.write_path(now, start, through));
             let (ftl, mut flash) = b.ftl_and_flash(&mut self.processor);

@@ -3,6 +3,8 @@
 //!
 //! The write data path (`controller.write_mb_per_s`) is the controller's too: host writes and
 //! the units garbage collection copies share it, so heavy collection takes write bandwidth.
+//! Both cross it in whole mapping units: a host write of part of a unit is merged in the
+//! buffer with the rest of the unit, and the whole unit is encoded and sent to the NAND.
 //!
 //! Each host command costs `controller.command_ns` (which caps IOPS at 1e9 / command_ns), plus
 //! `read_extra_ns` for a read or `write_extra_ns` for a write (trims and flushes cost what a
@@ -37,7 +39,7 @@ pub struct Processor {
 }
 
 impl Processor {
-    pub fn new(cfg: &ControllerConfig) -> Processor {
+    pub fn new(cfg: &ControllerConfig, unit_bytes: u64) -> Processor {
         // Every reservation on the processor lasts at least this long (a command, one unit's
         // copy, a victim's bookkeeping; 0 when one of them costs nothing).
         let mut shortest = cfg.command_ns + cfg.read_extra_ns.min(cfg.write_extra_ns);
@@ -46,14 +48,23 @@ impl Processor {
                 shortest = shortest.min(per);
             }
         }
+        let mut write_path_rate = TransferRate::new((cfg.write_mb_per_s.max(0.0) * 1e6) as u64);
+        // Every crossing of the write path is of whole mapping units (a host write's, merged
+        // with what it does not overwrite; a copy's), so gaps shorter than one unit's are
+        // never used.
+        let write_path_unit = if write_path_rate.bytes_per_s() == 0 {
+            SimDuration(0)
+        } else {
+            write_path_rate.duration(unit_bytes)
+        };
         Processor {
             timeline: GapTimeline::with_min_duration(SimDuration(shortest)),
             gc_copy_per_unit: SimDuration(cfg.gc_copy_ns_per_unit),
             gc_victim: SimDuration(cfg.gc_victim_ns),
             read_command: SimDuration(cfg.command_ns + cfg.read_extra_ns),
             write_command: SimDuration(cfg.command_ns + cfg.write_extra_ns),
-            write_path: GapTimeline::default(),
-            write_path_rate: TransferRate::new((cfg.write_mb_per_s.max(0.0) * 1e6) as u64),
+            write_path: GapTimeline::with_min_duration(write_path_unit),
+            write_path_rate,
             gc_busy_ns: 0,
         }
     }
