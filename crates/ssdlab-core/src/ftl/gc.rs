@@ -260,30 +260,52 @@ impl Ftl {
             };
             sink.gc_read(die, read);
             // Moving a unit changes no other unit of the victim: the same ones are still valid.
-            for &ppn in &valid[..n] {
-                let ppn = Ppn(ppn);
-                let lba = self.map.reverse(ppn);
-                // Out-of-band LBA checked against the map: the pair must agree. (A debug
-                // check: the reverse entry being mapped is what makes the unit valid, and the
-                // map keeps the two in step; loading the entry here would make every copy
-                // wait for a random memory access the copy itself only needs to store to.)
-                debug_assert_eq!(
-                    self.map.lookup(lba),
-                    ppn,
-                    "OOB LBA {lba} of ppn {ppn} disagrees with the map"
-                );
+            let mut i = 0;
+            while i < n {
+                // Into the open GC PU, short of its last unit: what `invalidate` and `place` do
+                // for a victim's units (the victim is in no bucket), a run of them in one step
+                // (the blocks' valid counts once). The map journal's notes of the run follow
+                // its moves: they touch only the journal, and call the sink in the same order.
                 let ob = &self.dies[dix].gc;
-                if !self.map.records_changes() && ob.block != NONE && ob.fill + 1 < units_per_pu {
-                    // Into the open GC PU, not its last unit: what `invalidate` and `place`
-                    // do for a victim's unit (the victim is in no bucket), in one step.
-                    let (to, to_block, _) = self.take_unit(die, Stream::Gc);
-                    self.map.move_copy(lba, ppn, victim, to, to_block);
+                let run = if self.map.records_changes() || ob.block == NONE {
+                    0
                 } else {
+                    (units_per_pu - 1 - ob.fill).min((n - i) as u32)
+                };
+                if run > 0 {
+                    let (to, to_block) = self.take_units(die, Stream::Gc, run);
+                    for (j, &from) in valid[i..i + run as usize].iter().enumerate() {
+                        let lba = self.map.reverse(Ppn(from));
+                        // Out-of-band LBA checked against the map: the pair must agree. (A
+                        // debug check: the reverse entry being mapped is what makes the unit
+                        // valid, and the map keeps the two in step; loading the entry here
+                        // would make every copy wait for a random memory access the copy
+                        // itself only needs to store to.)
+                        debug_assert_eq!(
+                            self.map.lookup(lba),
+                            Ppn(from),
+                            "OOB LBA {lba} of ppn {from} disagrees with the map"
+                        );
+                        self.map.relocate(lba, Ppn(from), Ppn(to.0 + j as u32));
+                    }
+                    self.map.valid_moved(victim, to_block, run);
+                    if self.persist.enabled() {
+                        for ppn in to.0..to.0 + run {
+                            let lba = self.map.reverse(Ppn(ppn));
+                            self.persist.note_update(lba.0, &mut self.counters, sink);
+                        }
+                    }
+                    i += run as usize;
+                } else {
+                    let ppn = Ppn(valid[i]);
+                    let lba = self.map.reverse(ppn);
+                    debug_assert_eq!(self.map.lookup(lba), ppn);
                     self.invalidate(lba);
                     self.append(die, Stream::Gc, lba, sink);
                     self.map.record(lba, ppn, TAG_RELOCATION);
+                    self.map_updated(lba, sink);
+                    i += 1;
                 }
-                self.map_updated(lba, sink);
             }
             self.scratch = valid;
             copied += n as u32;

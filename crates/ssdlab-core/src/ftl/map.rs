@@ -4,8 +4,9 @@
 //!
 //! [`Map`] owns these tables and keeps their invariants: `l2p[p2l[p]] == p` for every mapped
 //! physical unit, `valid[b]` equals the mapped units of block `b`, `mapped_units` the mapped
-//! logical units. Every change goes through [`Map::map`] and [`Map::unmap`] (or the GC copy's
-//! [`Map::move_copy`]), so the pairs move together; [`Map::verify`] checks them whole.
+//! logical units. Every change goes through [`Map::map`] and [`Map::unmap`] (or a GC copy's
+//! [`Map::relocate`], a run's blocks' counts moved after it by [`Map::valid_moved`]), so the
+//! pairs move together; [`Map::verify`] checks them whole.
 
 use super::{MapChange, HELD, TAG_ERASE, UNMAPPED};
 use crate::config::Geometry;
@@ -299,16 +300,32 @@ impl Map {
         })
     }
 
-    /// Garbage collection's copy of `lba` moves from `from` (in `from_block`, its current copy)
-    /// to the free unit `to` (in `to_block`): [`Map::unmap`] and [`Map::map`] in one step, the
-    /// forward entry written once and the mapped count untouched.
+    /// Garbage collection's copy of `lba` moves from `from` (its current copy) to the free unit
+    /// `to`: [`Map::unmap`] and [`Map::map`] in one step, the forward entry written once and the
+    /// mapped count untouched. The blocks' valid counts are the caller's to move, once for a
+    /// run of copies ([`Map::valid_moved`]).
     #[inline(always)]
-    pub fn move_copy(&mut self, lba: Lba, Ppn(from): Ppn, from_block: u32, to: Ppn, to_block: u32) {
-        debug_assert_eq!(self.l2p.get(lba.0 as usize), from);
-        debug_assert_eq!(self.p2l.get(from as usize), lba.0);
+    pub fn relocate(&mut self, Lba(lba): Lba, Ppn(from): Ppn, Ppn(to): Ppn) {
+        debug_assert_eq!(self.l2p.get(lba as usize), from);
+        debug_assert_eq!(self.p2l.get(from as usize), lba);
+        debug_assert_eq!(
+            self.p2l.get(to as usize),
+            UNMAPPED,
+            "ppn {to} already holds data"
+        );
         self.p2l.set(from as usize, UNMAPPED);
-        self.valid[from_block as usize] -= 1;
-        self.enter(lba, to, to_block);
+        self.l2p.set(lba as usize, to);
+        self.p2l.set(to as usize, lba);
+        // As `enter`'s: the line two ahead of the reverse entry written.
+        crate::mem::prefetch(&self.p2l.0, to as usize + 32);
+    }
+
+    /// `n` units [`Map::relocate`]d from `from_block` to `to_block`: their valid counts.
+    #[inline(always)]
+    pub fn valid_moved(&mut self, from_block: u32, to_block: u32, n: u32) {
+        debug_assert!(self.valid[from_block as usize] >= n);
+        self.valid[from_block as usize] -= n;
+        self.valid[to_block as usize] += n;
     }
 
     /// Forget everything: no unit mapped, no sequence numbers (a secure erase keeps the

@@ -63,6 +63,19 @@ impl Ftl {
         (Ppn(ppn), ob.block, ob.fill == units_per_pu)
     }
 
+    /// `take_unit` of `n` units at once, none of them the open PU's last (its program is the
+    /// caller's to leave to `append`): (the first unit, their block).
+    #[inline(always)]
+    pub(super) fn take_units(&mut self, die: u32, stream: Stream, n: u32) -> (Ppn, u32) {
+        let units_per_pu = self.geometry.units_per_pu;
+        let ob = self.dies[die as usize].open(stream);
+        debug_assert!(ob.fill + n < units_per_pu, "a run that would fill the PU");
+        let ppn = ob.pu_first_ppn(&self.geometry) + ob.fill;
+        ob.fill += n;
+        ob.host_fill += (stream == Stream::Host) as u32 * n;
+        (Ppn(ppn), ob.block)
+    }
+
     #[inline(never)]
     pub(super) fn program_pu<S: NandSink>(&mut self, die: u32, stream: Stream, sink: &mut S) {
         let ob = *self.dies[die as usize].open(stream);

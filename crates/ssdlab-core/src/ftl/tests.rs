@@ -604,6 +604,41 @@ fn write_units_equal_unit_by_unit(program_fail: f64) {
     a.verify().unwrap();
 }
 
+/// Garbage collection's runs of copies into the open GC PU (`collect_step`, the blocks' valid
+/// counts once a run) do what the unit-by-unit path does (taken while the map's changes are
+/// recorded, for a data store): the same flash operations in the same order, the same maps,
+/// counts and counters, with the map journal running.
+#[test]
+fn gc_copy_runs_equal_unit_by_unit() {
+    let mut cfg = small();
+    cfg.ftl.map_journal_entry_bytes = 8;
+    cfg.ftl.map_checkpoint_journal_pages = 4;
+    cfg.ftl.map_blocks_per_die = 2;
+    let g = cfg.validate().unwrap();
+    assert!(g.units_per_pu > 2, "runs of more than one copy");
+    let n = g.logical_units as u32;
+    let (mut runs, mut units) = (ftl_of(&cfg, 5), ftl_of(&cfg, 5));
+    units.map.record_changes();
+    let (mut log_runs, mut log_units) = (OpLog::default(), OpLog::default());
+    runs.fill_untimed(0, n);
+    units.fill_untimed(0, n);
+    let mut rng = Rng::new(11);
+    for i in 0..3 * n as u64 {
+        let w = HostWrite {
+            lba: rng.below(n as u64) as u32,
+            tag: i,
+            data_ready: SimTime::ZERO,
+        };
+        runs.write_unit(w, &mut log_runs);
+        units.write_unit(w, &mut log_units);
+    }
+    assert!(runs.counters.gc_units_copied > n as u64 && runs.counters.meta_journal_pages > 0);
+    assert_eq!(log_runs.0, log_units.0);
+    assert_eq!(runs.counters, units.counters);
+    assert_eq!(runs.state_digest(), units.state_digest());
+    runs.verify().unwrap();
+}
+
 /// GC's look-ahead: 32 units a die up to 128 dies, fewer beyond so that all the dies together
 /// keep 4,096 loaded ahead, never less than one PU, always whole PUs.
 #[test]
