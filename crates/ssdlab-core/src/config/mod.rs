@@ -617,6 +617,17 @@ pub(crate) mod tests {
         }
     }
 
+    /// `small` with the firmware's map persistence on: journal records of 8 bytes (1024 per
+    /// 8 KiB page), a checkpoint every `checkpoint_journal_pages` journal pages, two metadata
+    /// blocks per die.
+    pub fn small_journaled(checkpoint_journal_pages: u32) -> DriveConfig {
+        let mut cfg = small();
+        cfg.ftl.map_journal_entry_bytes = 8;
+        cfg.ftl.map_checkpoint_journal_pages = checkpoint_journal_pages;
+        cfg.ftl.map_blocks_per_die = 2;
+        cfg
+    }
+
     #[test]
     fn small_is_valid() {
         let g = small().validate().unwrap();

@@ -239,7 +239,7 @@ impl Persistence {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::tests::small;
+    use crate::config::tests::small_journaled;
     use crate::divisor::Divisor;
     use crate::ftl::GcRead;
     use crate::rng::Rng;
@@ -264,10 +264,7 @@ mod tests {
     /// checkpoint every 2 journal pages: a checkpoint often starts inside a run).
     #[test]
     fn a_run_is_its_units_one_at_a_time() {
-        let mut cfg = small();
-        cfg.ftl.map_journal_entry_bytes = 8;
-        cfg.ftl.map_checkpoint_journal_pages = 2;
-        cfg.ftl.map_blocks_per_die = 2;
+        let cfg = small_journaled(2);
         let g = cfg.validate().unwrap();
         let mut one = Persistence::new(&cfg.ftl, &g);
         one.records_per_page = 5;

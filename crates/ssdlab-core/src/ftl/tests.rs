@@ -1,5 +1,5 @@
 use super::*;
-use crate::config::tests::small;
+use crate::config::tests::{small, small_journaled};
 use crate::config::DriveConfig;
 use crate::rng::Rng;
 use proptest::prelude::*;
@@ -269,13 +269,11 @@ fn burst_mode_keeps_invariants_and_terminates() {
     assert!(ftl.counters.gc_units_copied > 0);
 }
 
-/// The small drive with map persistence on: 8 KiB pages hold 2048 map entries, journal
-/// records of 8 bytes 1024 per page, a checkpoint every `checkpoint_journal_pages`.
+/// The small drive with map persistence on (`small_journaled`: 8 KiB pages hold 2048 map
+/// entries, journal records of 8 bytes 1024 per page, a checkpoint every
+/// `checkpoint_journal_pages`), a tenth of its user capacity given up as spare area.
 fn persistence_cfg(checkpoint_journal_pages: u32) -> (DriveConfig, Geometry) {
-    let mut cfg = small();
-    cfg.ftl.map_journal_entry_bytes = 8;
-    cfg.ftl.map_checkpoint_journal_pages = checkpoint_journal_pages;
-    cfg.ftl.map_blocks_per_die = 2;
+    let mut cfg = small_journaled(checkpoint_journal_pages);
     cfg.ftl.user_capacity_bytes = cfg.ftl.user_capacity_bytes * 9 / 10;
     let g = cfg.validate().unwrap();
     (cfg, g)
@@ -557,10 +555,7 @@ fn write_units_equals_unit_by_unit() {
 }
 
 fn write_units_equal_unit_by_unit(program_fail: f64) {
-    let mut cfg = small();
-    cfg.ftl.map_journal_entry_bytes = 8;
-    cfg.ftl.map_checkpoint_journal_pages = 4;
-    cfg.ftl.map_blocks_per_die = 2;
+    let mut cfg = small_journaled(4);
     cfg.ftl.block_summary_pages = true;
     let n = {
         let g = cfg.validate().unwrap();
@@ -610,10 +605,7 @@ fn write_units_equal_unit_by_unit(program_fail: f64) {
 /// counts and counters, with the map journal running.
 #[test]
 fn gc_copy_runs_equal_unit_by_unit() {
-    let mut cfg = small();
-    cfg.ftl.map_journal_entry_bytes = 8;
-    cfg.ftl.map_checkpoint_journal_pages = 4;
-    cfg.ftl.map_blocks_per_die = 2;
+    let cfg = small_journaled(4);
     let g = cfg.validate().unwrap();
     assert!(g.units_per_pu > 2, "runs of more than one copy");
     let n = g.logical_units as u32;
