@@ -66,15 +66,7 @@ fn main() {
     let (_, wall, r) = &samples[samples.len() / 2];
     let wall = *wall;
     let ops = r.summary.write.ios + r.summary.gc_units_copied;
-    // Whether the big tables got transparent huge pages (Linux): without them every random
-    // map access pays a page walk, and a run is 20-30% slower.
-    let huge_mib = std::fs::read_to_string("/proc/self/smaps_rollup")
-        .ok()
-        .and_then(|t| {
-            let line = t.lines().find(|l| l.starts_with("AnonHugePages:"))?;
-            line.split_whitespace().nth(1)?.parse::<u64>().ok()
-        })
-        .map_or(0, |kb| kb / 1024);
+    let huge_mib = common::huge_pages_mib();
     println!(
         "{{\"fill_wall_s\": {fill_wall:.3}, \"untimed_writes_wall_s\": {untimed_wall:.3}, \"huge_pages_mib\": {huge_mib}, \"host_writes\": {}, \"gc_copies\": {}, \"wall_s\": {wall:.3}, \"nand_unit_ops_per_wall_s\": {:.0}, \"ns_per_op\": {:.1}, \"waf\": {:.3}, \"digest\": \"{digest:016x}\"}}",
         r.summary.write.ios,

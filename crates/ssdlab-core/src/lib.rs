@@ -24,7 +24,7 @@ pub mod faults;
 pub mod ftl;
 mod heap;
 pub mod host;
-mod mem;
+pub mod mem;
 pub mod nand;
 pub mod power;
 pub mod power_loss;

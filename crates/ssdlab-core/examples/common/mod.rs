@@ -36,3 +36,16 @@ pub fn random_writes_over(dev: &mut Device, seconds: f64, span_bytes: u64) -> Jo
     let compiled = job.compile(dev.user_bytes()).unwrap();
     run_job(dev, &compiled, &mut |_| {})
 }
+
+/// MiB of this process's memory on transparent huge pages (Linux; 0 elsewhere): whether the
+/// big tables got them. Without them every random map access pays a page walk, and a run is
+/// 20-30% slower.
+pub fn huge_pages_mib() -> u64 {
+    std::fs::read_to_string("/proc/self/smaps_rollup")
+        .ok()
+        .and_then(|t| {
+            let line = t.lines().find(|l| l.starts_with("AnonHugePages:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |kb| kb / 1024)
+}
