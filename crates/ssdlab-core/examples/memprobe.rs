@@ -37,7 +37,12 @@ fn cycle(lines: usize, rng: &mut Rng) -> Vec<u32> {
 fn main() {
     let sizes: Vec<usize> = std::env::args()
         .skip(1)
-        .map(|a| a.parse().expect("a table size in MiB"))
+        .map(|a| {
+            a.parse().ok().filter(|&mib| mib > 0).unwrap_or_else(|| {
+                eprintln!("memprobe: table size '{a}': accepted: a whole number of MiB above 0");
+                std::process::exit(2)
+            })
+        })
         .collect();
     let sizes = if sizes.is_empty() {
         vec![32, 256, 2048]
