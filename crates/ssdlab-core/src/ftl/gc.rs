@@ -273,7 +273,8 @@ impl Ftl {
                     (units_per_pu - 1 - ob.fill).min((n - i) as u32)
                 };
                 if run > 0 {
-                    let (to, to_block) = self.take_units(die, Stream::Gc, run);
+                    let (to, to_block, full) = self.take_units(die, Stream::Gc, run);
+                    debug_assert!(!full, "a run that filled the PU");
                     for (j, &from) in valid[i..i + run as usize].iter().enumerate() {
                         let lba = self.map.reverse(Ppn(from));
                         // Out-of-band LBA checked against the map: the pair must agree. (A

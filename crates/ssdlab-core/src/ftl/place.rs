@@ -46,34 +46,26 @@ impl Ftl {
     /// that filled the PU: it is to be programmed.
     #[inline(always)]
     pub(super) fn place(&mut self, die: u32, stream: Stream, lba: Lba) -> bool {
-        let (ppn, block, full) = self.take_unit(die, stream);
+        let (ppn, block, full) = self.take_units(die, stream, 1);
         self.map.map(lba, ppn, block);
         full
     }
 
-    /// The next free unit of the open PU of `die`'s stream (there is one), taken: (unit, its
-    /// block, whether it filled the PU). The caller maps data to it.
+    /// The next `n` free units of the open PU of `die`'s stream (there is one, with room for
+    /// them), taken: (the first, their block, whether they filled the PU). The caller maps
+    /// data to them; a filled PU is to be programmed.
     #[inline(always)]
-    pub(super) fn take_unit(&mut self, die: u32, stream: Stream) -> (Ppn, u32, bool) {
+    pub(super) fn take_units(&mut self, die: u32, stream: Stream, n: u32) -> (Ppn, u32, bool) {
         let units_per_pu = self.geometry.units_per_pu;
         let ob = self.dies[die as usize].open(stream);
-        let ppn = ob.pu_first_ppn(&self.geometry) + ob.fill;
-        ob.fill += 1;
-        ob.host_fill += (stream == Stream::Host) as u32;
-        (Ppn(ppn), ob.block, ob.fill == units_per_pu)
-    }
-
-    /// `take_unit` of `n` units at once, none of them the open PU's last (its program is the
-    /// caller's to leave to `append`): (the first unit, their block).
-    #[inline(always)]
-    pub(super) fn take_units(&mut self, die: u32, stream: Stream, n: u32) -> (Ppn, u32) {
-        let units_per_pu = self.geometry.units_per_pu;
-        let ob = self.dies[die as usize].open(stream);
-        debug_assert!(ob.fill + n < units_per_pu, "a run that would fill the PU");
+        debug_assert!(
+            ob.fill + n <= units_per_pu,
+            "more units than the PU has left"
+        );
         let ppn = ob.pu_first_ppn(&self.geometry) + ob.fill;
         ob.fill += n;
         ob.host_fill += (stream == Stream::Host) as u32 * n;
-        (Ppn(ppn), ob.block)
+        (Ppn(ppn), ob.block, ob.fill == units_per_pu)
     }
 
     #[inline(never)]
