@@ -103,26 +103,38 @@ impl EraseHold {
         }
     }
 
-    /// `die`'s oldest host program not yet done is done: its pins go. Returns the waiting
-    /// blocks that nothing pins any more (taken out of `waiting`).
-    pub fn program_done(&mut self, die: u32) -> Vec<u32> {
+    /// `die`'s oldest host program not yet done is done: its pins go. Returns whether blocks
+    /// wait for their pins to go (then [`EraseHold::take_unpinned`] hands back those free now).
+    /// Called at every host program's end, so the common case (nothing waits) returns at once,
+    /// inline and with nothing built (callgrind, a timed 128 KiB fill of crucial-m500-120: 51
+    /// instructions a call when it returned a `Vec`).
+    #[inline]
+    pub fn program_done(&mut self, die: u32) -> bool {
         let d = die as usize;
         let ordinal = self.programs_done[d];
         if ordinal == self.programs_issued[d] {
-            return Vec::new();
+            return false;
         }
         self.programs_done[d] += 1;
-        if let Some(&(_, count)) = self.issued[d].front().filter(|&&(o, _)| o == ordinal) {
-            self.issued[d].pop_front();
-            self.outstanding -= count as u64;
-            for _ in 0..count {
-                let b = self.issued_blocks[d].pop_front().expect("a pin per count");
-                self.pins[b as usize] -= 1;
-            }
+        if self.issued[d].front().is_some_and(|&(o, _)| o == ordinal) {
+            self.release_front(d);
         }
-        if self.waiting.is_empty() {
-            return Vec::new();
+        !self.waiting.is_empty()
+    }
+
+    /// The pins of `d`'s front issued program go.
+    #[inline(never)]
+    fn release_front(&mut self, d: usize) {
+        let (_, count) = self.issued[d].pop_front().expect("a front program");
+        self.outstanding -= count as u64;
+        for _ in 0..count {
+            let b = self.issued_blocks[d].pop_front().expect("a pin per count");
+            self.pins[b as usize] -= 1;
         }
+    }
+
+    /// The waiting blocks that nothing pins any more, taken out of `waiting`.
+    pub fn take_unpinned(&mut self) -> Vec<u32> {
         let pins = &self.pins;
         let (free, still): (Vec<u32>, Vec<u32>) =
             self.waiting.iter().partition(|&&b| pins[b as usize] == 0);
@@ -156,6 +168,15 @@ impl EraseHold {
 mod tests {
     use super::*;
 
+    /// What `program_done` and `take_unpinned` hand back together: the blocks freed.
+    fn done(h: &mut EraseHold, die: u32) -> Vec<u32> {
+        if h.program_done(die) {
+            h.take_unpinned()
+        } else {
+            Vec::new()
+        }
+    }
+
     /// Pins follow a die's open PU into its program and go when that program is done, in
     /// issue order; a held block is handed back only when nothing pins it.
     #[test]
@@ -170,14 +191,14 @@ mod tests {
         h.waiting = vec![5, 6];
         // The first program is done: block 6 is free to erase, block 5 still waits for the
         // unit in the open PU.
-        assert_eq!(h.program_done(0), vec![6]);
+        assert_eq!(done(&mut h, 0), vec![6]);
         assert_eq!(h.waiting, vec![5]);
         assert!(h.pinned_by_open(5) && !h.pinned(6));
         // An untimed program releases its pins at once.
         h.issued(0, false);
         assert!(!h.pinned(5) && h.outstanding() == 0);
         // A die with no program in flight releases nothing.
-        assert!(h.program_done(1).is_empty());
+        assert!(done(&mut h, 1).is_empty());
         h.reset();
         assert!(h.waiting.is_empty() && h.outstanding() == 0);
     }
@@ -193,10 +214,10 @@ mod tests {
         h.pin(0, 6);
         h.issued(0, true);
         h.waiting = vec![5, 6];
-        assert_eq!(h.program_done(0), vec![5]);
-        assert!(h.program_done(0).is_empty());
+        assert_eq!(done(&mut h, 0), vec![5]);
+        assert!(done(&mut h, 0).is_empty());
         assert!(h.pinned(6) && h.outstanding() == 1);
-        assert_eq!(h.program_done(0), vec![6]);
-        assert!(h.program_done(0).is_empty() && h.outstanding() == 0);
+        assert_eq!(done(&mut h, 0), vec![6]);
+        assert!(done(&mut h, 0).is_empty() && h.outstanding() == 0);
     }
 }

@@ -588,10 +588,10 @@ impl Ftl {
 
     /// A host program on `die` is done (its `ProgramDone`): the blocks it held are erased.
     pub fn host_program_done<S: NandSink>(&mut self, die: u32, sink: &mut S) {
-        if !self.hold.enabled {
+        if !self.hold.enabled || !self.hold.program_done(die) {
             return;
         }
-        for block in self.hold.program_done(die) {
+        for block in self.hold.take_unpinned() {
             let die = self.div.blocks_per_die.quotient(block);
             self.erase_block(die, block, sink);
         }
