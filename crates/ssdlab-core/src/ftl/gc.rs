@@ -262,19 +262,20 @@ impl Ftl {
             // Moving a unit changes no other unit of the victim: the same ones are still valid.
             let mut i = 0;
             while i < n {
-                // Into the open GC PU, short of its last unit: what `invalidate` and `place` do
+                // Into the open GC PU, up to its last unit: what `invalidate` and `append` do
                 // for a victim's units (the victim is in no bucket), a run of them in one step
                 // (the blocks' valid counts once). The map journal's notes of the run follow
                 // its moves: they touch only the journal, and call the sink in the same order.
+                // A run that fills the PU programs it before its last unit's note, as
+                // `append` and `map_updated` one unit at a time would (`write_run` likewise).
                 let ob = &self.dies[dix].gc;
                 let run = if self.map.records_changes() || ob.block == NONE {
                     0
                 } else {
-                    (units_per_pu - 1 - ob.fill).min((n - i) as u32)
+                    (units_per_pu - ob.fill).min((n - i) as u32)
                 };
                 if run > 0 {
                     let (to, to_block, full) = self.take_units(die, Stream::Gc, run);
-                    debug_assert!(!full, "a run that filled the PU");
                     for (j, &from) in valid[i..i + run as usize].iter().enumerate() {
                         let lba = self.map.reverse(Ppn(from));
                         // Out-of-band LBA checked against the map: the pair must agree. (A
@@ -290,11 +291,16 @@ impl Ftl {
                         self.map.relocate(lba, Ppn(from), Ppn(to.0 + j as u32));
                     }
                     self.map.valid_moved(victim, to_block, run);
+                    let before_program = to.0 + run - full as u32;
                     if self.persist.enabled() {
-                        for ppn in to.0..to.0 + run {
+                        for ppn in to.0..before_program {
                             let lba = self.map.reverse(Ppn(ppn));
                             self.persist.note_update(lba.0, &mut self.counters, sink);
                         }
+                    }
+                    if full {
+                        self.program_pu(die, Stream::Gc, sink);
+                        self.map_updated(self.map.reverse(Ppn(before_program)), sink);
                     }
                     i += run as usize;
                 } else {
