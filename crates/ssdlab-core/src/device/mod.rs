@@ -74,10 +74,8 @@ pub enum Ahead {
     /// The command's map entry.
     Lookup,
     /// For a write, what overwriting its unit makes stale: the reverse entry, the block's
-    /// valid count and victim-bucket links.
+    /// valid count and victim key.
     Overwrite,
-    /// For a write, what moving that block to its next victim bucket touches.
-    Restack,
 }
 
 /// A program not complete at some instant (see [`Device::unfinished_programs`]).
@@ -215,7 +213,6 @@ impl Device {
             Ahead::Lookup => self.ftl.prefetch_lookup(unit),
             _ if kind == IoKind::Read => {}
             Ahead::Overwrite => self.ftl.prefetch_overwrite(unit),
-            Ahead::Restack => self.ftl.prefetch_restack(unit),
         }
     }
 

@@ -46,15 +46,13 @@ impl Device {
         let mut draw = || first + rng.below(span as u64) as u32;
         // The units are drawn `AHEAD` writes before they are written (the same draws in the
         // same order), so each write's map entry starts loading `AHEAD` writes early and what
-        // its overwrite touches (reverse entry, valid count, victim-bucket links) `NEAR`
+        // its overwrite touches (reverse entry, valid count, victim key) `NEAR`
         // writes early, from the map entry loaded by then: the random accesses of many writes
         // overlap instead of each waiting for memory alone (the job look-ahead of
         // `workload::run`, for the untimed path). Both stages go `BATCH` writes at a time, as
         // the job look-ahead does: issued one per write, perf put half the loop's samples
         // right after the map prefetch (waiting for its page walk, one at a time); in batches
-        // the walks overlap. A third stage, `BATCH` writes early, starts loading what the
-        // move of the overwritten unit's block to its next victim bucket touches (its
-        // neighbours' links, the next bucket's head), found from the links loaded by then.
+        // the walks overlap.
         const AHEAD: u64 = 128;
         const NEAR: u64 = 64;
         const BATCH: u64 = 32;
@@ -74,9 +72,6 @@ impl Device {
                 drawn = (i + AHEAD).min(writes);
                 for position in i + NEAR..(i + NEAR + BATCH).min(writes) {
                     self.ftl.prefetch_overwrite(coming[at(position)]);
-                }
-                for position in i + BATCH..(i + 2 * BATCH).min(writes) {
-                    self.ftl.prefetch_restack(coming[at(position)]);
                 }
             }
             self.ftl

@@ -188,13 +188,6 @@ impl Map {
         Some(block)
     }
 
-    /// The block holding `lba`'s current copy, or `None` when `lba` is unmapped.
-    #[inline]
-    pub fn block_of_lba(&self, lba: Lba) -> Option<u32> {
-        let ppn = self.lookup(lba);
-        (!ppn.is_none()).then(|| self.units_per_block.quotient(ppn.0))
-    }
-
     /// Valid units of `block`.
     #[inline(always)]
     pub fn valid(&self, block: u32) -> u32 {

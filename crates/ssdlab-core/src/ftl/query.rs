@@ -46,20 +46,6 @@ impl Ftl {
         }
     }
 
-    /// Start loading what moving `lba`'s block to its next bucket will touch: its neighbours
-    /// in the bucket it leaves and the head of the one it joins. Call after
-    /// `prefetch_overwrite` has had time to land.
-    #[inline]
-    pub fn prefetch_restack(&self, lba: u32) {
-        let Some(block) = self.map.block_of_lba(Lba(lba)) else {
-            return;
-        };
-        let die = self.div.blocks_per_die.quotient(block);
-        self.collector
-            .buckets
-            .prefetch_neighbours(die, block, self.map.valid(block));
-    }
-
     /// The logical unit a physical unit holds (its out-of-band LBA), or UNMAPPED.
     #[inline]
     pub fn reverse(&self, ppn: u32) -> u32 {

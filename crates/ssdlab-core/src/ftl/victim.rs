@@ -79,189 +79,195 @@ impl FreePool {
     }
 }
 
-/// Sealed blocks of each die in doubly linked lists by valid count, for O(1) greedy selection
-/// and O(1) update when a unit becomes stale.
+/// Sealed blocks of each die ordered for greedy selection: the fewest valid units first, the
+/// most recently entered among ties (the order of a stack per valid count, without the
+/// stacks). Each candidate block holds a key, its valid count above the sequence number of
+/// its last entry (reversed), so the least key of a die is its victim; each chunk of
+/// [`CHUNK`] blocks of a die keeps its least key. A unit going stale (every host overwrite)
+/// stores the block's new key and lowers its chunk's least: one line of the block table and
+/// one of a small one. Linked lists per valid count touched the block's neighbours' links and
+/// the bucket's head as well, random lines into tables beyond the caches on the big drives
+/// (2M blocks, 16 MB of links on micron-p320h-700). Choosing a victim reads the die's chunk
+/// minima and one chunk; a chunk is read again when its least block leaves.
 #[derive(Clone, Debug)]
 pub struct Buckets {
-    /// Buckets per die: valid counts 0..=capacity.
-    per_die: u32,
-    head: Vec<u32>,
-    /// Per block: its list links, side by side so that a block's move costs one cache line
-    /// of its own (on micron-p320h-700, 2M blocks, the links are 16 MB: beyond the caches).
-    links: Vec<Links>,
-    /// Per die: no non-empty bucket below this index.
-    min_hint: Vec<u32>,
+    /// Per block: its key while it is a candidate, [`OUT`] otherwise.
+    keys: Vec<u64>,
+    /// Per die and chunk: the least key of its blocks (OUT when none is a candidate).
+    chunk_min: Vec<u64>,
+    blocks_per_die: u32,
+    chunks_per_die: u32,
+    /// The next entry's sequence number.
+    sequence: u64,
 }
 
-/// A block's place in its bucket's list: the next block (or NONE), and the previous block,
-/// or `HEAD | slot` for the first of bucket `slot`, or NONE when the block is in no bucket.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Links {
-    next: u32,
-    prev: u32,
-}
-
-const OUT: Links = Links {
-    next: NONE,
-    prev: NONE,
-};
-
-/// `prev` of a bucket's first block: this bit and the bucket's slot (block numbers and slots
-/// stay below 2^31: the geometry's units fit a u32).
-const HEAD: u32 = 1 << 31;
+/// Blocks per chunk: a chunk's keys are eight cache lines.
+const CHUNK: u32 = 64;
+/// The key of a block that is no candidate.
+const OUT: u64 = u64::MAX;
+/// Bits of a key below its valid count: the reversed entry sequence number (2^48 entries:
+/// an exabyte of 4 KiB overwrites).
+const SEQUENCE_BITS: u32 = 48;
+const SEQUENCE_MAX: u64 = (1 << SEQUENCE_BITS) - 1;
 
 impl Buckets {
-    /// `dies` = 0 builds an empty structure (policy other than greedy).
+    /// `dies` = 0 builds an empty structure (policy other than greedy). `blocks`: of all dies,
+    /// numbered die by die.
     pub fn new(dies: u32, capacity: u32, blocks: usize) -> Self {
-        let per_die = capacity + 1;
         let used = dies > 0;
-        assert!(((dies * per_die) as usize) < HEAD as usize && blocks < HEAD as usize);
+        assert!(
+            (capacity as u64) < (OUT >> SEQUENCE_BITS),
+            "{capacity} units per block: a key holds up to 65534"
+        );
+        let blocks_per_die = if used { blocks as u32 / dies } else { 0 };
+        let chunks_per_die = blocks_per_die.div_ceil(CHUNK);
         Buckets {
-            per_die,
-            head: vec![NONE; (dies * per_die) as usize],
-            links: crate::mem::table(if used { blocks } else { 0 }, OUT),
-            min_hint: vec![0; dies as usize],
+            keys: crate::mem::table(if used { blocks } else { 0 }, OUT),
+            chunk_min: vec![OUT; (dies * chunks_per_die) as usize],
+            blocks_per_die,
+            chunks_per_die,
+            sequence: 0,
         }
     }
 
     pub fn clear(&mut self) {
-        self.head.fill(NONE);
-        self.links.fill(OUT);
-        self.min_hint.fill(0);
+        self.keys.fill(OUT);
+        self.chunk_min.fill(OUT);
+        self.sequence = 0;
     }
 
+    /// The chunk of `block` (of `die`), as an index into `chunk_min`.
     #[inline]
-    fn slot(&self, die: u32, valid: u32) -> usize {
-        (die * self.per_die + valid) as usize
+    fn chunk(&self, die: u32, block: u32) -> usize {
+        (die * self.chunks_per_die + (block - die * self.blocks_per_die) / CHUNK) as usize
+    }
+
+    /// The blocks of chunk `c` (an index into `chunk_min`).
+    fn chunk_blocks(&self, c: usize) -> std::ops::Range<usize> {
+        let (die, i) = (
+            c as u32 / self.chunks_per_die,
+            c as u32 % self.chunks_per_die,
+        );
+        let first = die * self.blocks_per_die + i * CHUNK;
+        let end = (first + CHUNK).min((die + 1) * self.blocks_per_die);
+        first as usize..end as usize
+    }
+
+    /// A new key for a block holding `valid` units: after every key made so far among equals.
+    #[inline]
+    fn next_key(&mut self, valid: u32) -> u64 {
+        debug_assert!(self.sequence < SEQUENCE_MAX);
+        let key = ((valid as u64) << SEQUENCE_BITS) | (SEQUENCE_MAX - self.sequence);
+        self.sequence += 1;
+        key
+    }
+
+    /// `block` (of `die`) enters with `valid` units.
+    #[inline]
+    fn enter(&mut self, die: u32, block: u32, valid: u32) {
+        let key = self.next_key(valid);
+        self.keys[block as usize] = key;
+        let c = self.chunk(die, block);
+        self.chunk_min[c] = self.chunk_min[c].min(key);
     }
 
     /// Whether `block` is in a bucket (it is sealed, under the greedy policy).
     #[inline]
     pub fn contains(&self, block: u32) -> bool {
-        self.links
-            .get(block as usize)
-            .is_some_and(|l| l.prev != NONE)
+        self.keys.get(block as usize).is_some_and(|&k| k != OUT)
     }
 
     #[inline]
     pub fn insert(&mut self, die: u32, block: u32, valid: u32) {
-        let s = self.slot(die, valid);
-        let old = self.head[s];
-        debug_assert_eq!(self.links[block as usize], OUT);
-        self.links[block as usize] = Links {
-            next: old,
-            prev: HEAD | s as u32,
-        };
-        if old != NONE {
-            self.links[old as usize].prev = block;
-        }
-        self.head[s] = block;
-        let hint = &mut self.min_hint[die as usize];
-        *hint = (*hint).min(valid);
+        debug_assert_eq!(self.keys[block as usize], OUT);
+        self.enter(die, block, valid);
     }
 
-    #[inline]
     pub fn remove(&mut self, die: u32, block: u32, valid: u32) {
-        let Links { next: n, prev: p } = self.links[block as usize];
-        debug_assert_ne!(p, NONE, "block {block} is in no bucket");
-        if p & HEAD != 0 {
-            // The first of its list: `p` holds the bucket's slot.
-            let s = (p & !HEAD) as usize;
-            debug_assert_eq!(s, self.slot(die, valid));
-            debug_assert_eq!(self.head[s], block);
-            self.head[s] = n;
-        } else {
-            self.links[p as usize].next = n;
+        let key = std::mem::replace(&mut self.keys[block as usize], OUT);
+        debug_assert_ne!(key, OUT, "block {block} is in no bucket");
+        debug_assert_eq!(key >> SEQUENCE_BITS, valid as u64);
+        let c = self.chunk(die, block);
+        if self.chunk_min[c] == key {
+            let blocks = self.chunk_blocks(c);
+            self.chunk_min[c] = self.keys[blocks].iter().copied().min().unwrap_or(OUT);
         }
-        if n != NONE {
-            self.links[n as usize].prev = p;
-        }
-        self.links[block as usize] = OUT;
     }
 
-    /// Start loading `block`'s links (a unit of it is about to go stale); no effect on values.
+    /// Start loading `block`'s key (a unit of it is about to go stale); no effect on values.
     #[inline]
     pub fn prefetch(&self, block: u32) {
-        crate::mem::prefetch(&self.links, block as usize);
-    }
-
-    /// Start loading what `move_down` of `block` (holding `valid` units) will touch besides
-    /// its own links (loaded by `prefetch`): its neighbours' links and the head of the bucket
-    /// below. No effect on values.
-    #[inline]
-    pub fn prefetch_neighbours(&self, die: u32, block: u32, valid: u32) {
-        let Some(&Links { next, prev }) = self.links.get(block as usize) else {
-            return;
-        };
-        if prev == NONE || valid == 0 {
-            return;
-        }
-        crate::mem::prefetch(&self.links, next as usize);
-        if prev & HEAD == 0 {
-            crate::mem::prefetch(&self.links, prev as usize);
-        }
-        crate::mem::prefetch(&self.head, self.slot(die, valid - 1));
+        crate::mem::prefetch(&self.keys, block as usize);
     }
 
     /// A unit of `block` went stale: its valid count drops from `valid_before`.
     #[inline]
     pub fn move_down(&mut self, die: u32, block: u32, valid_before: u32) {
-        self.remove(die, block, valid_before);
-        self.insert(die, block, valid_before - 1);
+        debug_assert_eq!(
+            self.keys[block as usize] >> SEQUENCE_BITS,
+            valid_before as u64
+        );
+        // The new key is below the old one, so the chunk's least stays right.
+        self.enter(die, block, valid_before - 1);
     }
 
-    /// The sealed block of `die` with the fewest valid units (most recently sealed among ties).
+    /// The sealed block of `die` with the fewest valid units (the most recently entered among
+    /// ties: sealed with that count, or moved down to it).
     pub fn min(&mut self, die: u32) -> Option<u32> {
-        let start = self.min_hint[die as usize];
-        for v in start..self.per_die {
-            let b = self.head[self.slot(die, v)];
-            if b != NONE {
-                self.min_hint[die as usize] = v;
-                return Some(b);
-            }
+        let chunks =
+            (die * self.chunks_per_die) as usize..((die + 1) * self.chunks_per_die) as usize;
+        let (c, &least) = self.chunk_min[chunks.clone()]
+            .iter()
+            .enumerate()
+            .min_by_key(|&(_, &k)| k)?;
+        if least == OUT {
+            return None;
         }
-        self.min_hint[die as usize] = self.per_die;
-        None
+        let blocks = self.chunk_blocks(chunks.start + c);
+        let at = self.keys[blocks.clone()].iter().position(|&k| k == least)?;
+        Some((blocks.start + at) as u32)
     }
 
-    /// Every sealed block sits in the bucket of its valid count, and only sealed blocks do.
+    /// Every sealed block has the key of its valid count, only sealed blocks have one, keys are
+    /// distinct, and each chunk's least is right.
     pub fn verify(&self, valid: &[u32], sealed_pos: &[u32]) -> Result<(), String> {
-        let mut seen = 0usize;
-        let dies = self.min_hint.len() as u32;
-        for die in 0..dies {
-            for v in 0..self.per_die {
-                let mut b = self.head[self.slot(die, v)];
-                while b != NONE {
-                    seen += 1;
-                    if valid[b as usize] != v {
-                        return Err(format!(
-                            "block {b} in bucket {v} has {} valid units",
-                            valid[b as usize]
-                        ));
-                    }
-                    if v < self.min_hint[die as usize] {
-                        return Err(format!("die {die}: bucket {v} below the hint is not empty"));
-                    }
-                    let l = self.links[b as usize];
-                    let slot = self.slot(die, v);
-                    let linked = if b == self.head[slot] {
-                        l.prev == HEAD | slot as u32
-                    } else {
-                        l.prev & HEAD == 0 && self.links[l.prev as usize].next == b
-                    };
-                    if !linked {
-                        return Err(format!("block {b} in bucket {v}: links {l:?}"));
-                    }
-                    b = l.next;
-                }
+        let mut sequences = Vec::new();
+        for (b, &key) in self.keys.iter().enumerate() {
+            let sealed = sealed_pos[b] != NONE;
+            if (key != OUT) != sealed {
+                return Err(format!("block {b}: sealed {sealed}, key {key:#x}"));
             }
+            if key == OUT {
+                continue;
+            }
+            if key >> SEQUENCE_BITS != valid[b] as u64 {
+                return Err(format!(
+                    "block {b} keyed with {} valid units has {}",
+                    key >> SEQUENCE_BITS,
+                    valid[b]
+                ));
+            }
+            sequences.push(key & SEQUENCE_MAX);
         }
-        let sealed = sealed_pos.iter().filter(|&&p| p != NONE).count();
-        let linked = self.links.iter().filter(|l| l.prev != NONE).count();
-        if seen != sealed || linked != sealed {
+        sequences.sort_unstable();
+        if let Some(w) = sequences.windows(2).find(|w| w[0] == w[1]) {
             return Err(format!(
-                "{seen} blocks in buckets ({linked} linked), {sealed} sealed"
+                "entry sequence {:#x} used twice",
+                SEQUENCE_MAX - w[0]
             ));
+        }
+        for c in 0..self.chunk_min.len() {
+            let least = self.keys[self.chunk_blocks(c)]
+                .iter()
+                .copied()
+                .min()
+                .unwrap_or(OUT);
+            if self.chunk_min[c] != least {
+                return Err(format!(
+                    "chunk {c}: least key {:#x}, recorded {:#x}",
+                    least, self.chunk_min[c]
+                ));
+            }
         }
         Ok(())
     }
@@ -309,61 +315,74 @@ mod tests {
         assert_eq!(pool.pop(), None);
     }
 
-    /// Blocks move between buckets, leave from the head, the middle and the tail of a list,
-    /// and `min` gives the fewest-valid block, the most recently moved among ties.
+    /// Blocks enter, move down and leave at random on three dies of 150 blocks (chunks of 64,
+    /// the last one short); `min` gives what stacks per valid count would: the fewest valid,
+    /// the most recently entered among ties. Stale keys and chunk minima are caught by `verify`.
     #[test]
-    fn buckets_keep_lists_and_membership() {
-        // Two dies of 8 blocks, capacity 4.
-        let mut b = Buckets::new(2, 4, 16);
-        let mut valid = vec![0u32; 16];
-        let mut sealed = vec![NONE; 16];
-        let seal = |b: &mut Buckets, valid: &mut Vec<u32>, sealed: &mut Vec<u32>, blk: u32, v| {
-            b.insert(blk / 8, blk, v);
-            valid[blk as usize] = v;
-            sealed[blk as usize] = 0;
-        };
-        for blk in [0, 1, 2, 3] {
-            seal(&mut b, &mut valid, &mut sealed, blk, 4);
+    fn buckets_choose_as_stacks_per_valid_count() {
+        let (dies, per_die, capacity) = (3u32, 150u32, 6u32);
+        let blocks = (dies * per_die) as usize;
+        let mut b = Buckets::new(dies, capacity, blocks);
+        // The reference: per die and valid count, a stack of blocks (the last entered on top).
+        let mut stacks = vec![vec![Vec::<u32>::new(); capacity as usize + 1]; dies as usize];
+        let mut valid = vec![0u32; blocks];
+        let mut sealed = vec![NONE; blocks];
+        let mut rng = crate::rng::Rng::new(5);
+        let mut chosen = 0;
+        for step in 0..60_000 {
+            let block = rng.below(blocks as u64) as u32;
+            let die = block / per_die;
+            let stack = &mut stacks[die as usize];
+            if sealed[block as usize] == NONE {
+                let v = rng.below(capacity as u64 + 1) as u32;
+                b.insert(die, block, v);
+                stack[v as usize].push(block);
+                valid[block as usize] = v;
+                sealed[block as usize] = 0;
+            } else if valid[block as usize] > 0 && rng.below(4) > 0 {
+                let v = valid[block as usize];
+                b.move_down(die, block, v);
+                stack[v as usize].retain(|&x| x != block);
+                stack[v as usize - 1].push(block);
+                valid[block as usize] = v - 1;
+            } else {
+                // The die's victim leaves, or this block (wear levelling, retirement).
+                let leaving = if rng.below(2) == 0 {
+                    b.min(die).unwrap()
+                } else {
+                    block
+                };
+                let v = valid[leaving as usize];
+                b.remove(die, leaving, v);
+                stack[v as usize].retain(|&x| x != leaving);
+                sealed[leaving as usize] = NONE;
+            }
+            for d in 0..dies {
+                let want = stacks[d as usize].iter().find_map(|s| s.last().copied());
+                assert_eq!(b.min(d), want, "step {step}, die {d}");
+                chosen += want.is_some() as u32;
+            }
+            if step % 1000 == 0 {
+                b.verify(&valid, &sealed).unwrap();
+            }
         }
-        seal(&mut b, &mut valid, &mut sealed, 9, 2);
+        assert!(chosen > 100_000);
         b.verify(&valid, &sealed).unwrap();
-        assert!(b.contains(2) && !b.contains(4) && !b.contains(8));
-        assert_eq!(b.min(0), Some(3));
-        assert_eq!(b.min(1), Some(9));
-        // Middle (2), tail (0) and head (3) of die 0's bucket 4 move down.
-        for blk in [2, 0, 3] {
-            b.move_down(0, blk, valid[blk as usize]);
-            valid[blk as usize] -= 1;
-            b.verify(&valid, &sealed).unwrap();
-        }
-        assert_eq!(b.min(0), Some(3));
-        b.move_down(0, 0, 3);
-        valid[0] = 2;
-        assert_eq!(b.min(0), Some(0));
-        // The head leaves; then the only block of a bucket.
-        b.remove(0, 0, 2);
-        sealed[0] = NONE;
-        assert!(!b.contains(0));
-        b.verify(&valid, &sealed).unwrap();
-        assert_eq!(b.min(0), Some(3));
-        b.remove(1, 9, 2);
-        sealed[9] = NONE;
-        assert_eq!(b.min(1), None);
-        b.verify(&valid, &sealed).unwrap();
-        // A block sealed again after leaving.
-        seal(&mut b, &mut valid, &mut sealed, 0, 1);
-        assert_eq!(b.min(0), Some(0));
-        b.verify(&valid, &sealed).unwrap();
-        // verify notices a wrong back link, and a block sealed but in no bucket.
-        b.insert(0, 5, 1);
-        valid[5] = 1;
-        sealed[5] = 0;
-        b.verify(&valid, &sealed).unwrap();
-        let saved = b.links[0];
-        b.links[0].prev = HEAD | b.slot(0, 1) as u32;
+        // verify notices a key of the wrong count, a sealed block without a key, a stale
+        // chunk least.
+        let some = (0..blocks)
+            .find(|&x| sealed[x] != NONE && valid[x] > 0)
+            .unwrap();
+        valid[some] -= 1;
         assert!(b.verify(&valid, &sealed).is_err());
-        b.links[0] = saved;
-        sealed[6] = 0;
+        valid[some] += 1;
+        let free = (0..blocks).find(|&x| sealed[x] == NONE).unwrap();
+        sealed[free] = 0;
         assert!(b.verify(&valid, &sealed).is_err());
+        sealed[free] = NONE;
+        b.chunk_min[0] = 0;
+        assert!(b.verify(&valid, &sealed).is_err());
+        b.clear();
+        assert_eq!((0..dies).find_map(|d| b.min(d)), None);
     }
 }

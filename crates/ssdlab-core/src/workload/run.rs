@@ -473,15 +473,13 @@ impl JobSource {
             return false;
         }
         let (kind, offset, length) = s.generator.next(&slot.job);
-        // Three stages of loading ahead, a batch of IOs at a time (so the loads overlap): the
-        // map entries of the IOs `LOOKAHEAD` places on, what overwriting the ones half as far
-        // on will touch (their map entries have landed), and what the block moves of the
-        // next batch touch (found from what the second stage loaded).
+        // Two stages of loading ahead, a batch of IOs at a time (so the loads overlap): the
+        // map entries of the IOs `LOOKAHEAD` places on, and what overwriting the ones half as
+        // far on will touch (their map entries have landed).
         if s.issued_ios.is_multiple_of(BATCH as u64) {
             for (positions, stage) in [
                 (LOOKAHEAD - BATCH..LOOKAHEAD, Ahead::Lookup),
                 (LOOKAHEAD / 2 - BATCH..LOOKAHEAD / 2, Ahead::Overwrite),
-                (0..BATCH, Ahead::Restack),
             ] {
                 for (kind, offset, _) in s.generator.coming(positions) {
                     dev.prefetch_ahead(kind, offset, stage);
