@@ -105,8 +105,8 @@ pub struct Buckets {
 const CHUNK: u32 = 64;
 /// The key of a block that is no candidate.
 const OUT: u64 = u64::MAX;
-/// Bits of a key below its valid count: the reversed entry sequence number (2^48 entries:
-/// an exabyte of 4 KiB overwrites).
+/// Bits of a key below its valid count: the reversed entry sequence number (2^48 entries, an
+/// exabyte of 4 KiB overwrites, before the candidates are numbered afresh).
 const SEQUENCE_BITS: u32 = 48;
 const SEQUENCE_MAX: u64 = (1 << SEQUENCE_BITS) - 1;
 
@@ -156,10 +156,40 @@ impl Buckets {
     /// A new key for a block holding `valid` units: after every key made so far among equals.
     #[inline]
     fn next_key(&mut self, valid: u32) -> u64 {
-        debug_assert!(self.sequence < SEQUENCE_MAX);
+        if self.sequence == SEQUENCE_MAX {
+            self.renumber();
+        }
         let key = ((valid as u64) << SEQUENCE_BITS) | (SEQUENCE_MAX - self.sequence);
         self.sequence += 1;
         key
+    }
+
+    /// The sequence numbers run out: number the candidates afresh from 0 in the order they
+    /// entered (so every comparison stays as it was), and their chunks' least keys with them.
+    #[cold]
+    fn renumber(&mut self) {
+        let mut entered: Vec<(u64, usize)> = (self.keys.iter().enumerate())
+            .filter(|&(_, &k)| k != OUT)
+            .map(|(b, &k)| (SEQUENCE_MAX - (k & SEQUENCE_MAX), b))
+            .collect();
+        entered.sort_unstable();
+        for (sequence, &(_, b)) in entered.iter().enumerate() {
+            let valid = self.keys[b] >> SEQUENCE_BITS;
+            self.keys[b] = (valid << SEQUENCE_BITS) | (SEQUENCE_MAX - sequence as u64);
+        }
+        self.sequence = entered.len() as u64;
+        for c in 0..self.chunk_min.len() {
+            self.chunk_min[c] = self.least_of_chunk(c);
+        }
+    }
+
+    /// The least key among chunk `c`'s blocks (OUT when none is a candidate).
+    fn least_of_chunk(&self, c: usize) -> u64 {
+        self.keys[self.chunk_blocks(c)]
+            .iter()
+            .copied()
+            .min()
+            .unwrap_or(OUT)
     }
 
     /// `block` (of `die`) enters with `valid` units.
@@ -189,8 +219,7 @@ impl Buckets {
         debug_assert_eq!(key >> SEQUENCE_BITS, valid as u64);
         let c = self.chunk(die, block);
         if self.chunk_min[c] == key {
-            let blocks = self.chunk_blocks(c);
-            self.chunk_min[c] = self.keys[blocks].iter().copied().min().unwrap_or(OUT);
+            self.chunk_min[c] = self.least_of_chunk(c);
         }
     }
 
@@ -213,7 +242,7 @@ impl Buckets {
 
     /// The sealed block of `die` with the fewest valid units (the most recently entered among
     /// ties: sealed with that count, or moved down to it).
-    pub fn min(&mut self, die: u32) -> Option<u32> {
+    pub fn min(&self, die: u32) -> Option<u32> {
         let chunks =
             (die * self.chunks_per_die) as usize..((die + 1) * self.chunks_per_die) as usize;
         let (c, &least) = self.chunk_min[chunks.clone()]
@@ -257,11 +286,7 @@ impl Buckets {
             ));
         }
         for c in 0..self.chunk_min.len() {
-            let least = self.keys[self.chunk_blocks(c)]
-                .iter()
-                .copied()
-                .min()
-                .unwrap_or(OUT);
+            let least = self.least_of_chunk(c);
             if self.chunk_min[c] != least {
                 return Err(format!(
                     "chunk {c}: least key {:#x}, recorded {:#x}",
@@ -365,8 +390,14 @@ mod tests {
             if step % 1000 == 0 {
                 b.verify(&valid, &sealed).unwrap();
             }
+            if step == 30_000 {
+                // The sequence numbers run out 200 entries on: the candidates are numbered
+                // afresh, the choices stay those of the stacks.
+                b.sequence = SEQUENCE_MAX - 200;
+            }
         }
         assert!(chosen > 100_000);
+        assert!(b.sequence < SEQUENCE_MAX - 200, "numbered afresh");
         b.verify(&valid, &sealed).unwrap();
         // verify notices a key of the wrong count, a sealed block without a key, a stale
         // chunk least.
