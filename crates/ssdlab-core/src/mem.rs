@@ -8,8 +8,9 @@
 /// request (THP "madvise" mode): a 1 GB map touched at random otherwise pays a TLB miss and a
 /// page walk on nearly every access. The memory comes zeroed from the allocator (fresh pages
 /// from the kernel for a big table), so no page is touched, nor allocated, until written.
-pub fn zeroed_table(len: usize) -> Vec<u32> {
-    let v = vec![0u32; len];
+pub fn zeroed_table<T: Copy + Default>(len: usize) -> Vec<T> {
+    // An integer's default is 0: the allocator hands out zeroed memory for it.
+    let v = vec![T::default(); len];
     advise_huge_pages(v.as_ptr() as usize, std::mem::size_of_val(v.as_slice()));
     v
 }

@@ -656,6 +656,12 @@ pub(crate) mod tests {
         let mut c = small();
         c.host.queue_depth_max = 64;
         assert_eq!(c.validate().unwrap_err().field, "host.queue_depth_max");
+        // 16,384 pages of 4 units: a block's count would not fit its 16 bits.
+        let mut c = small();
+        c.nand.pages_per_block = 16384;
+        let e = c.validate().unwrap_err();
+        assert_eq!(e.field, "nand.pages_per_block");
+        assert!(e.message.contains("accepted: up to 65,535"), "{e}");
     }
 
     #[test]

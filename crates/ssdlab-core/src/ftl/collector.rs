@@ -125,7 +125,6 @@ impl Collector {
                 } else {
                     0
                 },
-                g.data_units_per_block,
                 blocks,
             ),
             rng: Rng::derive(seed, "ftl.gc"),
@@ -144,23 +143,30 @@ pub(super) struct Selected {
 }
 
 impl Collector {
-    /// `block` of `die` is full: it becomes a candidate (sealed at write sequence `sequence`,
-    /// holding `valid` units).
-    pub fn seal(&mut self, die: u32, block: u32, valid: u32, blocks: &mut Blocks, sequence: u32) {
+    /// `block` of `die` is full: it becomes a candidate (sealed at write sequence `sequence`;
+    /// the map's block entries hold its valid count and take the greedy collector's key).
+    pub fn seal(
+        &mut self,
+        die: u32,
+        block: u32,
+        map: &mut Map,
+        blocks: &mut Blocks,
+        sequence: u32,
+    ) {
         blocks.state[block as usize] = BlockState::Sealed;
         blocks.sealed_at[block as usize] = sequence;
         let d = &mut self.dies[die as usize];
         blocks.sealed_pos[block as usize] = d.sealed_list.len() as u32;
         d.sealed_list.push(block);
         match self.policy.kind {
-            GcPolicy::Greedy => self.buckets.insert(die, block, valid),
+            GcPolicy::Greedy => self.buckets.insert(map.block_entries_mut(), die, block),
             GcPolicy::Fifo => d.sealed_fifo.push_back(block),
             _ => {}
         }
     }
 
-    /// `block` of `die` (holding `valid` units) leaves the candidates.
-    pub fn unseal(&mut self, die: u32, block: u32, valid: u32, blocks: &mut Blocks) {
+    /// `block` of `die` leaves the candidates.
+    pub fn unseal(&mut self, die: u32, block: u32, map: &mut Map, blocks: &mut Blocks) {
         let d = &mut self.dies[die as usize];
         let pos = blocks.sealed_pos[block as usize];
         debug_assert_ne!(pos, NONE);
@@ -171,7 +177,7 @@ impl Collector {
         }
         blocks.sealed_pos[block as usize] = NONE;
         match self.policy.kind {
-            GcPolicy::Greedy => self.buckets.remove(die, block, valid),
+            GcPolicy::Greedy => self.buckets.remove(map.block_entries_mut(), die, block),
             GcPolicy::Fifo => {
                 if d.sealed_fifo.front() == Some(&block) {
                     d.sealed_fifo.pop_front();
@@ -191,7 +197,7 @@ impl Collector {
     pub fn select(
         &mut self,
         die: u32,
-        map: &Map,
+        map: &mut Map,
         blocks: &mut Blocks,
         g: &Geometry,
         sequence: u32,
@@ -217,7 +223,10 @@ impl Collector {
         }) {
             Some(b) => b,
             None => match self.policy.kind {
-                GcPolicy::Greedy => self.buckets.min(die).expect("sealed blocks are in buckets"),
+                GcPolicy::Greedy => self
+                    .buckets
+                    .min(map.block_entries(), die)
+                    .expect("sealed blocks are in buckets"),
                 GcPolicy::Fifo => *self.dies[dix]
                     .sealed_fifo
                     .front()
@@ -237,7 +246,7 @@ impl Collector {
             },
         };
         let valid = map.valid(block);
-        self.unseal(die, block, valid, blocks);
+        self.unseal(die, block, map, blocks);
         blocks.state[block as usize] = BlockState::Victim;
         let capacity = g.data_units_per_block;
         let d = &mut self.dies[dix];

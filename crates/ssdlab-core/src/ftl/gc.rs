@@ -181,7 +181,7 @@ impl Ftl {
     fn select_victim(&mut self, die: u32) -> bool {
         let Some(chosen) = self.collector.select(
             die,
-            &self.map,
+            &mut self.map,
             &mut self.blocks,
             &self.geometry,
             self.sequence,

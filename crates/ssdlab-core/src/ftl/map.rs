@@ -10,6 +10,11 @@
 
 use super::{MapChange, HELD, TAG_ERASE, UNMAPPED};
 use crate::config::Geometry;
+
+/// Where a block entry's valid count starts (see `Map::valid`): counts up to 65,535 units per
+/// block (the configuration's limit).
+pub(super) const VALID_SHIFT: u32 = 48;
+const VALID_ONE: u64 = 1 << VALID_SHIFT;
 use crate::divisor::Divisor;
 
 /// A logical unit: the host's address in mapping units (LBA x sector size / unit size).
@@ -60,8 +65,6 @@ impl std::fmt::Display for Ppn {
 pub struct Unmapped {
     pub ppn: Ppn,
     pub block: u32,
-    /// The block's valid units before (the greedy victim buckets key on it).
-    pub valid_before: u32,
 }
 
 /// A table of u32 entries held complemented, so that UNMAPPED (all ones) is stored as 0: a
@@ -105,8 +108,11 @@ pub struct Map {
     p2l: Table,
     /// Write sequence number of each PU (out-of-band).
     pu_sequence: Vec<u32>,
-    /// Valid units per block. Invariant: equals the count of mapped p2l entries in the block.
-    valid: Vec<u32>,
+    /// Per block: its valid units above bit [`VALID_SHIFT`] (invariant: the count of mapped
+    /// p2l entries in the block), below it the greedy collector's field for the block
+    /// (`ftl::victim::Buckets`; 0 unless the block is a victim candidate). One entry for both,
+    /// so a unit going stale touches one line of the block tables.
+    valid: Vec<u64>,
     /// Invariant: the count of mapped l2p entries.
     mapped_units: u64,
     units_per_block: Divisor,
@@ -191,12 +197,17 @@ impl Map {
     /// Valid units of `block`.
     #[inline(always)]
     pub fn valid(&self, block: u32) -> u32 {
-        self.valid[block as usize]
+        (self.valid[block as usize] >> VALID_SHIFT) as u32
     }
 
-    /// Valid units of every block, in block order.
-    pub fn valid_counts(&self) -> &[u32] {
+    /// Every block's entry (valid count and the greedy collector's field), in block order.
+    pub fn block_entries(&self) -> &[u64] {
         &self.valid
+    }
+
+    /// The same, for the greedy collector to set its fields (the counts are the map's).
+    pub fn block_entries_mut(&mut self) -> &mut [u64] {
+        &mut self.valid
     }
 
     pub fn mapped_units(&self) -> u64 {
@@ -240,7 +251,7 @@ impl Map {
         // stores that reach it do not wait (timed fill of crucial-m500-960 7.8-8.7 -> 7.1-7.6 s,
         // its 2000 s of random writes 7.8-8.3 -> 7.7-7.8 s).
         crate::mem::prefetch(&self.p2l.0, ppn as usize + 32);
-        self.valid[block as usize] += 1;
+        self.valid[block as usize] += VALID_ONE;
     }
 
     /// [`Map::map`] of `n` logical units from `lba` on, in order, to the `n` physical units
@@ -263,7 +274,7 @@ impl Map {
         }
         // As `map`'s: the line two ahead of the run's last reverse entry.
         crate::mem::prefetch(&self.p2l.0, (ppn + n) as usize + 31);
-        self.valid[block as usize] += n;
+        self.valid[block as usize] += (n as u64) << VALID_SHIFT;
         self.mapped_units += n as u64;
     }
 
@@ -283,13 +294,11 @@ impl Map {
         self.l2p.set(lba as usize, UNMAPPED);
         self.mapped_units -= 1;
         let block = self.units_per_block.quotient(ppn);
-        let v = self.valid[block as usize];
-        debug_assert!(v > 0);
-        self.valid[block as usize] = v - 1;
+        debug_assert!(self.valid(block) > 0);
+        self.valid[block as usize] -= VALID_ONE;
         Some(Unmapped {
             ppn: Ppn(ppn),
             block,
-            valid_before: v,
         })
     }
 
@@ -316,9 +325,9 @@ impl Map {
     /// `n` units [`Map::relocate`]d from `from_block` to `to_block`: their valid counts.
     #[inline(always)]
     pub fn valid_moved(&mut self, from_block: u32, to_block: u32, n: u32) {
-        debug_assert!(self.valid[from_block as usize] >= n);
-        self.valid[from_block as usize] -= n;
-        self.valid[to_block as usize] += n;
+        debug_assert!(self.valid(from_block) >= n);
+        self.valid[from_block as usize] -= (n as u64) << VALID_SHIFT;
+        self.valid[to_block as usize] += (n as u64) << VALID_SHIFT;
     }
 
     /// Forget everything: no unit mapped, no sequence numbers (a secure erase keeps the
@@ -441,7 +450,9 @@ impl Map {
     pub fn digest_into(&self, eat: &mut impl FnMut(u32)) {
         self.l2p.iter().for_each(&mut *eat);
         self.p2l.iter().for_each(&mut *eat);
-        self.valid.iter().for_each(|&x| eat(x));
+        self.valid
+            .iter()
+            .for_each(|&x| eat((x >> VALID_SHIFT) as u32));
     }
 
     /// Check the map's invariants whole: forward and reverse agree, the counts match, no data
@@ -484,10 +495,10 @@ impl Map {
                     }
                 }
             }
-            if valid != self.valid[block] {
+            if valid != self.valid(block as u32) {
                 return Err(format!(
                     "block {block}: {valid} valid units, count says {}",
-                    self.valid[block]
+                    self.valid(block as u32)
                 ));
             }
         }

@@ -3,6 +3,7 @@
 //! pool (collection first when the pool runs low), sealing full blocks as victim candidates,
 //! and program failures (the data written again elsewhere, the block retired).
 
+use super::victim::Buckets;
 use super::*;
 
 impl Ftl {
@@ -22,11 +23,11 @@ impl Ftl {
             return;
         };
         // In a bucket: sealed, under the greedy policy (the buckets are empty under others).
-        if self.collector.buckets.contains(u.block) {
+        // Its entry, count and key, is the line the map has just written.
+        let entries = self.map.block_entries_mut();
+        if Buckets::is_candidate(entries[u.block as usize]) {
             let die = self.div.blocks_per_die.quotient(u.block);
-            self.collector
-                .buckets
-                .move_down(die, u.block, u.valid_before);
+            self.collector.buckets.move_down(entries, die, u.block);
         }
     }
 
@@ -259,8 +260,7 @@ impl Ftl {
     /// `block` is full: it becomes a collection candidate.
     pub(super) fn seal(&mut self, block: u32) {
         let die = self.div.blocks_per_die.quotient(block);
-        let valid = self.map.valid(block);
         self.collector
-            .seal(die, block, valid, &mut self.blocks, self.sequence);
+            .seal(die, block, &mut self.map, &mut self.blocks, self.sequence);
     }
 }

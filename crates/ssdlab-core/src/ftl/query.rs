@@ -36,14 +36,12 @@ impl Ftl {
         self.map.prefetch_lookup(Lba(lba));
     }
 
-    /// Start loading what overwriting `lba` will touch: its current reverse-map entry, its
-    /// block's valid count and the block's place among the victim candidates. Call after
-    /// `prefetch_lookup` has had time to land.
+    /// Start loading what overwriting `lba` will touch: its current reverse-map entry and its
+    /// block's entry (valid count and victim key). Call after `prefetch_lookup` has had time
+    /// to land.
     #[inline]
     pub fn prefetch_overwrite(&self, lba: u32) {
-        if let Some(block) = self.map.prefetch_overwrite(Lba(lba)) {
-            self.collector.buckets.prefetch(block);
-        }
+        self.map.prefetch_overwrite(Lba(lba));
     }
 
     /// The logical unit a physical unit holds (its out-of-band LBA), or UNMAPPED.

@@ -56,7 +56,7 @@ impl Ftl {
         if self.collector.policy.kind == GcPolicy::Greedy {
             self.collector
                 .buckets
-                .verify(self.map.valid_counts(), &self.blocks.sealed_pos)?;
+                .verify(self.map.block_entries(), &self.blocks.sealed_pos)?;
         }
         Ok(())
     }
