@@ -180,18 +180,17 @@ impl Map {
     }
 
     /// Start loading what overwriting `lba` will touch: its current reverse-map entry and its
-    /// block's valid count. Call after `prefetch_lookup` has had time to land. The block, for
-    /// the caller's own block tables; `None` when `lba` is unmapped.
+    /// block's entry (valid count and victim key). Call after `prefetch_lookup` has had time
+    /// to land; nothing to load when `lba` is unmapped.
     #[inline]
-    pub fn prefetch_overwrite(&self, lba: Lba) -> Option<u32> {
+    pub fn prefetch_overwrite(&self, lba: Lba) {
         let ppn = self.lookup(lba);
         if ppn.is_none() {
-            return None;
+            return;
         }
         crate::mem::prefetch(&self.p2l.0, ppn.0 as usize);
         let block = self.units_per_block.quotient(ppn.0);
         crate::mem::prefetch(&self.valid, block as usize);
-        Some(block)
     }
 
     /// Valid units of `block`.
