@@ -11,8 +11,9 @@
 use super::{MapChange, HELD, TAG_ERASE, UNMAPPED};
 use crate::config::Geometry;
 
-/// Where a block entry's valid count starts (see `Map::valid`): counts up to 65,535 units per
-/// block (the configuration's limit).
+/// Where a block entry's valid count starts (see `Map::valid`): counts up to 65,534 units per
+/// block (the configuration's limit; all ones above it would make a key equal to
+/// `ftl::victim`'s "no candidate").
 pub(super) const VALID_SHIFT: u32 = 48;
 const VALID_ONE: u64 = 1 << VALID_SHIFT;
 use crate::divisor::Divisor;
