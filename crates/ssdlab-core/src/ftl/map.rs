@@ -10,13 +10,13 @@
 
 use super::{MapChange, HELD, TAG_ERASE, UNMAPPED};
 use crate::config::Geometry;
+use crate::divisor::Divisor;
 
 /// Where a block entry's valid count starts (see `Map::valid`): counts up to 65,534 units per
 /// block (the configuration's limit; all ones above it would make a key equal to
 /// `ftl::victim`'s "no candidate").
 pub(super) const VALID_SHIFT: u32 = 48;
 const VALID_ONE: u64 = 1 << VALID_SHIFT;
-use crate::divisor::Divisor;
 
 /// A logical unit: the host's address in mapping units (LBA x sector size / unit size).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
