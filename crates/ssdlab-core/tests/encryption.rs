@@ -53,3 +53,20 @@ fn a_drive_without_encryption_refuses_a_crypto_erase() {
     let e = dev.crypto_erase().unwrap_err();
     assert!(e.contains("not a self-encrypting drive"), "{e}");
 }
+
+#[test]
+fn a_crypto_erase_of_a_partly_written_drive_unmaps_what_was_written_and_no_more() {
+    let mut dev = drive(true);
+    let units = dev.geometry.logical_units as u32;
+    // A fresh drive: nothing to unmap.
+    dev.crypto_erase().unwrap();
+    assert!((0..units).all(|lba| dev.ftl.lookup(lba) == UNMAPPED));
+    // Units written at the start and in the middle, the end of the drive never written.
+    dev.fill_untimed(0, units / 4);
+    dev.fill_untimed(units / 2, units / 8);
+    assert_eq!(dev.ftl.map().mapped_units(), (units / 4 + units / 8) as u64);
+    assert_eq!(dev.ftl.crypto_erase(), (units / 4 + units / 8) as u64);
+    assert!((0..units).all(|lba| dev.ftl.lookup(lba) == UNMAPPED));
+    assert_eq!(dev.ftl.map().mapped_units(), 0);
+    dev.ftl.verify().unwrap();
+}

@@ -667,14 +667,17 @@ impl Ftl {
     /// A crypto erase: the media key is replaced, so every unit on the NAND is noise. Every
     /// mapped unit goes stale (reads return zeros); the blocks keep their state and are
     /// erased when the collector takes them (they hold nothing valid, so nothing is copied).
-    /// Not journalled. Returns the units that were mapped.
+    /// Not journalled. Returns the units that were mapped. The scan ends at the last mapped
+    /// unit: a fresh drive's map is not read at all (reading it would map its untouched pages
+    /// to the kernel's zero page, which the fill after it must then copy away).
     pub fn crypto_erase(&mut self) -> u64 {
-        let mut mapped = 0;
-        for lba in 0..self.geometry.logical_units as u32 {
+        let mapped = self.map.mapped_units();
+        let mut lba = 0;
+        while self.map.mapped_units() > 0 && lba < self.geometry.logical_units as u32 {
             if !self.map.lookup(Lba(lba)).is_none() {
                 self.invalidate(Lba(lba));
-                mapped += 1;
             }
+            lba += 1;
         }
         mapped
     }
