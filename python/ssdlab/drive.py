@@ -36,6 +36,29 @@ def preset_path(name: str) -> Path:
     return Path(str(p))
 
 
+def _interval_lengths(s: dict, elapsed_s: float | None) -> tuple[float, float]:
+    """Seconds of a whole interval of the core's series `s` and of its last one (shorter
+    when the run ended inside it: it is then `partial`)."""
+    full_s = s["interval_ns"] / 1e9
+    n = len(s["read_ios"])
+    if n and elapsed_s is not None and (n - 1) * full_s < elapsed_s < n * full_s - 1e-9:
+        return full_s, elapsed_s - (n - 1) * full_s
+    return full_s, full_s
+
+
+def series_rates(series_json: str, column: str, elapsed_s: float | None = None) -> tuple[list[float], list[float]]:
+    """`time_s` and one of `read_iops`, `write_iops` or `trim_iops` of `series_frame`, as
+    lists and without loading numpy or pandas (their import is most of a short command's
+    time): the same values, the same arithmetic."""
+    s = json.loads(series_json)
+    full_s, last_s = _interval_lengths(s, elapsed_s)
+    ios = s[column.removesuffix("_iops") + "_ios"]
+    lengths = [full_s] * len(ios)
+    if lengths:
+        lengths[-1] = last_s
+    return [i * full_s + d for i, d in enumerate(lengths)], [k / d for k, d in zip(ios, lengths)]
+
+
 def series_frame(series_json: str, elapsed_s: float | None = None) -> pd.DataFrame:
     """The core's interval series (JSON) as a DataFrame, one row per interval. With the run's
     `elapsed_s`, a last interval the run did not fill is marked `partial`, ends at the run's
@@ -44,12 +67,12 @@ def series_frame(series_json: str, elapsed_s: float | None = None) -> pd.DataFra
     import pandas as pd
 
     s = json.loads(series_json)
-    full_s = s["interval_ns"] / 1e9
+    full_s, last_s = _interval_lengths(s, elapsed_s)
     n = len(s["read_ios"])
     interval_s = np.full(n, full_s)
     partial = np.zeros(n, dtype=bool)
-    if n and elapsed_s is not None and (n - 1) * full_s < elapsed_s < n * full_s - 1e-9:
-        interval_s[-1] = elapsed_s - (n - 1) * full_s
+    if last_s != full_s:
+        interval_s[-1] = last_s
         partial[-1] = True
     read_ios = np.asarray(s["read_ios"], dtype=np.float64)
     write_ios = np.asarray(s["write_ios"], dtype=np.float64)
@@ -131,6 +154,13 @@ class Result:
         bins = {op: {int(k): v for k, v in summary[op].pop("latency_ns_bins", {}).items()}
                 for op in ("read", "write", "trim") if op in summary}
         return Result(summary, series_json, bins)
+
+    def rates(self, column: str) -> tuple[list[float], list[float]]:
+        """`series.time_s` and `series[column]` (`read_iops`, `write_iops` or `trim_iops`)
+        as lists; before `series` is first read, without building it (nor loading pandas)."""
+        if isinstance(self._series, str):
+            return series_rates(self._series, column, self.summary.get("elapsed_s"))
+        return self._series.time_s.tolist(), self._series[column].tolist()
 
     def plot(self, column: str | None = None, log: bool = True):
         """The per-interval IOPS as the review report draws them (dots, log axis labelled by

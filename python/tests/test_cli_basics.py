@@ -72,6 +72,15 @@ def test_pandas_loads_only_when_a_series_is_read():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines() == ["[] 3000", "1 True True"]
+    # Nor does `ssdlab run`'s text chart load them (0.3 s of README command 1).
+    code = ("import sys\n"
+            "from ssdlab.cli import main\n"
+            "main(['run', '--drive', 'crucial-m500-120', '--rw', 'randwrite', '--runtime', '3'])\n"
+            "print(sorted(m for m in ('numpy', 'pandas') if m in sys.modules))\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[-1] == "[]" and sum(" s #" in line for line in lines) == 3, p.stdout
 
 
 def test_job_value_errors_name_the_file_and_line_and_say_what_is_accepted(tmp_path):

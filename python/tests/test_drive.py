@@ -171,7 +171,10 @@ def test_summaries_say_where_they_came_from_and_the_last_interval_is_partial():
     same = ssdlab.Drive.preset("crucial-m4-128").run(ssdlab.Job(rw="read", number_ios=10)).summary["run"]
     assert same["config_sha256"] == run["config_sha256"] != other["config_sha256"]
     assert same["precondition"] == "none"
+    time_s, read_iops = r.rates("read_iops")  # from the core's series, before the DataFrame
     s = r.series
+    assert time_s == s.time_s.tolist() and read_iops == s.read_iops.tolist()
+    assert r.rates("read_iops") == (time_s, read_iops)  # and from the DataFrame after it
     elapsed = r.summary["elapsed_s"]
     assert 1 < elapsed < 60 and elapsed % 1 > 0.01
     assert s.partial.iloc[-1] and not s.partial.iloc[:-1].any()

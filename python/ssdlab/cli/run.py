@@ -113,30 +113,30 @@ def _fio_options(extra: list[str]) -> list[tuple[str, str | None]]:
 
 def _chart(result: Result, rows: int = 24, width: int = 50, column: str = "write_iops") -> str:
     """Per-second IOPS as a text chart (log scale): one row per time slice, the bar at the
-    slice's mean, '|' marks its min and max."""
-    s = result.series
-    values = s[column].to_numpy()
-    if len(values) == 0 or values.max() <= 0:
+    slice's mean, '|' marks its min and max. Empty for fewer than two intervals or no IO.
+    Built from the series' lists (`Result.rates`): numpy and pandas stay unloaded."""
+    time_s, values = result.rates(column)
+    if len(values) < 2 or max(values) <= 0:
         return ""
     n = len(values)
     rows = min(rows, n)
-    top = math.log10(max(values.max(), 10))
+    top = math.log10(max(max(values), 10))
     bottom = max(top - 3, 0)
     def pos(v):
         if v <= 0:
             return 0
         return int(round((min(max(math.log10(v), bottom), top) - bottom) / (top - bottom) * (width - 1)))
-    lines = [f"{column.replace('_', ' ')} per {s.time_s.iloc[0]:g} s (log scale, {10**bottom:,.0f} .. {10**top:,.0f}); bar = mean, | = min and max of the slice"]
+    lines = [f"{column.replace('_', ' ')} per {time_s[0]:g} s (log scale, {10**bottom:,.0f} .. {10**top:,.0f}); bar = mean, | = min and max of the slice"]
     for r in range(rows):
         a, b = r * n // rows, (r + 1) * n // rows
         chunk = values[a:b]
-        lo, hi, mean = chunk.min(), chunk.max(), chunk.mean()
+        lo, hi, mean = min(chunk), max(chunk), math.fsum(chunk) / len(chunk)
         line = [" "] * width
         for i in range(pos(mean) + 1):
             line[i] = "#"
         line[pos(lo)] = "|"
         line[pos(hi)] = "|"
-        t0, t1 = s.time_s.iloc[a] - s.time_s.iloc[0], s.time_s.iloc[b - 1]
+        t0, t1 = time_s[a] - time_s[0], time_s[b - 1]
         lines.append(f"{t0:7.0f}-{t1:<7.0f}s {''.join(line)} {mean:>10,.0f}")
     return "\n".join(lines)
 
@@ -215,9 +215,11 @@ def _run(args: argparse.Namespace) -> int:
             _print_summary(result)
             if args.intervals == "all":
                 print(result.series.to_string(index=False, float_format=lambda x: f"{x:.1f}"))
-            elif args.intervals == "chart" and len(result.series) > 1:
+            elif args.intervals == "chart":
                 main = "write_iops" if result.summary["write"]["ios"] >= result.summary["read"]["ios"] else "read_iops"
-                print(_chart(result, column=main))
+                chart = _chart(result, column=main)
+                if chart:
+                    print(chart)
             if out:
                 paths = result.write(out, prefix)
                 print(f"  wrote {', '.join(str(p) for p in paths)}")
