@@ -661,7 +661,8 @@ pub(crate) mod tests {
         c.nand.pages_per_block = 16384;
         let e = c.validate().unwrap_err();
         assert_eq!(e.field, "nand.pages_per_block");
-        assert!(e.message.contains("accepted: up to 65,534"), "{e}");
+        assert!(e.message.contains("accepted: up to 65534"), "{e}");
+        assert_eq!(crate::ftl::MAX_UNITS_PER_BLOCK, u16::MAX as u32 - 1);
     }
 
     #[test]

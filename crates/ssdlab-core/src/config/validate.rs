@@ -169,12 +169,12 @@ impl DriveConfig {
         }
         let units_per_block = units_per_pu * pus_per_block;
         let data_units_per_block = units_per_pu * data_pus_per_block;
-        // A block's valid count shares its entry with the greedy collector's key
-        // (`ftl::map::VALID_SHIFT`): 16 bits, all ones kept out.
-        if units_per_block >= u16::MAX as u32 {
+        // A block's valid count shares its entry with the greedy collector's key.
+        let most = crate::ftl::MAX_UNITS_PER_BLOCK;
+        if units_per_block > most {
             return Err(err(
                 "nand.pages_per_block",
-                format!("{units_per_block} mapping units per block; accepted: up to 65,534 (fewer pages per block, or a larger ftl.mapping_unit_bytes)"),
+                format!("{units_per_block} mapping units per block; accepted: up to {most} (fewer pages per block, or a larger ftl.mapping_unit_bytes)"),
             ));
         }
         let physical_units = dies as u64 * blocks_per_die as u64 * units_per_block as u64;

@@ -12,11 +12,15 @@ use super::{MapChange, HELD, TAG_ERASE, UNMAPPED};
 use crate::config::Geometry;
 use crate::divisor::Divisor;
 
-/// Where a block entry's valid count starts (see `Map::valid`): counts up to 65,534 units per
-/// block (the configuration's limit; all ones above it would make a key equal to
-/// `ftl::victim`'s "no candidate").
+/// Where a block entry's valid count starts (see `Map::valid`): counts up to
+/// [`MAX_UNITS_PER_BLOCK`] (the configuration's limit; all ones above it would make a key
+/// equal to `ftl::victim`'s "no candidate").
 pub(super) const VALID_SHIFT: u32 = 48;
 const VALID_ONE: u64 = 1 << VALID_SHIFT;
+
+/// The most mapping units a block may hold (the configuration refuses more): what the count
+/// above [`VALID_SHIFT`] holds, all ones left out.
+pub const MAX_UNITS_PER_BLOCK: u32 = (1 << (64 - VALID_SHIFT)) - 2;
 
 /// A logical unit: the host's address in mapping units (LBA x sector size / unit size).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
