@@ -36,6 +36,10 @@ def preset_path(name: str) -> Path:
     return Path(str(p))
 
 
+# The series' columns `Result.rates` gives without the DataFrame.
+_RATE_COLUMNS = ("read_iops", "write_iops", "trim_iops")
+
+
 def _interval_lengths(s: dict, elapsed_s: float | None) -> tuple[float, float]:
     """Seconds of a whole interval of the core's series `s` and of its last one (shorter
     when the run ended inside it: it is then `partial`)."""
@@ -158,6 +162,8 @@ class Result:
     def rates(self, column: str) -> tuple[list[float], list[float]]:
         """`series.time_s` and `series[column]` (`read_iops`, `write_iops` or `trim_iops`)
         as lists; before `series` is first read, without building it (nor loading pandas)."""
+        if column not in _RATE_COLUMNS:
+            raise SsdlabError(f"column '{column}'; accepted: {', '.join(_RATE_COLUMNS)}")
         if isinstance(self._series, str):
             return series_rates(self._series, column, self.summary.get("elapsed_s"))
         return self._series.time_s.tolist(), self._series[column].tolist()

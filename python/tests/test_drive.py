@@ -175,6 +175,8 @@ def test_summaries_say_where_they_came_from_and_the_last_interval_is_partial():
     s = r.series
     assert time_s == s.time_s.tolist() and read_iops == s.read_iops.tolist()
     assert r.rates("read_iops") == (time_s, read_iops)  # and from the DataFrame after it
+    with pytest.raises(ssdlab.SsdlabError, match="column 'iops'; accepted: read_iops, write_iops, trim_iops"):
+        r.rates("iops")
     elapsed = r.summary["elapsed_s"]
     assert 1 < elapsed < 60 and elapsed % 1 > 0.01
     assert s.partial.iloc[-1] and not s.partial.iloc[:-1].any()
