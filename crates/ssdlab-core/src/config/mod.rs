@@ -24,6 +24,11 @@ impl std::error::Error for ConfigError {}
 /// Bytes of one map entry in DRAM and in a map page (a 32-bit physical unit number).
 pub const MAP_ENTRY_BYTES: u32 = 4;
 
+/// The most mapping units a block may hold (the check refuses more): a block's valid count
+/// takes the top 16 bits of its entry in the map's block table, beside the greedy collector's
+/// key, and all ones is kept out (`ftl::map::VALID_SHIFT`).
+pub const MAX_UNITS_PER_BLOCK: u32 = u16::MAX as u32 - 1;
+
 /// DRAM the map and its persistence need: the table (4 bytes per mapping unit) and, with
 /// persistence on, one dirty bit per map page and the journal page being filled.
 pub fn map_dram_bytes(logical_units: u64, page_bytes: u32, persistence: bool) -> u64 {
@@ -662,7 +667,6 @@ pub(crate) mod tests {
         let e = c.validate().unwrap_err();
         assert_eq!(e.field, "nand.pages_per_block");
         assert!(e.message.contains("accepted: up to 65534"), "{e}");
-        assert_eq!(crate::ftl::MAX_UNITS_PER_BLOCK, u16::MAX as u32 - 1);
     }
 
     #[test]

@@ -170,7 +170,7 @@ impl DriveConfig {
         let units_per_block = units_per_pu * pus_per_block;
         let data_units_per_block = units_per_pu * data_pus_per_block;
         // A block's valid count shares its entry with the greedy collector's key.
-        let most = crate::ftl::MAX_UNITS_PER_BLOCK;
+        let most = super::MAX_UNITS_PER_BLOCK;
         if units_per_block > most {
             return Err(err(
                 "nand.pages_per_block",

@@ -9,7 +9,7 @@
 //! pairs move together; [`Map::verify`] checks them whole.
 
 use super::{MapChange, HELD, TAG_ERASE, UNMAPPED};
-use crate::config::Geometry;
+use crate::config::{Geometry, MAX_UNITS_PER_BLOCK};
 use crate::divisor::Divisor;
 
 /// Where a block entry's valid count starts (see `Map::valid`): counts up to
@@ -17,10 +17,7 @@ use crate::divisor::Divisor;
 /// equal to `ftl::victim`'s "no candidate").
 pub(super) const VALID_SHIFT: u32 = 48;
 const VALID_ONE: u64 = 1 << VALID_SHIFT;
-
-/// The most mapping units a block may hold (the configuration refuses more): what the count
-/// above [`VALID_SHIFT`] holds, all ones left out.
-pub const MAX_UNITS_PER_BLOCK: u32 = (1 << (64 - VALID_SHIFT)) - 2;
+const _: () = assert!(MAX_UNITS_PER_BLOCK as u64 == (1 << (64 - VALID_SHIFT)) - 2);
 
 /// A logical unit: the host's address in mapping units (LBA x sector size / unit size).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -34,7 +34,7 @@ use crate::rng::Rng;
 use crate::time::SimTime;
 use blocks::Blocks;
 use collector::Collector;
-pub use map::{Lba, Map, Ppn, Unmapped, MAX_UNITS_PER_BLOCK};
+pub use map::{Lba, Map, Ppn, Unmapped};
 pub use mount::{MountReport, Recovered};
 pub use persist::Persistence;
 use victim::FreePool;

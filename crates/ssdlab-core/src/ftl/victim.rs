@@ -104,7 +104,7 @@ pub struct Buckets {
 /// Blocks per chunk: a chunk's entries are eight cache lines.
 const CHUNK: u32 = 64;
 /// No candidate (a chunk's least when it holds none): above every key, as a key's count is
-/// at most `MAX_UNITS_PER_BLOCK` (the configuration's limit on units per block).
+/// at most `config::MAX_UNITS_PER_BLOCK` (the configuration's limit on units per block).
 const OUT: u64 = u64::MAX;
 /// The bits of an entry below its valid count: the reversed entry sequence number (2^48
 /// entries, an exabyte of 4 KiB overwrites, before the candidates are numbered afresh).
