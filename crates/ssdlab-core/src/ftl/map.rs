@@ -3,8 +3,8 @@
 //! block, and the journal of map changes that a data store follows.
 //!
 //! [`Map`] owns these tables and keeps their invariants: `l2p[p2l[p]] == p` for every mapped
-//! physical unit, `valid[b]` equals the mapped units of block `b`, `mapped_units` the mapped
-//! logical units. Every change goes through [`Map::map`] and [`Map::unmap`] (or a GC copy's
+//! physical unit, `valid(b)` (the count in block `b`'s entry) equals its mapped units,
+//! `mapped_units` the mapped logical units. Every change goes through [`Map::map`] and [`Map::unmap`] (or a GC copy's
 //! [`Map::relocate`], a run's blocks' counts moved after it by [`Map::valid_moved`]), so the
 //! pairs move together; [`Map::verify`] checks them whole.
 
@@ -114,7 +114,7 @@ pub struct Map {
     /// p2l entries in the block), below it the greedy collector's field for the block
     /// (`ftl::victim::Buckets`; 0 unless the block is a victim candidate). One entry for both,
     /// so a unit going stale touches one line of the block tables.
-    valid: Vec<u64>,
+    block_entries: Vec<u64>,
     /// Invariant: the count of mapped l2p entries.
     mapped_units: u64,
     units_per_block: Divisor,
@@ -131,7 +131,7 @@ impl Map {
             l2p: Table::unmapped(g.logical_units as usize),
             p2l: Table::unmapped(g.physical_units as usize),
             pu_sequence: crate::mem::zeroed_table(blocks * g.pus_per_block as usize),
-            valid: crate::mem::zeroed_table(blocks),
+            block_entries: crate::mem::zeroed_table(blocks),
             mapped_units: 0,
             units_per_block: Divisor::new(g.units_per_block),
             changes: None,
@@ -192,23 +192,23 @@ impl Map {
         }
         crate::mem::prefetch(&self.p2l.0, ppn.0 as usize);
         let block = self.units_per_block.quotient(ppn.0);
-        crate::mem::prefetch(&self.valid, block as usize);
+        crate::mem::prefetch(&self.block_entries, block as usize);
     }
 
     /// Valid units of `block`.
     #[inline(always)]
     pub fn valid(&self, block: u32) -> u32 {
-        (self.valid[block as usize] >> VALID_SHIFT) as u32
+        (self.block_entries[block as usize] >> VALID_SHIFT) as u32
     }
 
     /// Every block's entry (valid count and the greedy collector's field), in block order.
     pub fn block_entries(&self) -> &[u64] {
-        &self.valid
+        &self.block_entries
     }
 
     /// The same, for the greedy collector to set its fields (the counts are the map's).
     pub fn block_entries_mut(&mut self) -> &mut [u64] {
-        &mut self.valid
+        &mut self.block_entries
     }
 
     pub fn mapped_units(&self) -> u64 {
@@ -252,7 +252,7 @@ impl Map {
         // stores that reach it do not wait (timed fill of crucial-m500-960 7.8-8.7 -> 7.1-7.6 s,
         // its 2000 s of random writes 7.8-8.3 -> 7.7-7.8 s).
         crate::mem::prefetch(&self.p2l.0, ppn as usize + 32);
-        self.valid[block as usize] += VALID_ONE;
+        self.block_entries[block as usize] += VALID_ONE;
     }
 
     /// [`Map::map`] of `n` logical units from `lba` on, in order, to the `n` physical units
@@ -275,7 +275,7 @@ impl Map {
         }
         // As `map`'s: the line two ahead of the run's last reverse entry.
         crate::mem::prefetch(&self.p2l.0, (ppn + n) as usize + 31);
-        self.valid[block as usize] += (n as u64) << VALID_SHIFT;
+        self.block_entries[block as usize] += (n as u64) << VALID_SHIFT;
         self.mapped_units += n as u64;
     }
 
@@ -296,7 +296,7 @@ impl Map {
         self.mapped_units -= 1;
         let block = self.units_per_block.quotient(ppn);
         debug_assert!(self.valid(block) > 0);
-        self.valid[block as usize] -= VALID_ONE;
+        self.block_entries[block as usize] -= VALID_ONE;
         Some(Unmapped {
             ppn: Ppn(ppn),
             block,
@@ -327,8 +327,8 @@ impl Map {
     #[inline(always)]
     pub fn valid_moved(&mut self, from_block: u32, to_block: u32, n: u32) {
         debug_assert!(self.valid(from_block) >= n);
-        self.valid[from_block as usize] -= (n as u64) << VALID_SHIFT;
-        self.valid[to_block as usize] += (n as u64) << VALID_SHIFT;
+        self.block_entries[from_block as usize] -= (n as u64) << VALID_SHIFT;
+        self.block_entries[to_block as usize] += (n as u64) << VALID_SHIFT;
     }
 
     /// Forget everything: no unit mapped, no sequence numbers (a secure erase keeps the
@@ -343,7 +343,7 @@ impl Map {
         if !keep_sequences {
             self.pu_sequence.fill(0);
         }
-        self.valid.fill(0);
+        self.block_entries.fill(0);
         self.mapped_units = 0;
     }
 
@@ -451,7 +451,7 @@ impl Map {
     pub fn digest_into(&self, eat: &mut impl FnMut(u32)) {
         self.l2p.iter().for_each(&mut *eat);
         self.p2l.iter().for_each(&mut *eat);
-        self.valid
+        self.block_entries
             .iter()
             .for_each(|&x| eat((x >> VALID_SHIFT) as u32));
     }
