@@ -4,9 +4,9 @@
 //!
 //! [`Map`] owns these tables and keeps their invariants: `l2p[p2l[p]] == p` for every mapped
 //! physical unit, `valid(b)` (the count in block `b`'s entry) equals its mapped units,
-//! `mapped_units` the mapped logical units. Every change goes through [`Map::map`] and [`Map::unmap`] (or a GC copy's
-//! [`Map::relocate`], a run's blocks' counts moved after it by [`Map::valid_moved`]), so the
-//! pairs move together; [`Map::verify`] checks them whole.
+//! `mapped_units` the mapped logical units. Every change goes through [`Map::map`] and
+//! [`Map::unmap`] (or a GC copy's [`Map::relocate`], a run's blocks' counts moved after it by
+//! [`Map::valid_moved`]), so the pairs move together; [`Map::verify`] checks them whole.
 
 use super::{MapChange, HELD, TAG_ERASE, UNMAPPED};
 use crate::config::{Geometry, MAX_UNITS_PER_BLOCK};
