@@ -102,6 +102,12 @@ impl Recorder {
         t.ns() >= self.next_close_ns && self.close_before(dev, t)
     }
 
+    /// Where the first interval not yet closed ends (ns): `before_event` does nothing before.
+    #[inline]
+    pub fn next_close_ns(&self) -> u64 {
+        self.next_close_ns
+    }
+
     #[inline(never)]
     fn close_before(&mut self, dev: &Device, t: SimTime) -> bool {
         let index = (t.ns().saturating_sub(self.start.ns()) / self.series.interval_ns) as usize;

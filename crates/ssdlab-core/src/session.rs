@@ -68,6 +68,14 @@ pub trait Source {
         false
     }
 
+    /// Until when (ns, exclusive) the session may step the device through events that complete
+    /// nothing without asking the source anything: before then `next_submission` stays `None`
+    /// while no command completes, and `before_event`, `stepped`, `may_step`, `pause` and
+    /// `finished` would do nothing. 0 (the default): ask at every event.
+    fn quiet_until(&self) -> u64 {
+        0
+    }
+
     /// Nothing is pending on the device and nothing is to be submitted: the source may still
     /// submit something (a final flush). Returns true when it is done.
     fn at_rest(&mut self, _dev: &mut Device) -> bool {
@@ -113,6 +121,17 @@ impl Meter {
         self.ramping = false;
         self.rec.restart_counters(dev);
         self.rec.before_event(dev, e)
+    }
+
+    /// Before this time (ns) `before_event` does nothing: the ramp's end, or the end of the
+    /// first interval not closed.
+    #[inline]
+    pub fn quiet_until(&self) -> u64 {
+        if self.ramping {
+            self.rec.start.ns()
+        } else {
+            self.rec.next_close_ns()
+        }
     }
 
     /// Past the ramp: completions count.
@@ -185,7 +204,7 @@ impl Session {
                         self.done = true;
                         break;
                     }
-                    self.step(dev, source, e);
+                    self.step(dev, source, e, until);
                     if source.pause() {
                         return false;
                     }
@@ -205,13 +224,31 @@ impl Session {
         true
     }
 
-    /// Process the event at `e`, its completions, and the submissions due at once.
-    fn step(&mut self, dev: &mut Device, source: &mut impl Source, e: SimTime) {
+    /// Process the event at `e`, its completions, and the submissions due at once. Events that
+    /// follow it up to `until` and complete nothing, in the span where neither the source nor
+    /// the meter would act on them ([`Source::quiet_until`]), are processed here too: most of
+    /// a drive's events (dispatches, program ends, die wake-ups) go by without the loop's
+    /// questions.
+    fn step(&mut self, dev: &mut Device, source: &mut impl Source, e: SimTime, until: SimTime) {
         // Crossing into a new interval: sample device counters for the finished ones.
         self.meter.before_event(dev, e);
         source.before_event(dev, e);
         dev.step();
         source.stepped(dev);
+        if !dev.has_completions() {
+            let quiet = source.quiet_until();
+            if quiet > 0 {
+                let quiet = quiet
+                    .min(self.meter.quiet_until())
+                    .min(until.ns().saturating_add(1));
+                while dev.next_event_time().is_some_and(|t| t.ns() < quiet) {
+                    dev.step();
+                    if dev.has_completions() {
+                        break;
+                    }
+                }
+            }
+        }
         let now = dev.now();
         // Most events complete nothing (a host write's dispatch, a die's next operation).
         if dev.has_completions() {
