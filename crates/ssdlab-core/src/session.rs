@@ -69,10 +69,10 @@ pub trait Source {
     }
 
     /// Until when (ns, exclusive) the session may step the device through events that complete
-    /// nothing without asking the source anything: before then `next_submission` stays `None`
-    /// while no command completes, and `before_event`, `stepped`, `may_step`, `pause` and
-    /// `finished` would do nothing. 0 (the default): ask at every event.
-    fn quiet_until(&self) -> u64 {
+    /// nothing without asking the source anything: while no command completes, no submission
+    /// is due before then, and `before_event`, `stepped`, `may_step`, `pause` and `finished`
+    /// would do nothing. 0 (the default): ask at every event.
+    fn quiet_until(&mut self) -> u64 {
         0
     }
 
@@ -273,5 +273,47 @@ impl Session {
         if source.finished() {
             self.done = true;
         }
+    }
+}
+
+/// A source asked at every event, as the session did before it stepped through quiet
+/// stretches ([`Source::quiet_until`] left at its default): what the tests compare against.
+#[cfg(test)]
+pub(crate) struct AskEveryEvent<'a, S: Source>(pub &'a mut S);
+
+#[cfg(test)]
+impl<S: Source> Source for AskEveryEvent<'_, S> {
+    fn next_submission(&mut self, now: SimTime) -> Option<SimTime> {
+        self.0.next_submission(now)
+    }
+    fn submit(&mut self, dev: &mut Device, at: SimTime) {
+        self.0.submit(dev, at)
+    }
+    fn outstanding(&self) -> u64 {
+        self.0.outstanding()
+    }
+    fn completed(&mut self, c: &Completion, dev: &Device) -> bool {
+        self.0.completed(c, dev)
+    }
+    fn may_step(&mut self) -> bool {
+        self.0.may_step()
+    }
+    fn stepped(&mut self, dev: &mut Device) {
+        self.0.stepped(dev)
+    }
+    fn before_event(&mut self, dev: &Device, t: SimTime) {
+        self.0.before_event(dev, t)
+    }
+    fn finished(&self) -> bool {
+        self.0.finished()
+    }
+    fn pause(&mut self) -> bool {
+        self.0.pause()
+    }
+    fn open_ended(&self) -> bool {
+        self.0.open_ended()
+    }
+    fn at_rest(&mut self, dev: &mut Device) -> bool {
+        self.0.at_rest(dev)
     }
 }

@@ -576,7 +576,7 @@ impl Source for JobSource {
     /// With no stream to refill and no job waiting to start, nothing changes for the jobs
     /// until a command completes or a running job's meter closes an interval.
     #[inline]
-    fn quiet_until(&self) -> u64 {
+    fn quiet_until(&mut self) -> u64 {
         if !self.refill.is_empty() || !self.starts.is_empty() {
             return 0;
         }
@@ -636,32 +636,8 @@ pub fn run_job(
 mod tests {
     use super::*;
     use crate::config::DriveConfig;
+    use crate::session::AskEveryEvent;
     use crate::workload::Job;
-
-    /// The job source asked at every event, as the session did before it stepped through
-    /// quiet stretches (`Source::quiet_until` left at its default).
-    struct AskEveryEvent<'a>(&'a mut JobSource);
-
-    impl Source for AskEveryEvent<'_> {
-        fn next_submission(&mut self, now: SimTime) -> Option<SimTime> {
-            self.0.next_submission(now)
-        }
-        fn submit(&mut self, dev: &mut Device, at: SimTime) {
-            self.0.submit(dev, at)
-        }
-        fn outstanding(&self) -> u64 {
-            self.0.outstanding()
-        }
-        fn completed(&mut self, c: &Completion, dev: &Device) -> bool {
-            self.0.completed(c, dev)
-        }
-        fn before_event(&mut self, dev: &Device, t: SimTime) {
-            self.0.before_event(dev, t)
-        }
-        fn finished(&self) -> bool {
-            self.0.finished()
-        }
-    }
 
     fn results(dev: &Device, run: JobRun) -> String {
         let mut out = String::new();
