@@ -576,7 +576,7 @@ impl<I: Iterator<Item = ReplayRequest>> Source for ReplaySource<I> {
 mod tests {
     use super::*;
     use crate::config::DriveConfig;
-    use crate::session::AskEveryEvent;
+    use crate::session::run_to_end;
 
     fn dev() -> Device {
         let mut d = Device::new(
@@ -645,19 +645,8 @@ mod tests {
                 d.random_writes_untimed(0, n, 2 * n as u64, 9);
                 let copied = d.ftl.counters.gc_units_copied;
                 let mut run = ReplayRun::new(&d, reqs.clone().into_iter(), mode, NS_PER_S / 200);
-                let mut until = d.now();
-                loop {
-                    until = SimTime(until.ns() + NS_PER_S / 50);
-                    let done = if ask {
-                        let ReplayRun { source, session } = &mut run;
-                        session.advance(&mut d, &mut AskEveryEvent(source), until)
-                    } else {
-                        run.advance(&mut d, until)
-                    };
-                    if done {
-                        break;
-                    }
-                }
+                let ReplayRun { source, session } = &mut run;
+                run_to_end(session, &mut d, source, NS_PER_S / 50, ask);
                 assert!(d.ftl.counters.gc_units_copied > copied, "{mode:?}: GC ran");
                 let (summary, series) = run.finish(&d);
                 assert_eq!(summary.requests, 6000);

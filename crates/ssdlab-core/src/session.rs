@@ -8,6 +8,10 @@
 //! ([`crate::workload::JobRun`]) and trace replay ([`crate::replay::ReplayRun`]) are sources;
 //! a new per-interval column or a new kind of measurement goes in one place.
 //!
+//! Between a source's points of interest ([`Source::quiet_until`]: its next submission, its
+//! meters' next interval end) the events that complete nothing are stepped without asking it
+//! anything: most of a drive's events are dispatches, program ends and die wake-ups.
+//!
 //! Time: a submission due before the next event goes first (ties too: a closed loop refills
 //! at once); while nothing is outstanding and the next submission lies ahead, the drive is
 //! idle and background collection may use the gap ([`Device::idle_until`]). A session that
@@ -280,6 +284,30 @@ impl Session {
 /// stretches ([`Source::quiet_until`] left at its default): what the tests compare against.
 #[cfg(test)]
 pub(crate) struct AskEveryEvent<'a, S: Source>(pub &'a mut S);
+
+/// Run `source` on `dev` to its end in slices of `slice_ns`, as a run's own `advance` does;
+/// asking it at every event when `ask` (see [`AskEveryEvent`]).
+#[cfg(test)]
+pub(crate) fn run_to_end(
+    session: &mut Session,
+    dev: &mut Device,
+    source: &mut impl Source,
+    slice_ns: u64,
+    ask: bool,
+) {
+    let mut until = dev.now();
+    loop {
+        until = SimTime(until.ns() + slice_ns);
+        let done = if ask {
+            session.advance(dev, &mut AskEveryEvent(source), until)
+        } else {
+            session.advance(dev, source, until)
+        };
+        if done {
+            return;
+        }
+    }
+}
 
 #[cfg(test)]
 impl<S: Source> Source for AskEveryEvent<'_, S> {

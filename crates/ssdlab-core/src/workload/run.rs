@@ -636,7 +636,7 @@ pub fn run_job(
 mod tests {
     use super::*;
     use crate::config::DriveConfig;
-    use crate::session::AskEveryEvent;
+    use crate::session::run_to_end;
     use crate::workload::Job;
 
     fn results(dev: &Device, run: JobRun) -> String {
@@ -685,19 +685,8 @@ mod tests {
                 .map(|j| j.compile(dev.user_bytes()).unwrap())
                 .collect();
             let mut run = JobRun::group(&mut dev, &compiled, &after, 0).unwrap();
-            let mut until = dev.now();
-            loop {
-                until = SimTime(until.ns() + NS_PER_S / 100);
-                let done = if ask {
-                    let JobRun { source, session } = &mut run;
-                    session.advance(&mut dev, &mut AskEveryEvent(source), until)
-                } else {
-                    run.advance(&mut dev, until)
-                };
-                if done {
-                    break;
-                }
-            }
+            let JobRun { source, session } = &mut run;
+            run_to_end(session, &mut dev, source, NS_PER_S / 100, ask);
             assert!(dev.ftl.counters.gc_units_copied > copied, "GC ran");
             outcomes.push((dev.now(), results(&dev, run)));
         }
