@@ -240,16 +240,14 @@ impl Session {
         dev.step();
         source.stepped(dev);
         if !dev.has_completions() {
-            let quiet = source.quiet_until();
-            if quiet > 0 {
-                let quiet = quiet
-                    .min(self.meter.quiet_until())
-                    .min(until.ns().saturating_add(1));
-                while dev.next_event_time().is_some_and(|t| t.ns() < quiet) {
-                    dev.step();
-                    if dev.has_completions() {
-                        break;
-                    }
+            let quiet = source
+                .quiet_until()
+                .min(self.meter.quiet_until())
+                .min(until.ns().saturating_add(1));
+            while dev.next_event_time().is_some_and(|t| t.ns() < quiet) {
+                dev.step();
+                if dev.has_completions() {
+                    break;
                 }
             }
         }
@@ -285,30 +283,6 @@ impl Session {
 #[cfg(test)]
 pub(crate) struct AskEveryEvent<'a, S: Source>(pub &'a mut S);
 
-/// Run `source` on `dev` to its end in slices of `slice_ns`, as a run's own `advance` does;
-/// asking it at every event when `ask` (see [`AskEveryEvent`]).
-#[cfg(test)]
-pub(crate) fn run_to_end(
-    session: &mut Session,
-    dev: &mut Device,
-    source: &mut impl Source,
-    slice_ns: u64,
-    ask: bool,
-) {
-    let mut until = dev.now();
-    loop {
-        until = SimTime(until.ns() + slice_ns);
-        let done = if ask {
-            session.advance(dev, &mut AskEveryEvent(source), until)
-        } else {
-            session.advance(dev, source, until)
-        };
-        if done {
-            return;
-        }
-    }
-}
-
 #[cfg(test)]
 impl<S: Source> Source for AskEveryEvent<'_, S> {
     fn next_submission(&mut self, now: SimTime) -> Option<SimTime> {
@@ -343,5 +317,29 @@ impl<S: Source> Source for AskEveryEvent<'_, S> {
     }
     fn at_rest(&mut self, dev: &mut Device) -> bool {
         self.0.at_rest(dev)
+    }
+}
+
+/// Run `source` on `dev` to its end in slices of `slice_ns`, as a run's own `advance` does;
+/// asking it at every event when `ask` (see [`AskEveryEvent`]).
+#[cfg(test)]
+pub(crate) fn run_to_end(
+    session: &mut Session,
+    dev: &mut Device,
+    source: &mut impl Source,
+    slice_ns: u64,
+    ask: bool,
+) {
+    let mut until = dev.now();
+    loop {
+        until = SimTime(until.ns() + slice_ns);
+        let done = if ask {
+            session.advance(dev, &mut AskEveryEvent(source), until)
+        } else {
+            session.advance(dev, source, until)
+        };
+        if done {
+            return;
+        }
     }
 }

@@ -586,8 +586,7 @@ impl Source for JobSource {
                 Phase::Running(meter) => meter.quiet_until(),
                 _ => u64::MAX,
             })
-            .min()
-            .unwrap_or(u64::MAX)
+            .fold(u64::MAX, u64::min)
     }
 
     #[inline]
