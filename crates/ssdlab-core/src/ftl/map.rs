@@ -144,6 +144,17 @@ impl Map {
         Ppn(self.l2p.get(lba.0 as usize))
     }
 
+    /// Whether any of the logical units `lbas` is mapped: one pass over their entries (a
+    /// sequential fill's runs find none, and skip the look-up of each).
+    #[inline]
+    pub fn any_mapped(&self, lbas: std::ops::Range<u32>) -> bool {
+        // Stored complemented: UNMAPPED is 0.
+        self.l2p.0[lbas.start as usize..lbas.end as usize]
+            .iter()
+            .fold(0, |acc, &raw| acc | raw)
+            != 0
+    }
+
     /// The logical unit a physical unit holds (its out-of-band LBA), or UNMAPPED.
     #[inline(always)]
     pub fn reverse(&self, ppn: Ppn) -> Lba {

@@ -500,8 +500,10 @@ impl Ftl {
     ) {
         let die = self.host_die;
         let n = lbas.end - lbas.start;
-        for l in lbas.clone() {
-            self.invalidate(Lba(l));
+        if self.map.any_mapped(lbas.clone()) {
+            for l in lbas.clone() {
+                self.invalidate(Lba(l));
+            }
         }
         let ob = &mut self.dies[die as usize].host;
         let ppn = ob.pu_first_ppn(&self.geometry) + ob.fill;
