@@ -215,15 +215,10 @@ impl Ftl {
             // Branch-free: whether a unit is valid follows no pattern, so a branch on it
             // mispredicts often (issue 15's profile: a quarter of all mispredictions).
             let mut valid = std::mem::take(&mut self.scratch);
-            let (mut n, mut c) = (0usize, cursor);
-            while c < pu_end && (n as u32) < room {
-                let ppn = Ppn(base + c);
-                let lba = self.map.reverse(ppn);
-                self.map.prefetch_lookup_clamped(lba);
-                valid[n] = ppn.0;
-                n += !lba.is_none() as usize;
-                c += 1;
-            }
+            let (n, c) = self
+                .map
+                .valid_units_of(base + cursor..base + pu_end, &mut valid[..room as usize]);
+            let c = c - base;
             self.collector.dies[dix].victim_cursor = c;
             // Start loading the map entries of the coming source units too, a chunk of
             // `ahead` units (at least `GC_AHEAD_UNITS`, whole PUs) at a time: the next steps
@@ -241,9 +236,7 @@ impl Ftl {
                     pu_start + ahead.get()
                 };
                 let to = (pu_start + 2 * ahead.get()).min(units_per_block);
-                for ppn in base + from..base + to {
-                    self.map.prefetch_lookup_clamped(self.map.reverse(Ppn(ppn)));
-                }
+                self.map.prefetch_lookups_of(base + from..base + to);
                 // And the reverse entries of the chunk after: the next chunk's look-ahead
                 // reads them (the victim's reverse entries are a random block's, not cached).
                 let after = (to + ahead.get()).min(units_per_block);
@@ -276,20 +269,11 @@ impl Ftl {
                 };
                 if run > 0 {
                     let (to, to_block, full) = self.take_units(die, Stream::Gc, run);
-                    for (j, &from) in valid[i..i + run as usize].iter().enumerate() {
-                        let lba = self.map.reverse(Ppn(from));
-                        // Out-of-band LBA checked against the map: the pair must agree. (A
-                        // debug check: the reverse entry being mapped is what makes the unit
-                        // valid, and the map keeps the two in step; loading the entry here
-                        // would make every copy wait for a random memory access the copy
-                        // itself only needs to store to.)
-                        debug_assert_eq!(
-                            self.map.lookup(lba),
-                            Ppn(from),
-                            "OOB LBA {lba} of ppn {from} disagrees with the map"
-                        );
-                        self.map.relocate(lba, Ppn(from), Ppn(to.0 + j as u32));
-                    }
+                    // Each unit's out-of-band LBA agrees with the map (checked in a debug
+                    // build: the reverse entry being mapped is what makes the unit valid, and
+                    // the map keeps the two in step; loading the forward entry here would make
+                    // every copy wait for a random memory access the copy only stores to).
+                    self.map.relocate_run(&valid[i..i + run as usize], to.0);
                     self.map.valid_moved(victim, to_block, run);
                     let before_program = to.0 + run - full as u32;
                     if self.persist.enabled() {

@@ -186,12 +186,6 @@ impl Map {
         crate::mem::prefetch_range(&self.p2l.0, ppns.start as usize..ppns.end as usize);
     }
 
-    /// The same for any `lba`, UNMAPPED included (then nothing useful is loaded): no branch.
-    #[inline(always)]
-    pub fn prefetch_lookup_clamped(&self, lba: Lba) {
-        crate::mem::prefetch_clamped(&self.l2p.0, lba.0 as usize);
-    }
-
     /// Start loading what overwriting `lba` will touch: its current reverse-map entry and its
     /// block's entry (valid count and victim key). Call after `prefetch_lookup` has had time
     /// to land; nothing to load when `lba` is unmapped.
@@ -314,27 +308,66 @@ impl Map {
         })
     }
 
-    /// Garbage collection's copy of `lba` moves from `from` (its current copy) to the free unit
-    /// `to`: [`Map::unmap`] and [`Map::map`] in one step, the forward entry written once and the
-    /// mapped count untouched. The blocks' valid counts are the caller's to move, once for a
-    /// run of copies ([`Map::valid_moved`]).
+    /// Garbage collection's copies of the units `froms` (mapped, each the current copy of the
+    /// logical unit its reverse entry names) move to the free units from `to` on, in order:
+    /// [`Map::unmap`] and [`Map::map`] in one step each, the forward entry written once and the
+    /// mapped count untouched. The blocks' valid counts are the caller's to move, once for the
+    /// run ([`Map::valid_moved`]). The tables are taken once for the run, so their addresses
+    /// stay in registers across its stores (one unit at a time through `&mut self`, every
+    /// store made the compiler load them again: 27 instructions a copy, crucial-m500-120's GC
+    /// steady state).
     #[inline(always)]
-    pub fn relocate(&mut self, Lba(lba): Lba, Ppn(from): Ppn, Ppn(to): Ppn) {
-        debug_assert_eq!(self.l2p.get(lba as usize), from);
-        debug_assert_eq!(self.p2l.get(from as usize), lba);
-        debug_assert_eq!(
-            self.p2l.get(to as usize),
-            UNMAPPED,
-            "ppn {to} already holds data"
-        );
-        self.p2l.set(from as usize, UNMAPPED);
-        self.l2p.set(lba as usize, to);
-        self.p2l.set(to as usize, lba);
-        // As `enter`'s: the line two ahead of the reverse entry written.
-        crate::mem::prefetch(&self.p2l.0, to as usize + 32);
+    pub fn relocate_run(&mut self, froms: &[u32], to: u32) {
+        let (l2p, p2l) = (&mut self.l2p.0[..], &mut self.p2l.0[..]);
+        for (j, &from) in froms.iter().enumerate() {
+            let to = to + j as u32;
+            // Stored complemented (see `Table`).
+            let lba = !p2l[from as usize];
+            debug_assert_ne!(lba, UNMAPPED, "ppn {from} holds no data");
+            debug_assert_eq!(!l2p[lba as usize], from, "OOB LBA {lba} of ppn {from}");
+            debug_assert_eq!(!p2l[to as usize], UNMAPPED, "ppn {to} already holds data");
+            p2l[from as usize] = !UNMAPPED;
+            l2p[lba as usize] = !to;
+            p2l[to as usize] = !lba;
+            // As `enter`'s: the line two ahead of the reverse entry written.
+            crate::mem::prefetch(p2l, to as usize + 32);
+        }
     }
 
-    /// `n` units [`Map::relocate`]d from `from_block` to `to_block`: their valid counts.
+    /// The mapped units of `ppns`, in order, into `out` until it is full, the map entry of
+    /// each starting to load (garbage collection's scan of a victim's PU): (how many, the
+    /// first unit not looked at). Branch-free on whether a unit is mapped (that follows no
+    /// pattern: a branch on it mispredicts often, issue 15's profile), and the tables taken
+    /// once (as in `relocate_run`).
+    #[inline(always)]
+    pub fn valid_units_of(&self, ppns: std::ops::Range<u32>, out: &mut [u32]) -> (usize, u32) {
+        let (l2p, p2l) = (
+            &self.l2p.0[..],
+            &self.p2l.0[ppns.start as usize..ppns.end as usize],
+        );
+        let mut n = 0;
+        let mut i = 0;
+        while i < p2l.len() && n < out.len() {
+            let lba = !p2l[i];
+            crate::mem::prefetch_clamped(l2p, lba as usize);
+            out[n] = ppns.start + i as u32;
+            n += (lba != UNMAPPED) as usize;
+            i += 1;
+        }
+        (n, ppns.start + i as u32)
+    }
+
+    /// Start loading the map entries of the logical units that the units `ppns` hold (those
+    /// holding none load the map's last entry: no branch).
+    #[inline(always)]
+    pub fn prefetch_lookups_of(&self, ppns: std::ops::Range<u32>) {
+        let l2p = &self.l2p.0[..];
+        for &raw in &self.p2l.0[ppns.start as usize..ppns.end as usize] {
+            crate::mem::prefetch_clamped(l2p, !raw as usize);
+        }
+    }
+
+    /// `n` units relocated ([`Map::relocate_run`]) from `from_block` to `to_block`: their valid counts.
     #[inline(always)]
     pub fn valid_moved(&mut self, from_block: u32, to_block: u32, n: u32) {
         debug_assert!(self.valid(from_block) >= n);
