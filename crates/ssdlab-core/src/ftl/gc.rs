@@ -273,20 +273,21 @@ impl Ftl {
                     // build: the reverse entry being mapped is what makes the unit valid, and
                     // the map keeps the two in step; loading the forward entry here would make
                     // every copy wait for a random memory access the copy only stores to).
-                    self.map.relocate_run(&valid[i..i + run as usize], to.0);
+                    let moved = i..i + run as usize;
+                    // Now the logical units moved.
+                    self.map.relocate_run(&mut valid[moved.clone()], to.0);
                     self.map.valid_moved(victim, to_block, run);
-                    let before_program = to.0 + run - full as u32;
+                    let before_program = moved.end - full as usize;
                     if self.persist.enabled() {
-                        for ppn in to.0..before_program {
-                            let lba = self.map.reverse(Ppn(ppn));
-                            self.persist.note_update(lba.0, &mut self.counters, sink);
-                        }
+                        let lbas = &valid[moved.start..before_program];
+                        self.persist
+                            .note_updates_each(lbas, &mut self.counters, sink);
                     }
                     if full {
                         self.program_pu(die, Stream::Gc, sink);
-                        self.map_updated(self.map.reverse(Ppn(before_program)), sink);
+                        self.map_updated(Lba(valid[before_program]), sink);
                     }
-                    i += run as usize;
+                    i = moved.end;
                 } else {
                     let ppn = Ppn(valid[i]);
                     let lba = self.map.reverse(ppn);

@@ -308,19 +308,20 @@ impl Map {
         })
     }
 
-    /// Garbage collection's copies of the units `froms` (mapped, each the current copy of the
-    /// logical unit its reverse entry names) move to the free units from `to` on, in order:
-    /// [`Map::unmap`] and [`Map::map`] in one step each, the forward entry written once and the
-    /// mapped count untouched. The blocks' valid counts are the caller's to move, once for the
-    /// run ([`Map::valid_moved`]). The tables are taken once for the run, so their addresses
-    /// stay in registers across its stores (one unit at a time through `&mut self`, every
-    /// store made the compiler load them again: 27 instructions a copy, crucial-m500-120's GC
-    /// steady state).
+    /// Garbage collection's copies of the physical units `units` (mapped, each the current
+    /// copy of the logical unit its reverse entry names) move to the free units from `to` on,
+    /// in order, and each entry of `units` becomes the logical unit it held: [`Map::unmap`] and
+    /// [`Map::map`] in one step each, the forward entry written once and the mapped count
+    /// untouched. The blocks' valid counts are the caller's to move, once for the run
+    /// ([`Map::valid_moved`]). The tables are taken once for the run, so their addresses stay
+    /// in registers across its stores (one unit at a time through `&mut self`, every store
+    /// made the compiler load them again: 27 instructions a copy, crucial-m500-120's GC steady
+    /// state).
     #[inline(always)]
-    pub fn relocate_run(&mut self, froms: &[u32], to: u32) {
+    pub fn relocate_run(&mut self, units: &mut [u32], to: u32) {
         let (l2p, p2l) = (&mut self.l2p.0[..], &mut self.p2l.0[..]);
-        for (j, &from) in froms.iter().enumerate() {
-            let to = to + j as u32;
+        for (j, unit) in units.iter_mut().enumerate() {
+            let (from, to) = (*unit, to + j as u32);
             // Stored complemented (see `Table`).
             let lba = !p2l[from as usize];
             debug_assert_ne!(lba, UNMAPPED, "ppn {from} holds no data");
@@ -329,6 +330,7 @@ impl Map {
             p2l[from as usize] = !UNMAPPED;
             l2p[lba as usize] = !to;
             p2l[to as usize] = !lba;
+            *unit = lba;
             // As `enter`'s: the line two ahead of the reverse entry written.
             crate::mem::prefetch(p2l, to as usize + 32);
         }

@@ -158,6 +158,39 @@ impl Persistence {
         }
     }
 
+    /// `note_update` of each of `lbas`, in order (garbage collection's run of moves): a
+    /// journal page's worth at a time, with the dirty marks and the record count held in
+    /// registers across it (unit by unit, every mark's store made the compiler load and store
+    /// the count again).
+    #[inline]
+    pub fn note_updates_each<S: NandSink>(
+        &mut self,
+        lbas: &[u32],
+        c: &mut FtlCounters,
+        sink: &mut S,
+    ) {
+        let mut rest = lbas;
+        while !rest.is_empty() {
+            let take = ((self.records_per_page - self.records) as usize).min(rest.len());
+            let (now, later) = rest.split_at(take);
+            let per_page = self.units_per_map_page;
+            let dirty = &mut self.dirty[..];
+            let mut newly = 0;
+            for &lba in now {
+                let page = per_page.quotient(lba) as usize;
+                let (word, bit) = (page / 64, 1u64 << (page % 64));
+                newly += (dirty[word] & bit == 0) as u32;
+                dirty[word] |= bit;
+            }
+            self.dirty_pages += newly;
+            self.records += take as u32;
+            rest = later;
+            if self.records == self.records_per_page {
+                self.journal_page_full(c, sink);
+            }
+        }
+    }
+
     /// Map page `page` is dirty (since the last checkpoint).
     #[inline(always)]
     fn mark_dirty(&mut self, page: usize) {
