@@ -212,8 +212,6 @@ impl Ftl {
             let cursor = self.collector.dies[dix].victim_cursor;
             let pu_end = (cursor / units_per_pu + 1) * units_per_pu;
             let room = units_per_pu - copied;
-            // Branch-free: whether a unit is valid follows no pattern, so a branch on it
-            // mispredicts often (issue 15's profile: a quarter of all mispredictions).
             let mut valid = std::mem::take(&mut self.scratch);
             let (n, c) = self
                 .map
@@ -274,8 +272,8 @@ impl Ftl {
                     // the map keeps the two in step; loading the forward entry here would make
                     // every copy wait for a random memory access the copy only stores to).
                     let moved = i..i + run as usize;
-                    // Now the logical units moved.
                     self.map.relocate_run(&mut valid[moved.clone()], to.0);
+                    // `valid[moved]` holds the logical units moved now.
                     self.map.valid_moved(victim, to_block, run);
                     let before_program = moved.end - full as usize;
                     if self.persist.enabled() {

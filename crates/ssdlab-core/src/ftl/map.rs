@@ -5,8 +5,9 @@
 //! [`Map`] owns these tables and keeps their invariants: `l2p[p2l[p]] == p` for every mapped
 //! physical unit, `valid(b)` (the count in block `b`'s entry) equals its mapped units,
 //! `mapped_units` the mapped logical units. Every change goes through [`Map::map`] and
-//! [`Map::unmap`] (or a GC copy's [`Map::relocate`], a run's blocks' counts moved after it by
-//! [`Map::valid_moved`]), so the pairs move together; [`Map::verify`] checks them whole.
+//! [`Map::unmap`] (or a run of GC copies' [`Map::relocate_run`], their blocks' counts moved
+//! after it by [`Map::valid_moved`]), so the pairs move together; [`Map::verify`] checks them
+//! whole.
 
 use super::{MapChange, HELD, TAG_ERASE, UNMAPPED};
 use crate::config::{Geometry, MAX_UNITS_PER_BLOCK};
@@ -369,7 +370,8 @@ impl Map {
         }
     }
 
-    /// `n` units relocated ([`Map::relocate_run`]) from `from_block` to `to_block`: their valid counts.
+    /// `n` units relocated ([`Map::relocate_run`]) from `from_block` to `to_block`: their
+    /// valid counts.
     #[inline(always)]
     pub fn valid_moved(&mut self, from_block: u32, to_block: u32, n: u32) {
         debug_assert!(self.valid(from_block) >= n);
