@@ -208,8 +208,7 @@ impl Session {
                         self.done = true;
                         break;
                     }
-                    self.step(dev, source, e, until);
-                    if source.pause() {
+                    if self.step(dev, source, e, until) {
                         return false;
                     }
                 }
@@ -232,49 +231,84 @@ impl Session {
     /// follow it up to `until` and complete nothing, in the span where neither the source nor
     /// the meter would act on them ([`Source::quiet_until`]), are processed here too: most of
     /// a drive's events (dispatches, program ends, die wake-ups) go by without the loop's
-    /// questions.
-    fn step(&mut self, dev: &mut Device, source: &mut impl Source, e: SimTime, until: SimTime) {
+    /// questions. So are the events after the completions and submissions, while the next one
+    /// comes before the source's and the meter's next point of interest (as the loop would
+    /// process them, without the questions the quiet span makes idle). Returns the source's
+    /// [`Source::pause`], asked once the completions and submissions are done.
+    fn step(
+        &mut self,
+        dev: &mut Device,
+        source: &mut impl Source,
+        e: SimTime,
+        until: SimTime,
+    ) -> bool {
         // Crossing into a new interval: sample device counters for the finished ones.
         self.meter.before_event(dev, e);
         source.before_event(dev, e);
         dev.step();
         source.stepped(dev);
-        if !dev.has_completions() {
-            let quiet = source
-                .quiet_until()
-                .min(self.meter.quiet_until())
-                .min(until.ns().saturating_add(1));
-            while dev.next_event_time().is_some_and(|t| t.ns() < quiet) {
-                dev.step();
-                if dev.has_completions() {
+        let mut quiet = if dev.has_completions() {
+            0
+        } else {
+            self.quiet_until(source, until)
+        };
+        loop {
+            if !dev.has_completions() {
+                while dev.next_event_time().is_some_and(|t| t.ns() < quiet) {
+                    dev.step();
+                    if dev.has_completions() {
+                        break;
+                    }
+                }
+            }
+            let now = dev.now();
+            // Most events complete nothing (a host write's dispatch, a die's next operation).
+            if dev.has_completions() {
+                let measured = self.meter.measuring();
+                let mut completions = std::mem::take(&mut self.completions);
+                dev.take_completions(&mut completions);
+                for c in &completions {
+                    if source.completed(c, dev) && measured {
+                        self.meter.rec.record(c, now);
+                    }
+                }
+                completions.clear();
+                self.completions = completions;
+            }
+            // Submissions due now go before the next event (a closed loop refills at once).
+            while let Some(s) = source.next_submission(now) {
+                if s > now {
                     break;
                 }
+                source.submit(dev, now);
             }
-        }
-        let now = dev.now();
-        // Most events complete nothing (a host write's dispatch, a die's next operation).
-        if dev.has_completions() {
-            let measured = self.meter.measuring();
-            let mut completions = std::mem::take(&mut self.completions);
-            dev.take_completions(&mut completions);
-            for c in &completions {
-                if source.completed(c, dev) && measured {
-                    self.meter.rec.record(c, now);
-                }
+            if source.finished() {
+                self.done = true;
+                return source.pause();
             }
-            completions.clear();
-            self.completions = completions;
-        }
-        // Submissions due now go before the next event (a closed loop refills at once).
-        while let Some(s) = source.next_submission(now) {
-            if s > now {
-                break;
+            if source.pause() {
+                return true;
             }
-            source.submit(dev, now);
+            // The next event, if it comes before anything the loop would ask about, goes on
+            // here: before it no submission is due, and `before_event`, `stepped` and
+            // `may_step` would do nothing (crucial-m500-240's random writes: one return to the
+            // loop per completion, ~50 instructions each).
+            quiet = self.quiet_until(source, until);
+            if dev.next_event_time().is_none_or(|t| t.ns() >= quiet) {
+                return false;
+            }
+            dev.step();
         }
-        if source.finished() {
-            self.done = true;
-        }
+    }
+
+    /// Until when (ns, exclusive) events that complete nothing need neither the source nor the
+    /// meter: [`Source::quiet_until`], the meter's next interval end, and past `until` never.
+    #[inline]
+    fn quiet_until(&self, source: &mut impl Source, until: SimTime) -> u64 {
+        source
+            .quiet_until()
+            .min(self.meter.quiet_until())
+            .min(until.ns().saturating_add(1))
     }
 }
 
