@@ -65,6 +65,9 @@ struct Slot {
     rmw_ready: SimTime,
     /// Reads: a unit could not be read (see [`crate::faults`]).
     failed: bool,
+    /// The submitter started loading the command's map entries and what its overwrite makes
+    /// stale ([`super::Device::prefetch_ahead`]): the controller does not load them again.
+    looked_ahead: bool,
 }
 
 /// The geometry the controller divides commands by.
@@ -194,10 +197,10 @@ impl Controller {
 
     /// A host command arrives now: it takes a slot and enters the device queue, or waits for
     /// one in the host's.
-    pub fn submit(&mut self, io: HostIo, b: &mut Backend) {
+    pub fn submit(&mut self, io: HostIo, looked_ahead: bool, b: &mut Backend) {
         let now = b.kernel.now();
         let (first, end) = self.units_of(&io);
-        if end > first {
+        if end > first && !looked_ahead {
             b.ftl.prefetch_lookup(first);
         }
         // The map entry of the write submitted before this one has arrived by now: start
@@ -207,7 +210,7 @@ impl Controller {
             b.ftl.prefetch_overwrite(self.overwrite_prefetch);
         }
         self.overwrite_prefetch = match io.kind {
-            IoKind::Write if end > first => first,
+            IoKind::Write if end > first && !looked_ahead => first,
             _ => UNMAPPED,
         };
         let slot = Slot {
@@ -217,6 +220,7 @@ impl Controller {
             end_unit: end,
             rmw_ready: now,
             failed: false,
+            looked_ahead,
         };
         let index = match self.free_slots.pop() {
             Some(i) => {
@@ -265,7 +269,9 @@ impl Controller {
                 self.read_units(slot, s.next_unit, s.end_unit, b);
             }
             IoKind::Write => {
-                b.ftl.prefetch_overwrite(s.next_unit);
+                if !s.looked_ahead {
+                    b.ftl.prefetch_overwrite(s.next_unit);
+                }
                 let unit = self.shape.unit;
                 // A partial first or last unit is read, merged and written whole.
                 let head_partial = !unit.divides(s.io.offset_bytes);

@@ -187,6 +187,19 @@ impl Device {
     /// Submit a host command at time `at`: not before the current time, and not after the next
     /// pending event (process events up to `at` first), so decisions stay in time order.
     pub fn submit(&mut self, io: HostIo, at: SimTime) {
+        self.submit_command(io, at, false);
+    }
+
+    /// `submit` of a command whose map entries (and, for a write, what overwriting them
+    /// touches) the submitter started loading ahead with [`Device::prefetch_ahead`]: the
+    /// controller does not load them again (three loads of the same lines per random write
+    /// were 2.5% of crucial-m500-240's random-write instructions). Changes nothing but what
+    /// the CPU caches hold.
+    pub fn submit_looked_ahead(&mut self, io: HostIo, at: SimTime) {
+        self.submit_command(io, at, true);
+    }
+
+    fn submit_command(&mut self, io: HostIo, at: SimTime, looked_ahead: bool) {
         assert!(
             io.offset_bytes + io.length_bytes <= self.user_bytes(),
             "IO beyond the end of the drive (offset {} + length {} > {})",
@@ -196,7 +209,7 @@ impl Device {
         );
         self.kernel.advance_to(at);
         let (c, mut b) = self.parts();
-        c.submit(io, &mut b);
+        c.submit(io, looked_ahead, &mut b);
     }
 
     /// A hint from a workload that knows its coming commands: start loading what the command

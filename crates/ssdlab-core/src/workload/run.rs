@@ -486,7 +486,7 @@ impl JobSource {
                 }
             }
         }
-        dev.submit(
+        dev.submit_looked_ahead(
             HostIo {
                 kind,
                 offset_bytes: offset,
