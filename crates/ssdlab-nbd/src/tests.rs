@@ -297,10 +297,10 @@ fn small_drive() -> Device {
     dev
 }
 
+/// A socket path of its own for test `name`, directly in the temporary directory: the server
+/// removes its socket when it stops, so nothing is left behind.
 fn temp_socket(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ssdlab-nbd-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    std::env::temp_dir().join(format!("ssdlab-nbd-test-{}-{name}", std::process::id()))
 }
 
 fn start(name: &str, pace: Pace) -> (Server, PathBuf) {

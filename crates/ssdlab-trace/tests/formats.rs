@@ -340,14 +340,31 @@ fn reads(n: u64, start_ns: u64, gap_ns: u64) -> Vec<TraceRecord> {
         .collect()
 }
 
-fn tempdir() -> std::path::PathBuf {
+/// A directory of the test's own, removed with what it holds when the test ends (passed or
+/// failed).
+struct TempDir(std::path::PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tempdir() -> TempDir {
     let d = std::env::temp_dir().join(format!(
         "ssdlab-trace-test-{}-{:?}",
         std::process::id(),
         std::thread::current().id()
     ));
     std::fs::create_dir_all(&d).unwrap();
-    d
+    TempDir(d)
 }
 
 #[test]
@@ -477,7 +494,8 @@ fn skip_bad_lines_lets_detection_pass_over_a_damaged_line() {
 /// first request.
 #[test]
 fn files_with_distant_clocks_are_noted_and_can_be_aligned() {
-    let dir = tempdir().join("clocks");
+    let base = tempdir();
+    let dir = base.join("clocks");
     std::fs::create_dir_all(&dir).unwrap();
     let file = |name: &str, start_ns: u64| {
         let recs = reads(3, start_ns, 1_000_000);

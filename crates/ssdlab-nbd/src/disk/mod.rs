@@ -861,6 +861,7 @@ mod tests {
             }
             std::fs::remove_dir_all(&dir).unwrap();
         }
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     /// A kill while an upper page's program runs, judged by the protection class: `map`
