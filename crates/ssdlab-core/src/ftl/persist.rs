@@ -56,6 +56,12 @@ pub struct Persistence {
     pus_in_block: Vec<u32>,
 }
 
+/// The word of the dirty-page bitmap that holds map page `page`'s mark, and its bit.
+#[inline(always)]
+fn dirty_bit(page: usize) -> (usize, u64) {
+    (page / 64, 1u64 << (page % 64))
+}
+
 impl Persistence {
     pub fn new(cfg: &FtlConfig, g: &Geometry) -> Persistence {
         let page = g.units_per_page * g.mapping_unit_bytes;
@@ -178,7 +184,7 @@ impl Persistence {
             let mut newly = 0;
             for &lba in now {
                 let page = per_page.quotient(lba) as usize;
-                let (word, bit) = (page / 64, 1u64 << (page % 64));
+                let (word, bit) = dirty_bit(page);
                 newly += (dirty[word] & bit == 0) as u32;
                 dirty[word] |= bit;
             }
@@ -194,7 +200,7 @@ impl Persistence {
     /// Map page `page` is dirty (since the last checkpoint).
     #[inline(always)]
     fn mark_dirty(&mut self, page: usize) {
-        let (word, bit) = (page / 64, 1u64 << (page % 64));
+        let (word, bit) = dirty_bit(page);
         if self.dirty[word] & bit == 0 {
             self.dirty[word] |= bit;
             self.dirty_pages += 1;
