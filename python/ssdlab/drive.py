@@ -343,8 +343,8 @@ class Drive:
         return cls(text, str(path), seed)
 
     @classmethod
-    def open(cls, name_or_path: str, seed: int = 0, faults: str | None = None) -> "Drive":
-        """A preset by name, or a TOML file by path; `faults`: a `--faults` spec, e.g.
+    def open(cls, name_or_path: "str | DriveText", seed: int = 0, faults: str | None = None) -> "Drive":
+        """A preset by name, a TOML file by path, or a `DriveText`; `faults`: a `--faults` spec, e.g.
         "uncorrectable=1e-4,program_fail=1e-4,seed=7" (see `ssdlab run --help`)."""
         text, source = config_text(name_or_path, faults)
         return cls(text, source, seed)
@@ -812,10 +812,25 @@ def check_seed(seed) -> None:
         raise SsdlabError(f"seed {seed!r}: accepted: a whole number from 0 to {SEED_MAX}")
 
 
-def config_text(name_or_path: str, faults: str | None = None) -> tuple[str, str]:
-    """The TOML text of a preset (by name) or of a drive file (by path), and its source name;
-    with `faults` (a `--faults` spec) its `[faults]` table replaced by the spec's."""
-    if name_or_path.endswith(".toml") or "/" in name_or_path:
+@dataclass(frozen=True)
+class DriveText:
+    """A drive file's text held in memory, taken wherever a preset name or a .toml path is
+    (`Drive.open`, `run_procedure`): a sweep's worker gets its point's resolved drive this
+    way and writes no file (a worker killed mid-point then leaves nothing behind). `name`
+    stands for the file's name in messages."""
+
+    text: str
+    name: str
+
+
+def config_text(name_or_path: str | DriveText, faults: str | None = None) -> tuple[str, str]:
+    """The TOML text of a preset (by name), of a drive file (by path) or held in a
+    `DriveText`, and its source name; with `faults` (a `--faults` spec) its `[faults]` table
+    replaced by the spec's."""
+    if isinstance(name_or_path, DriveText):
+        text = name_or_path.text
+        name_or_path = name_or_path.name
+    elif name_or_path.endswith(".toml") or "/" in name_or_path:
         try:
             text = Path(name_or_path).read_text()
         except OSError as e:

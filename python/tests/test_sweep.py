@@ -73,6 +73,29 @@ def test_expansion_crosses_the_grid_zips_the_zip_and_keys_every_point():
     assert expand(spec)[5].key == points[5].key  # stable
 
 
+def test_a_point_runs_from_memory_and_writes_no_file(monkeypatch):
+    # A worker killed mid-point (out of memory, a killed Ray task) must leave nothing behind:
+    # the point's drive is opened from its text, not from a file in a temporary directory.
+    import tempfile
+
+    from ssdlab.sweeps.run import run_point
+    made = []
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda *a, **k: made.append(a or k) or pytest.fail("a temporary dir"))
+    job = {"drives": ["crucial-m500-120"], "job": {"rw": "randwrite", "bs": "4k", "iodepth": 8, "runtime_s": 1,
+                                                   "time_based": True, "precondition": "none"}}
+    proc = {"drives": ["crucial-m500-120"], "procedure": "consistency", "params": {"duration_s": 2, "spare": 0}}
+    for spec in (job, proc):
+        res = run_point(expand(spec)[0].as_dict())
+        assert "error" not in res, res.get("error")
+        assert res["rows"] and len(res["tables"]) > 0
+    assert made == []
+    # A bad drive still names what was wrong, and the drive by its name (no temporary path).
+    bad = expand(job)[0].as_dict()
+    bad["drive_toml"] = bad["drive_toml"].replace("[nand]", "[nand]\ncolour = 1", 1)
+    res = run_point(bad)
+    assert res["error"].startswith("crucial-m500-120.toml: ") and "colour" in res["error"], res["error"]
+
+
 def test_local_sweep_catalog_resume_and_report(tmp_path):
     out = tmp_path / "out"
     r = sweep(spec_file(tmp_path), out, workers=2)

@@ -1,8 +1,8 @@
 """The review procedures of ../shared/reference/methodology.md, run on a modelled drive.
 
-Each procedure is a function of a drive source (preset name or .toml path), its parameters and
-a progress tracker, and returns an `Outcome`: scalar figures for the summary table and the
-tables behind its charts. Every run starts from a new drive (same seed, same results).
+Each procedure is a function of a drive source (preset name, .toml path or `DriveText`), its
+parameters and a progress tracker, and returns an `Outcome`: scalar figures for the summary
+table and the tables behind its charts. Every run starts from a new drive (same seed, same results).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..drive import Drive, config_text, describe_text, dump_toml
+from ..drive import Drive, DriveText, config_text, describe_text, dump_toml
 from ..errors import SsdlabError
 from ..job import Job, parse_size
 
@@ -68,18 +68,18 @@ class Tracker:
         pass
 
 
-def segment(source: str) -> str:
+def segment(source: str | DriveText) -> str:
     text, src = config_text(source)
     import tomllib
     return tomllib.loads(text).get("datasheet", {}).get("segment", "client") or "client"
 
 
-def drive_label(source: str) -> str:
+def drive_label(source: str | DriveText) -> str:
     text, src = config_text(source)
     return describe_text(text, src)["name"] or Path(src).stem
 
 
-def _new(source: str, seed: int) -> Drive:
+def _new(source: str | DriveText, seed: int) -> Drive:
     return Drive.open(source, seed=seed)
 
 
@@ -149,7 +149,7 @@ class Param:
 
 # ----- procedures --------------------------------------------------------------------------------
 
-def consistency(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
+def consistency(source: str | DriveText, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
     """Secure erase, fill the written span, 4 KiB random writes at QD32 for the duration, IOPS
     per second; one run per spare-area variant (the written LBA range is limited to
     100 - spare % of user capacity; the rest stays trimmed, or with fill=drive holds the fill's
@@ -235,7 +235,7 @@ def consistency_summary(s: pd.DataFrame, window_s: float, waf: float | None, win
     }
 
 
-def four_corners(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
+def four_corners(source: str | DriveText, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
     """The desktop Iometer set: 4 KiB random read and write over an 8 GiB span at QD3, random
     write at QD32, 128 KiB sequential read and write at QD1 over the whole span."""
     import pandas as pd
@@ -277,7 +277,7 @@ def four_corners(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[
     return [Outcome("four-corners", label, "", summary, {"results": table}, time.perf_counter() - t0)]
 
 
-def sequential_qd(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
+def sequential_qd(source: str | DriveText, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
     """Incompressible sequential read and write of large transfers at a deep queue (AS-SSD style)."""
     import pandas as pd
 
@@ -299,7 +299,7 @@ def sequential_qd(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list
     return [Outcome("sequential-qd", label, "", {f"{r['test']} (MB/s)": r["mb_per_s"] for r in rows}, {"results": pd.DataFrame(rows)}, time.perf_counter() - t0)]
 
 
-def transfer_size(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
+def transfer_size(source: str | DriveText, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
     """Sequential read and write throughput at transfer sizes from 512 B to 8 MiB (powers of
     two), QD4, over a small span (ATTO style: the test file is written first, then each size
     writes the span and reads it), so every size finds the span written: transfers smaller
@@ -346,7 +346,7 @@ def _pass(d: Drive, positions: int, bs: int, qd: int, tracker: Tracker, name: st
     return pd.DataFrame(rows)
 
 
-def trim(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
+def trim(source: str | DriveText, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
     """TRIM validation: fresh sequential pass, sustained random writes, a degraded pass, a
     second pass; then again from secure erase, random writes, TRIM of the whole drive and the
     pass after TRIM. MB/s along the LBA span for each pass."""
@@ -389,7 +389,7 @@ QD_WORKLOADS = (
 )
 
 
-def qd_scaling(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
+def qd_scaling(source: str | DriveText, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
     """Enterprise steady state: sequential fill, random writes at QD32 to steady state, then,
     without rest, each workload at every queue depth; a top-up of random writes before each
     write workload (reads follow the write test before them). Full LBA span."""
@@ -443,7 +443,7 @@ def _bssplit(text: str) -> list[tuple[int, int]]:
     return [(parse_size(size, "bssplit"), int(pct)) for size, pct in (part.split("/") for part in text.split(":"))]
 
 
-def endurance(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
+def endurance(source: str | DriveText, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
     """TBW = user capacity x rated P/E cycles / (WAF x WLF), with WAF and the wear-levelling
     factor WLF (most-cycled block over the mean) measured under the vendors' rating workload
     (client: random writes of 4K/64K/128K in a 50/40/10 mix over 90% of the drive; enterprise:
@@ -529,7 +529,7 @@ def endurance(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Out
                                                      "erase_counts": hist}, time.perf_counter() - t0)]
 
 
-def storage_bench(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
+def storage_bench(source: str | DriveText, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
     """Trace replay, idle removed (afap): average data rate overall/read/write, busy time,
     mean service time and its standard deviation, on look-alikes of the reviews' client traces
     (ssdlab.synth) and on any trace given."""
@@ -571,7 +571,7 @@ POWER_IDLE_STATES = (("idle, no link power management", "none"),
                      ("idle, DevSleep", "devsleep"))
 
 
-def power(source: str, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
+def power(source: str | DriveText, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
     """Drive power (methodology.md section 8): idle without and with link power management
     (HIPM+DIPM, and DevSleep where the host asserts it), then average power during 128 KiB
     sequential writes and during 4 KiB random writes at QD32 on a full drive, in watts."""
@@ -705,7 +705,7 @@ def resolve_params(procedure: str, overrides: dict | None = None) -> dict:
     return p
 
 
-def run_procedure(procedure: str, source: str, params: dict | None = None, report=None, seed: int = 0) -> list[Outcome]:
+def run_procedure(procedure: str, source: str | DriveText, params: dict | None = None, report=None, seed: int = 0) -> list[Outcome]:
     """Run one procedure on a modelled drive (preset name or .toml path)."""
     p = resolve_params(procedure, params)
     proc = PROCEDURES[procedure]

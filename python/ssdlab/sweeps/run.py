@@ -1,6 +1,6 @@
 """Running a sweep's points: on a local process pool (all cores by default) or on a Ray
 cluster (`backend="ray"`; Ray is an optional extra). Each point's resolved configuration
-travels to the worker, which runs it in a temporary directory of its own and sends the
+travels to the worker as text, which runs it from memory (no file written) and sends the
 results back; the driver alone writes them (no shared filesystem is assumed).
 
 A point that fails (bad parameters, an error in the run) is recorded with its error and the
@@ -29,43 +29,42 @@ ATTEMPTS = 3
 
 def run_point(point: dict) -> dict:
     """Run one point (in a worker). Returns rows, tables and wall time, or the error."""
-    import tempfile
     import tomllib
 
-    from ..drive import Drive
+    from ..drive import Drive, DriveText
     from ..job import Job
     from ..review.procedures import run_procedure
 
     t0 = time.perf_counter()
     try:
         name = tomllib.loads(point["drive_toml"]).get("name") or "drive"
-        with tempfile.TemporaryDirectory(prefix="ssdlab-sweep-") as tmp:
-            path = Path(tmp) / f"{name}.toml"
-            path.write_text(point["drive_toml"])
-            params = dict(point["params"])
-            if point["procedure"] == "job":
-                pre = params.pop("precondition", "fast-fill")
-                d = Drive.from_toml(path, seed=point["seed"])
-                if pre != "none":
-                    d.precondition(pre)
-                r = d.run(Job(**params))
-                s = {k: v for k, v in r.summary.items() if k not in ("run", "name")}
-                for op in ("read", "write", "trim"):
-                    s.get(op, {}).pop("latency_ns_percentiles", None)
-                rows = [s]
-                tables = {"series": r.series}
-            else:
-                if "spare" in params and not isinstance(params["spare"], list):
-                    params["spare"] = [params["spare"]]
-                outs = run_procedure(point["procedure"], str(path), params, seed=point["seed"])
-                rows = [{"variant": o.variant, **o.summary} for o in outs]
-                tables: dict = {}
-                for o in outs:
-                    for tname, df in o.tables.items():
-                        t = df.copy()
-                        t.insert(0, "variant", o.variant)
-                        tables.setdefault(tname, []).append(t)
-                tables = {k: pd.concat(v, ignore_index=True) for k, v in tables.items()}
+        # The drive travels as text and is opened from memory: nothing is written in the
+        # worker, so a worker killed mid-point leaves nothing behind.
+        drive = DriveText(point["drive_toml"], f"{name}.toml")
+        params = dict(point["params"])
+        if point["procedure"] == "job":
+            pre = params.pop("precondition", "fast-fill")
+            d = Drive.open(drive, seed=point["seed"])
+            if pre != "none":
+                d.precondition(pre)
+            r = d.run(Job(**params))
+            s = {k: v for k, v in r.summary.items() if k not in ("run", "name")}
+            for op in ("read", "write", "trim"):
+                s.get(op, {}).pop("latency_ns_percentiles", None)
+            rows = [s]
+            tables = {"series": r.series}
+        else:
+            if "spare" in params and not isinstance(params["spare"], list):
+                params["spare"] = [params["spare"]]
+            outs = run_procedure(point["procedure"], drive, params, seed=point["seed"])
+            rows = [{"variant": o.variant, **o.summary} for o in outs]
+            tables: dict = {}
+            for o in outs:
+                for tname, df in o.tables.items():
+                    t = df.copy()
+                    t.insert(0, "variant", o.variant)
+                    tables.setdefault(tname, []).append(t)
+            tables = {k: pd.concat(v, ignore_index=True) for k, v in tables.items()}
         return {"key": point["key"], "rows": rows, "tables": tables, "wall_s": time.perf_counter() - t0,
                 "pid": os.getpid()}
     except SsdlabError as e:
