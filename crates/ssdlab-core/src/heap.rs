@@ -334,9 +334,11 @@ impl<T: Keyed + Copy> Wheel<T> {
         if self.least == u128::MAX {
             return None;
         }
-        // Keys are distinct: the least is the wheel's first or the far heap's.
-        let near = self.first_on_wheel().map_or(u128::MAX, |n| n.key());
-        let entry = if near == self.least {
+        // Keys are distinct: the least is the wheel's first or the far heap's (the wheel's
+        // when nothing is beyond it: its first need not be read to tell).
+        let entry = if self.far.len() == 0
+            || self.first_on_wheel().map_or(u128::MAX, |n| n.key()) == self.least
+        {
             self.pop_near()
         } else {
             let e = self.far.pop()?;
