@@ -343,7 +343,7 @@ class Drive:
         return cls(text, str(path), seed)
 
     @classmethod
-    def open(cls, name_or_path: "str | DriveText", seed: int = 0, faults: str | None = None) -> "Drive":
+    def open(cls, name_or_path: str | DriveText, seed: int = 0, faults: str | None = None) -> "Drive":
         """A preset by name, a TOML file by path, or a `DriveText`; `faults`: a `--faults` spec, e.g.
         "uncorrectable=1e-4,program_fail=1e-4,seed=7" (see `ssdlab run --help`)."""
         text, source = config_text(name_or_path, faults)

@@ -706,7 +706,7 @@ def resolve_params(procedure: str, overrides: dict | None = None) -> dict:
 
 
 def run_procedure(procedure: str, source: str | DriveText, params: dict | None = None, report=None, seed: int = 0) -> list[Outcome]:
-    """Run one procedure on a modelled drive (preset name or .toml path)."""
+    """Run one procedure on a modelled drive (preset name, .toml path or `DriveText`)."""
     p = resolve_params(procedure, params)
     proc = PROCEDURES[procedure]
     tracker = Tracker(report, proc.weights(p))
