@@ -635,9 +635,9 @@ struct ActiveDies {
     heads: Vec<u32>,
     /// A bit per bucket: set if any die is listed in it.
     occupied: BucketBits<{ (BUCKETS / 64) as usize }>,
-    /// Per die: the die after it and before it in its bucket (`NO_DIE` at either end).
-    next: Vec<u32>,
-    prev: Vec<u32>,
+    /// Per die: the die after it and before it in its bucket (`NO_DIE` at either end), side
+    /// by side (one bounds check and one line for both).
+    links: Vec<[u32; 2]>,
     /// Dies whose end is beyond the wheel (bucket `cursor + BUCKETS` or later).
     far: Vec<u32>,
     /// Dies listed, on the wheel or beyond.
@@ -662,8 +662,7 @@ impl ActiveDies {
     fn rebuild(&mut self, nand: &Nand, dies: u32) {
         self.heads = vec![NO_DIE; BUCKETS as usize];
         self.occupied = BucketBits::default();
-        self.next = vec![NO_DIE; dies as usize];
-        self.prev = vec![NO_DIE; dies as usize];
+        self.links = vec![[NO_DIE; 2]; dies as usize];
         self.far.clear();
         self.listed = 0;
         self.cursor = 0;
@@ -684,12 +683,11 @@ impl ActiveDies {
         }
         let slot = (b % BUCKETS) as usize;
         let head = self.heads[slot];
-        self.next[die as usize] = head;
-        self.prev[die as usize] = NO_DIE;
+        self.links[die as usize] = [head, NO_DIE];
         if head == NO_DIE {
             self.occupied.set(b);
         } else {
-            self.prev[head as usize] = die;
+            self.links[head as usize][1] = die;
         }
         self.heads[slot] = die;
     }
@@ -710,17 +708,17 @@ impl ActiveDies {
             return;
         }
         let slot = (b % BUCKETS) as usize;
-        let (next, prev) = (self.next[die as usize], self.prev[die as usize]);
+        let [next, prev] = self.links[die as usize];
         if prev == NO_DIE {
             self.heads[slot] = next;
             if next == NO_DIE {
                 self.occupied.clear(b);
             }
         } else {
-            self.next[prev as usize] = next;
+            self.links[prev as usize][0] = next;
         }
         if next != NO_DIE {
-            self.prev[next as usize] = prev;
+            self.links[next as usize][1] = prev;
         }
     }
 
@@ -753,7 +751,7 @@ impl ActiveDies {
             let mut die = self.heads[slot];
             while die != NO_DIE {
                 self.listed -= 1;
-                die = self.next[die as usize];
+                die = self.links[die as usize][0];
             }
             self.heads[slot] = NO_DIE;
             self.occupied.clear(found);
@@ -824,7 +822,7 @@ impl ActiveDies {
                 } else if d != die && first.is_none_or(|f| t < f) {
                     first = Some(t);
                 }
-                d = self.next[d as usize];
+                d = self.links[d as usize][0];
             }
             (first, ended)
         };
