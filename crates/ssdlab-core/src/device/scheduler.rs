@@ -652,6 +652,11 @@ struct ActiveDies {
 const BUCKET_SHIFT: u32 = 11;
 const BUCKETS: u64 = 1 << 14;
 
+/// In a die's [`ActiveDies::links`]: the die listed after it under its bucket.
+const NEXT: usize = 0;
+/// In a die's [`ActiveDies::links`]: the die listed before it under its bucket.
+const PREV: usize = 1;
+
 #[inline]
 fn bucket_of(t: SimTime) -> u64 {
     t.0 >> BUCKET_SHIFT
@@ -687,7 +692,7 @@ impl ActiveDies {
         if head == NO_DIE {
             self.occupied.set(b);
         } else {
-            self.links[head as usize][1] = die;
+            self.links[head as usize][PREV] = die;
         }
         self.heads[slot] = die;
     }
@@ -715,10 +720,10 @@ impl ActiveDies {
                 self.occupied.clear(b);
             }
         } else {
-            self.links[prev as usize][0] = next;
+            self.links[prev as usize][NEXT] = next;
         }
         if next != NO_DIE {
-            self.links[next as usize][1] = prev;
+            self.links[next as usize][PREV] = prev;
         }
     }
 
@@ -751,7 +756,7 @@ impl ActiveDies {
             let mut die = self.heads[slot];
             while die != NO_DIE {
                 self.listed -= 1;
-                die = self.links[die as usize][0];
+                die = self.links[die as usize][NEXT];
             }
             self.heads[slot] = NO_DIE;
             self.occupied.clear(found);
@@ -822,7 +827,7 @@ impl ActiveDies {
                 } else if d != die && first.is_none_or(|f| t < f) {
                     first = Some(t);
                 }
-                d = self.links[d as usize][0];
+                d = self.links[d as usize][NEXT];
             }
             (first, ended)
         };
