@@ -125,11 +125,12 @@ impl Scheduler {
         }
     }
 
-    /// With a limit on active dies and `die` not allowed to start now: when a running one
-    /// ends (the earliest a place frees), else None.
+    /// With a limit on active dies and `die` (its array free at `own_end`) not allowed to
+    /// start now: when a running one ends (the earliest a place frees), else None.
     #[inline]
-    fn must_wait(&mut self, die: u32, now: SimTime, max: u32) -> Option<SimTime> {
-        let at = self.active.must_wait(&self.nand, die, now, max);
+    fn must_wait(&mut self, die: u32, own_end: SimTime, now: SimTime, max: u32) -> Option<SimTime> {
+        debug_assert_eq!(own_end, self.nand.die_free_at(die));
+        let at = self.active.must_wait(&self.nand, die, own_end, now, max);
         #[cfg(debug_assertions)]
         assert_eq!(at, self.must_wait_by_scan(die, now, max));
         at
@@ -235,7 +236,8 @@ impl Scheduler {
                 let d = &self.dies[die as usize];
                 assert!(!d.reads.is_empty() || !d.ops.is_empty());
                 assert!(!self.waits.busy[die as usize]);
-                assert_eq!(self.must_wait(die, now, max), Some(at));
+                let own_end = self.nand.die_free_at(die);
+                assert_eq!(self.must_wait(die, own_end, now, max), Some(at));
                 die = self.waits.next[die as usize];
             }
             assert_eq!(die, NO_DIE);
@@ -262,13 +264,14 @@ impl Scheduler {
         p: &mut Processor,
         die: u32,
     ) -> Option<SimTime> {
+        let array_free_before = self.nand.die_free_at(die);
         if let Some(max) = self.active_dies_max {
             let d = &self.dies[die as usize];
             if !d.reads.is_empty() || !d.ops.is_empty() {
                 let now = k.now();
-                if let Some(at) = self.must_wait(die, now, max) {
+                if let Some(at) = self.must_wait(die, array_free_before, now, max) {
                     self.dies[die as usize].wakeup_pending = true;
-                    let busy = self.nand.die_free_at(die) > now;
+                    let busy = array_free_before > now;
                     let sequence = k.take_sequences(1);
                     self.waits.push_back(k, die, busy, at, sequence);
                     return Some(at);
@@ -281,8 +284,9 @@ impl Scheduler {
         let d = &mut self.dies[die as usize];
         let op = d.reads.pop_front().or_else(|| d.ops.pop_front())?;
         let now = k.now();
-        let array_free_before = self.nand.die_free_at(die);
-        let ready_at = match op {
+        // When the die can take its next operation, and when its array is free (what each
+        // NAND call leaves in `Nand::die_free_at`, not read back).
+        let (ready_at, array_free) = match op {
             NandOp::Program(program) => {
                 let copied = program.kind == ProgramKind::Gc && self.copyback;
                 let data_ready = match program.kind {
@@ -299,7 +303,7 @@ impl Scheduler {
                 }
                 debug_assert!(d.started[0].is_none_or(|(_, e)| e <= now));
                 d.started = [d.started[1], Some((program, end))];
-                next
+                (next, end)
             }
             NandOp::GcRead {
                 planes,
@@ -308,7 +312,8 @@ impl Scheduler {
             } => {
                 if self.copyback {
                     // Into the page register only: the program takes it from there.
-                    self.nand.read(now, die, planes, 0)
+                    let out = self.nand.read(now, die, planes, 0);
+                    (out, out)
                 } else {
                     let out = self.nand.read(now, die, planes, bytes);
                     let processed = p.gc_copy(now, out, units);
@@ -316,7 +321,7 @@ impl Scheduler {
                     let through = p.write_path_duration(bytes);
                     let processed = p.write_path(now, processed, through);
                     d.gc_data_ready = d.gc_data_ready.max(processed);
-                    out
+                    (out, out)
                 }
             }
             NandOp::HostRead {
@@ -331,18 +336,20 @@ impl Scheduler {
                 if b.pending == 0 {
                     k.schedule(b.ready, Event::ReadReady(batch));
                 }
-                end
+                (end, end)
             }
             NandOp::Erase { gc_victim } => {
                 if gc_victim {
                     p.gc_victim(now);
                 }
-                self.nand.erase(now, die)
+                let end = self.nand.erase(now, die);
+                (end, end)
             }
         };
+        debug_assert_eq!(array_free, self.nand.die_free_at(die));
         if self.active_dies_max.is_some() {
             self.active
-                .array_changed(&self.nand, now, die, array_free_before);
+                .array_changed(&self.nand, now, die, array_free_before, array_free);
         }
         d.ready_at = ready_at;
         if !d.reads.is_empty() || !d.ops.is_empty() {
@@ -672,14 +679,15 @@ impl ActiveDies {
         self.listed = 0;
         self.cursor = 0;
         for die in 0..dies {
-            self.list(nand, die);
+            self.list(die, nand.die_free_at(die));
         }
     }
 
-    /// Put `die` under the bucket of its end (not behind the wheel).
+    /// Put `die` under the bucket of its end, `end` (`Nand::die_free_at`; not behind the
+    /// wheel).
     #[inline(always)]
-    fn list(&mut self, nand: &Nand, die: u32) {
-        let b = bucket_of(nand.die_free_at(die));
+    fn list(&mut self, die: u32, end: SimTime) {
+        let b = bucket_of(end);
         debug_assert!(b >= self.cursor);
         self.listed += 1;
         if b >= self.cursor + BUCKETS {
@@ -767,19 +775,26 @@ impl ActiveDies {
             let far = std::mem::take(&mut self.far);
             self.listed -= far.len() as u32;
             for &die in &far {
-                if bucket_of(nand.die_free_at(die)) >= to {
-                    self.list(nand, die);
+                let end = nand.die_free_at(die);
+                if bucket_of(end) >= to {
+                    self.list(die, end);
                 }
             }
         }
     }
 
     /// `die` took an operation at `now`: its array was busy until `before`, now until
-    /// `nand.die_free_at(die)`.
+    /// `after` (`nand.die_free_at(die)`).
     #[inline]
-    fn array_changed(&mut self, nand: &Nand, now: SimTime, die: u32, before: SimTime) {
+    fn array_changed(
+        &mut self,
+        nand: &Nand,
+        now: SimTime,
+        die: u32,
+        before: SimTime,
+        after: SimTime,
+    ) {
         self.catch_up(nand, now);
-        let after = nand.die_free_at(die);
         debug_assert!(after >= before, "a die's busy time never goes back");
         debug_assert!(after >= now);
         if after == before {
@@ -788,15 +803,23 @@ impl ActiveDies {
         if bucket_of(before) >= self.cursor {
             self.unlist(die, before);
         }
-        self.list(nand, die);
+        self.list(die, after);
     }
 
-    /// With at most `max` dies busy at once, may `die` start now? None if so, else when the
-    /// first of the other busy dies ends.
+    /// With at most `max` dies busy at once, may `die` (its array free at `own_end`,
+    /// `Nand::die_free_at`) start now? None if so, else when the first of the other busy dies
+    /// ends.
     #[inline]
-    fn must_wait(&mut self, nand: &Nand, die: u32, now: SimTime, max: u32) -> Option<SimTime> {
+    fn must_wait(
+        &mut self,
+        nand: &Nand,
+        die: u32,
+        own_end: SimTime,
+        now: SimTime,
+        max: u32,
+    ) -> Option<SimTime> {
         self.catch_up(nand, now);
-        let own = nand.die_free_at(die) > now;
+        let own = own_end > now;
         if self.listed - (own as u32) < max {
             return None;
         }
@@ -949,7 +972,7 @@ mod tests {
             if step >= 500 {
                 let expected = by_scan(&nand, g.dies, die, now, max);
                 assert_eq!(
-                    active.must_wait(&nand, die, now, max),
+                    active.must_wait(&nand, die, nand.die_free_at(die), now, max),
                     expected,
                     "step {step}"
                 );
@@ -971,9 +994,10 @@ mod tests {
                     nand.read(now, die, 1, 4096);
                 }
             }
-            far += (nand.die_free_at(die).0 - now.0 > BUCKETS << BUCKET_SHIFT) as u32;
+            let after = nand.die_free_at(die);
+            far += (after.0 - now.0 > BUCKETS << BUCKET_SHIFT) as u32;
             if step >= 500 {
-                active.array_changed(&nand, now, die, before);
+                active.array_changed(&nand, now, die, before, after);
             }
         }
         // Both answers came often, and some ends were beyond the wheel.
