@@ -7,6 +7,12 @@ A client SATA drive as the review tests take it (timed sequential fill, random w
 garbage collection, random and mixed reads and writes, sequential reads, trims, queue depth 1),
 an enterprise PCIe drive in steady state preconditioned without time as validate does it, and
 a trace replay (code that never runs in training is laid out as cold, so replay is trained too).
+The enterprise drive is micron-p320h-350, whose power budget binds (25 W for 126 of its 256
+dies): its waits for a place (`ActiveDies`, `PowerWaits`) run in training, as they do in
+validate's longest runs (micron-p320h-350 and -700, micron-p420m). micron-p320h-175's budget
+never binds; trained on it, callgrind's branch simulation counted 57.6M conditional
+mispredictions in 10 simulated seconds of micron-p320h-350's random writes, 28.1M of them in
+`JobRun::advance`, against 34.4M (2.0M) trained on the 350GB (CONTRIBUTING.md, Speed).
 
     PYTHONPATH=DIR_WITH__ssdlab python tools/build/pgo_train.py PRESETS_DIR
 """
@@ -77,7 +83,7 @@ def main() -> None:
         trace = Path(tmp) / "train.csv"
         msr_trace(trace, 200_000, 8 << 30)
         ios += replay(sim, trace)
-    sim = drive(presets, "micron-p320h-175")
+    sim = drive(presets, "micron-p320h-350")
     units = json.loads(sim.geometry_json())["logical_units"]
     sim.fill_untimed(0, units)
     sim.random_writes_untimed(0, units, units // 2, 7)
