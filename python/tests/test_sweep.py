@@ -217,6 +217,33 @@ def test_a_killed_local_worker_has_its_point_run_again(tmp_path):
     assert _finished(out) == 6
 
 
+def test_a_local_worker_hands_its_result_over_in_one_short_message(tmp_path):
+    # CPython's process pool sends a result of more than 16 KiB in two writes: a worker killed
+    # between them left the sweep reading half a message for ever (CI, 2026-11-29, the test
+    # above). The pool now carries the path of a file holding the result, in one write of
+    # under PIPE_BUF bytes, which a pipe takes whole or not at all.
+    import pickle
+    import select
+    from concurrent.futures.process import _ResultItem
+
+    from ssdlab.sweeps.run import _take, run_point, run_point_spooled
+    from ssdlab.sweeps.spec import load_spec
+
+    point = expand(load_spec(spec_file(tmp_path, duration=400)))[0].as_dict()  # a long series
+    direct = run_point(point)
+    assert "error" not in direct, direct
+    assert len(pickle.dumps(_ResultItem(2**40, result=direct))) > 16384
+    path = str(tmp_path / "0-0.pickle")
+    sent = run_point_spooled(point, path)
+    assert len(pickle.dumps(_ResultItem(2**40, result=sent))) < select.PIPE_BUF
+    res = _take(sent)
+    assert not os.path.exists(path) and not os.path.exists(path + ".part")
+    assert res["rows"] == direct["rows"] and res["key"] == direct["key"]
+    assert res["tables"].keys() == direct["tables"].keys()
+    for name, table in direct["tables"].items():
+        assert res["tables"][name].equals(table)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -11,7 +11,10 @@ three times.
 from __future__ import annotations
 
 import os
+import pickle
+import shutil
 import sys
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -75,8 +78,30 @@ def run_point(point: dict) -> dict:
                 "wall_s": time.perf_counter() - t0}
 
 
-def _local(points: list[Point], workers: int, on_retry):
-    """(point, result) as they finish, on a process pool; a dead worker's points run again."""
+def run_point_spooled(point: dict, path: str) -> str:
+    """`run_point` in a local worker, its result handed over in the file `path` (written
+    whole, then renamed into place): the pool's result pipe carries only the path. A
+    `ProcessPoolExecutor` sends a result of more than 16 KiB in two writes, and a worker
+    killed between them leaves half a message the pool then waits on for ever (the sweep hung
+    so, its worker killed as it sent a point's series); a message this short goes in one
+    write, which a pipe takes whole or not at all."""
+    res = run_point(point)
+    with open(path + ".part", "wb") as f:
+        pickle.dump(res, f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(path + ".part", path)
+    return path
+
+
+def _take(path: str) -> dict:
+    with open(path, "rb") as f:
+        res = pickle.load(f)
+    os.unlink(path)
+    return res
+
+
+def _local(points: list[Point], workers: int, on_retry, spool: Path):
+    """(point, result) as they finish, on a process pool; a dead worker's points run again.
+    The results come through files in `spool` (see `run_point_spooled`)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
@@ -84,15 +109,19 @@ def _local(points: list[Point], workers: int, on_retry):
     pending = {p.key: p for p in points}
     attempts = {p.key: 0 for p in points}
     ctx = multiprocessing.get_context("spawn")
+    rounds = 0
     while pending:
         broken = False
         ex = ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=ctx)
         try:
-            futures = {ex.submit(run_point, p.as_dict()): p for p in pending.values()}
+            # Each round's files have names of their own: a worker of a broken round may
+            # still be finishing while the next round runs.
+            futures = {ex.submit(run_point_spooled, p.as_dict(), str(spool / f"{rounds}-{i}.pickle")): p
+                       for i, p in enumerate(pending.values())}
             for f in as_completed(futures):
                 p = futures[f]
                 try:
-                    res = f.result()
+                    res = _take(f.result())
                 except BrokenProcessPool:
                     broken = True
                     continue
@@ -100,6 +129,7 @@ def _local(points: list[Point], workers: int, on_retry):
                 yield p, res
         finally:
             ex.shutdown(wait=not broken, cancel_futures=True)
+        rounds += 1
         if broken:
             for k in list(pending):
                 attempts[k] += 1
@@ -220,7 +250,9 @@ def sweep(spec: "str | Path | dict", out: "str | Path", *, backend: str = "local
         if progress:
             print(f"sweep: a worker died; {n} unfinished points run again", file=sys.stderr)
 
-    runner = (_local(todo, workers or os.cpu_count() or 1, on_retry) if backend == "local"
+    # The local workers' results on their way to this process (removed at the end).
+    spool = Path(tempfile.mkdtemp(prefix=".spool-", dir=out)) if backend == "local" else None
+    runner = (_local(todo, workers or os.cpu_count() or 1, on_retry, spool) if backend == "local"
               else _ray(todo, ray_address, on_retry))
     try:
         for p, res in runner:
@@ -233,6 +265,9 @@ def sweep(spec: "str | Path | dict", out: "str | Path", *, backend: str = "local
                 states[p.key] = {"state": "done", "wall_s": res["wall_s"], "backend": backend}
             bar.step("error" in res)
     finally:
+        if spool is not None:
+            runner.close()  # the pool shut down before its spool goes
+            shutil.rmtree(spool, ignore_errors=True)
         result.wall_s = time.monotonic() - t0
         for p in points:
             states.setdefault(p.key, {"state": "not run"})
