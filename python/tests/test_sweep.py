@@ -226,7 +226,8 @@ def test_a_local_worker_hands_its_result_over_in_one_short_message(tmp_path):
     import select
     from concurrent.futures.process import _ResultItem
 
-    from ssdlab.sweeps.run import _take, run_point, run_point_spooled
+    from ssdlab.pool import call_spooled, take
+    from ssdlab.sweeps.run import run_point
     from ssdlab.sweeps.spec import load_spec
 
     point = expand(load_spec(spec_file(tmp_path, duration=400)))[0].as_dict()  # a long series
@@ -234,9 +235,9 @@ def test_a_local_worker_hands_its_result_over_in_one_short_message(tmp_path):
     assert "error" not in direct, direct
     assert len(pickle.dumps(_ResultItem(2**40, result=direct))) > 16384
     path = str(tmp_path / "0-0.pickle")
-    sent = run_point_spooled(point, path)
+    sent = call_spooled(run_point, (point,), path)
     assert len(pickle.dumps(_ResultItem(2**40, result=sent))) < select.PIPE_BUF
-    res = _take(sent)
+    res = take(sent)
     assert not os.path.exists(path) and not os.path.exists(path + ".part")
     assert res["rows"] == direct["rows"] and res["key"] == direct["key"]
     assert res["tables"].keys() == direct["tables"].keys()

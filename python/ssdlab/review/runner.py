@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import Manager
 from pathlib import Path
 
 from ..errors import SsdlabError
+from ..pool import Died, run_spooled
 from .procedures import PROCEDURES, Outcome, drive_label, resolve_params, run_procedure
 
 # Shorter settings for a first look (`--quick`): the same procedures, minutes of simulated time
@@ -145,24 +145,23 @@ def run_all(tasks: list[Task], jobs: int | None = None, progress: bool = True, s
             board.update(t.id, 1.0, "done")
             board.draw(force=True)
     else:
+        by_id = {t.id: t for t in tasks}
         with Manager() as manager:
             queue = manager.Queue()
-            with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
-                futures = {pool.submit(_run, t, queue, seed): t for t in tasks}
-                pending = set(futures)
-                while pending:
-                    while not queue.empty():
-                        tid, f, text = queue.get()
-                        board.update(tid, f, text)
-                    done = [f for f in pending if f.done()]
-                    for f in done:
-                        pending.discard(f)
-                        t = futures[f]
-                        outcomes[t.id] = f.result()  # re-raises a procedure's error
-                        board.update(t.id, 1.0, "done")
-                        board.draw(force=True)
-                    board.draw()
-                    time.sleep(0.2)
+
+            def tick():
+                while not queue.empty():
+                    board.update(*queue.get())
+                board.draw()
+
+            # A procedure's error is raised here; a run whose worker died is run again once.
+            calls = {t.id: (_run, (t, queue, seed)) for t in tasks}
+            for tid, res in run_spooled(calls, min(jobs, len(tasks)), attempts=2, tick=tick):
+                if isinstance(res, Died):
+                    raise SsdlabError(f"review: {by_id[tid].procedure} on {by_id[tid].label} did not finish: {res}")
+                outcomes[tid] = res
+                board.update(tid, 1.0, "done")
+                board.draw(force=True)
     return [o for t in sorted(tasks, key=lambda t: t.id) for o in outcomes[t.id]]
 
 

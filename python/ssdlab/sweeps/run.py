@@ -1,7 +1,9 @@
 """Running a sweep's points: on a local process pool (all cores by default) or on a Ray
 cluster (`backend="ray"`; Ray is an optional extra). Each point's resolved configuration
-travels to the worker as text, which runs it from memory (no file written) and sends the
-results back; the driver alone writes them (no shared filesystem is assumed).
+travels to the worker as text, which runs it from memory and sends the results back (a Ray
+worker in its return value, a local worker through a file in a spool folder in the output
+folder, see `ssdlab.pool`); the driver alone writes the sweep's outputs (a Ray cluster needs no
+shared filesystem).
 
 A point that fails (bad parameters, an error in the run) is recorded with its error and the
 sweep goes on; a worker that dies (killed, out of memory) has its point run again, up to
@@ -11,10 +13,7 @@ three times.
 from __future__ import annotations
 
 import os
-import pickle
-import shutil
 import sys
-import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -41,8 +40,9 @@ def run_point(point: dict) -> dict:
     t0 = time.perf_counter()
     try:
         name = tomllib.loads(point["drive_toml"]).get("name") or "drive"
-        # The drive travels as text and is opened from memory: nothing is written in the
-        # worker, so a worker killed mid-point leaves nothing behind.
+        # The drive travels as text and is opened from memory: running the point writes
+        # nothing, so a worker killed mid-point leaves nothing behind (a local worker's
+        # result file is written whole, then renamed into place).
         drive = DriveText(point["drive_toml"], f"{name}.toml")
         params = dict(point["params"])
         if point["procedure"] == "job":
@@ -78,65 +78,18 @@ def run_point(point: dict) -> dict:
                 "wall_s": time.perf_counter() - t0}
 
 
-def run_point_spooled(point: dict, path: str) -> str:
-    """`run_point` in a local worker, its result handed over in the file `path` (written
-    whole, then renamed into place): the pool's result pipe carries only the path. A
-    `ProcessPoolExecutor` sends a result of more than 16 KiB in two writes, and a worker
-    killed between them leaves half a message the pool then waits on for ever (the sweep hung
-    so, its worker killed as it sent a point's series); a message this short goes in one
-    write, which a pipe takes whole or not at all."""
-    res = run_point(point)
-    with open(path + ".part", "wb") as f:
-        pickle.dump(res, f, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(path + ".part", path)
-    return path
-
-
-def _take(path: str) -> dict:
-    with open(path, "rb") as f:
-        res = pickle.load(f)
-    os.unlink(path)
-    return res
-
-
-def _local(points: list[Point], workers: int, on_retry, spool: Path):
-    """(point, result) as they finish, on a process pool; a dead worker's points run again.
-    The results come through files in `spool` (see `run_point_spooled`)."""
+def _local(points: list[Point], workers: int, on_retry, spool_in: Path):
+    """(point, result) as they finish, on a process pool (`ssdlab.pool`: each result comes
+    through a file in a spool folder made in `spool_in`); a dead worker's points run again."""
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from concurrent.futures.process import BrokenProcessPool
 
-    pending = {p.key: p for p in points}
-    attempts = {p.key: 0 for p in points}
-    ctx = multiprocessing.get_context("spawn")
-    rounds = 0
-    while pending:
-        broken = False
-        ex = ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=ctx)
-        try:
-            # Each round's files have names of their own: a worker of a broken round may
-            # still be finishing while the next round runs.
-            futures = {ex.submit(run_point_spooled, p.as_dict(), str(spool / f"{rounds}-{i}.pickle")): p
-                       for i, p in enumerate(pending.values())}
-            for f in as_completed(futures):
-                p = futures[f]
-                try:
-                    res = _take(f.result())
-                except BrokenProcessPool:
-                    broken = True
-                    continue
-                del pending[p.key]
-                yield p, res
-        finally:
-            ex.shutdown(wait=not broken, cancel_futures=True)
-        rounds += 1
-        if broken:
-            for k in list(pending):
-                attempts[k] += 1
-                if attempts[k] >= ATTEMPTS:
-                    p = pending.pop(k)
-                    yield p, {"key": k, "error": f"its worker died {ATTEMPTS} times (killed, or out of memory?)"}
-            on_retry(len(pending))
+    from ..pool import Died, run_spooled
+
+    calls = {p.key: (run_point, (p.as_dict(),)) for p in points}
+    by_key = {p.key: p for p in points}
+    for key, res in run_spooled(calls, workers, attempts=ATTEMPTS, mp_context=multiprocessing.get_context("spawn"),
+                                on_retry=on_retry, spool_in=spool_in):
+        yield by_key[key], ({"key": key, "error": str(res)} if isinstance(res, Died) else res)
 
 
 def _ray(points: list[Point], address: str | None, on_retry):
@@ -250,9 +203,8 @@ def sweep(spec: "str | Path | dict", out: "str | Path", *, backend: str = "local
         if progress:
             print(f"sweep: a worker died; {n} unfinished points run again", file=sys.stderr)
 
-    # The local workers' results on their way to this process (removed at the end).
-    spool = Path(tempfile.mkdtemp(prefix=".spool-", dir=out)) if backend == "local" else None
-    runner = (_local(todo, workers or os.cpu_count() or 1, on_retry, spool) if backend == "local"
+    # The local workers' results come through a spool folder in `out` (removed at the end).
+    runner = (_local(todo, workers or os.cpu_count() or 1, on_retry, out) if backend == "local"
               else _ray(todo, ray_address, on_retry))
     try:
         for p, res in runner:
@@ -265,9 +217,7 @@ def sweep(spec: "str | Path | dict", out: "str | Path", *, backend: str = "local
                 states[p.key] = {"state": "done", "wall_s": res["wall_s"], "backend": backend}
             bar.step("error" in res)
     finally:
-        if spool is not None:
-            runner.close()  # the pool shut down before its spool goes
-            shutil.rmtree(spool, ignore_errors=True)
+        runner.close()  # the local pool shuts down and its spool goes
         result.wall_s = time.monotonic() - t0
         for p in points:
             states.setdefault(p.key, {"state": "not run"})
