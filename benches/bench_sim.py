@@ -1,7 +1,7 @@
 """Simulator speed and memory, through the Python API users call. Prints figures; never fails.
 
     python benches/bench_sim.py [--drive crucial-m500-960] [--compare crucial-m500-120]
-                                [--runtime 2000] [--steady 1000] [--load-workers 1]
+                                [--runtime 2000] [--steady 1000] [--rounds 3] [--load-workers 1]
 
 (a) 4 KiB random writes at QD32 in steady state: simulated host IOs per wall second.
 (b) the whole performance-consistency run: secure erase, timed 128 KiB fill, `runtime`
@@ -10,20 +10,24 @@ Baseline, measured in the same run: 4 KiB random reads at QD32 of a trimmed driv
 no NAND and no FTL state, so their rate is the floor cost of the event loop and host interface
 that every IO pays; (a) divided by it shows what the FTL and NAND model cost on top.
 The same is measured on `--compare`: the ratio of wall nanoseconds per NAND unit operation
-(host write or GC copy) of the two drives shows whether the cost is flat in drive size.
+(host write or GC copy) of the two drives shows whether the cost is flat in drive size. It is
+taken from `--rounds` pairs of further steady-state windows, one of each drive back to back
+(the order flipped each round), and judged by the median pair: single windows a few minutes
+apart move by 20-30% on a shared VM (2026-11-29, thirty-eighth session: crucial-m500-960 97.6
+ns quiet and 79.5 ns loaded, so a 1.21 quiet ratio and 1.02 loaded from one window each).
 (c) a timed sequential fill under a power budget that binds (`--budget`, micron-p320h-700: 126
     of its 512 dies may run at once) against the same fill of a drive of that line whose budget
     does not bind (`--unbound`, micron-p320h-175), in wall nanoseconds per 128 KiB write: dies
     waiting for a place should cost little more than running ones (2026-11-26, this 2-vCPU VM:
     12.1 -> 2.3, 27,190 -> 4,656 ns per write, when the waiting dies stopped having an event
     each).
-(d) the comparison of (a) again with the machine loaded (`--load-workers`, default one per core
-    beyond the first): each worker runs the same consistency job on `--load-drive` and goes on
+(d) the comparison again with the machine loaded (`--load-workers`, default one per core
+    beyond the first): each worker runs the consistency job on `--load-drive` and goes on
     writing (another simulation on the other core, as `ssdlab validate` and sweeps run them)
-    while both drives are measured, the compared one first; the tables' cache misses cost more
-    when another process shares the caches and memory bus. Read one loaded ratio with its
-    spread: on this 2-vCPU VM, during a CI run, crucial-m500-120 against itself (50 s windows)
-    came out 0.93 and 1.08 quiet, 0.65 and 1.58 loaded; repeat it.
+    while the two drives' alternated windows are measured again; the tables' cache misses cost
+    more when another process shares the caches and memory bus. On this 2-vCPU VM, during a
+    CI run, crucial-m500-120 against itself (50 s windows) came out 0.93 and 1.08 quiet, 0.65
+    and 1.58 loaded from single windows: read the pairs' spread, not one ratio.
 The Rust example `steady` (crates/ssdlab-core/examples/steady.rs) measures steady state alone,
 with a digest of the results to compare two builds (`consistency` the same for the fill).
 """
@@ -35,6 +39,7 @@ import json
 import multiprocessing
 import os
 import resource
+import statistics
 import time
 
 import ssdlab
@@ -65,8 +70,9 @@ def consistency(drive, runtime: float):
     return drive.precondition("fill"), drive.run(random_writes(runtime))
 
 
-def measure(name: str, runtime: float, steady_s: float) -> dict:
-    """The baseline, the consistency run and a stretch of steady state on one drive."""
+def measure(name: str, runtime: float, steady_s: float) -> tuple[dict, ssdlab.Drive]:
+    """The baseline, the consistency run and a stretch of steady state on one drive; the
+    figures and the drive, left in steady state."""
     drive = ssdlab.Drive.open(name)
 
     # Baseline: the event loop and host interface alone.
@@ -95,7 +101,30 @@ def measure(name: str, runtime: float, steady_s: float) -> dict:
         "randwrite_ios": run.summary["write"]["ios"],
         "randwrite_waf": round(run.summary["write_amplification"], 3),
         "peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**30, 3),
-    }
+    }, drive
+
+
+def steady_ns_per_op(drive: ssdlab.Drive, steady_s: float) -> float:
+    """Wall nanoseconds per NAND unit operation over `steady_s` more simulated seconds of
+    steady state."""
+    steady, wall = timed(lambda: drive.run(random_writes(steady_s)))
+    return wall * 1e9 / (steady.summary["write"]["ios"] + steady.summary["gc_units_copied"])
+
+
+def alternated(drive: ssdlab.Drive, other: ssdlab.Drive, steady_s: float, rounds: int) -> list[tuple[float, float]]:
+    """(drive's, other's) cost per NAND unit operation in `rounds` pairs of steady-state
+    windows run back to back, the order flipped each round, so that both drives of a pair
+    meet the machine's same minute (its speed moves by 20-30% from one to the next)."""
+    pairs = []
+    for r in range(rounds):
+        if r % 2 == 0:
+            a = steady_ns_per_op(drive, steady_s)
+            b = steady_ns_per_op(other, steady_s)
+        else:
+            b = steady_ns_per_op(other, steady_s)
+            a = steady_ns_per_op(drive, steady_s)
+        pairs.append((a, b))
+    return pairs
 
 
 def load_worker(name: str, runtime: float, ready, stop) -> None:
@@ -110,11 +139,14 @@ def load_worker(name: str, runtime: float, ready, stop) -> None:
         drive.run(random_writes(20.0))
 
 
-def flat_line(drive: dict, other: dict) -> str:
-    """The cost per NAND unit operation of `drive` over `other`'s, against the target."""
-    ratio = drive["steady_ns_per_nand_unit_op"] / other["steady_ns_per_nand_unit_op"]
-    return (f"cost per NAND unit operation, {drive['drive']} / {other['drive']}: {ratio:.2f}  "
-            f"target <= {FLAT_WITHIN} (flat)  {'met' if ratio <= FLAT_WITHIN else 'NOT met'}")
+def flat_line(name: str, other: str, pairs: list[tuple[float, float]]) -> str:
+    """The cost per NAND unit operation of `name` over `other`'s in alternated pairs of
+    windows: the median ratio against the target, with every pair's."""
+    ratios = sorted(a / b for a, b in pairs)
+    median = statistics.median(ratios)
+    return (f"cost per NAND unit operation, {name} / {other}: {median:.2f} (median of {len(pairs)} alternated pairs: "
+            f"{', '.join(f'{r:.2f}' for r in ratios)})  target <= {FLAT_WITHIN} (flat)  "
+            f"{'met' if median <= FLAT_WITHIN else 'NOT met'}")
 
 
 def fill_ns_per_write(name: str) -> tuple[float, dict]:
@@ -135,6 +167,8 @@ def main() -> None:
     ap.add_argument("--runtime", type=float, default=2000.0)
     ap.add_argument("--steady", type=float, default=1000.0,
                     help="simulated seconds of the steady-state stretch (a), about 3 s of wall time on the 960 GB drive")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternated pairs of steady-state windows of the two drives, quiet and loaded")
     ap.add_argument("--load-workers", type=int, default=max(0, min(1, (os.cpu_count() or 1) - 1)),
                     help="simulations run alongside for the loaded comparison (d); 0 for none")
     ap.add_argument("--load-drive", default="crucial-m500-960", help="the drive each load worker simulates")
@@ -144,12 +178,15 @@ def main() -> None:
 
     # Profile-guided or not (README, Set-up): about 10-15% apart, so say which was measured.
     print(f"ssdlab build: {ssdlab._ssdlab.BUILD}")
-    figures = measure(args.drive, args.runtime, args.steady)
+    figures, drive = measure(args.drive, args.runtime, args.steady)
     print(json.dumps(figures, indent=2))
     if args.compare:
-        other = measure(args.compare, args.runtime, args.steady)
-        print(json.dumps(other, indent=2))
-        print(flat_line(figures, other))
+        other_figures, other = measure(args.compare, args.runtime, args.steady)
+        print(json.dumps(other_figures, indent=2))
+        quiet = alternated(drive, other, args.steady, args.rounds)
+        print(f"quiet: ns per NAND unit operation ({args.drive}/{args.compare}) "
+              f"{', '.join(f'{a:.1f}/{b:.1f}' for a, b in quiet)}")
+        print(flat_line(args.drive, args.compare, quiet))
         if args.load_workers > 0:
             ctx = multiprocessing.get_context("spawn")
             stop = ctx.Event()
@@ -162,22 +199,19 @@ def main() -> None:
                     while not ready.wait(1.0):
                         if not w.is_alive():
                             raise SystemExit(f"a load worker ({args.load_drive}) ended early, exit code {w.exitcode}")
-                # The compared drive first: should the load still grow, the drive under test
-                # pays for it.
-                loaded_other = measure(args.compare, args.runtime, args.steady)
-                loaded = measure(args.drive, args.runtime, args.steady)
+                loaded = alternated(drive, other, args.steady, args.rounds)
             finally:
                 stop.set()
                 for w, _ in workers:
                     w.join(60)
                     if w.is_alive():
                         w.terminate()
-            keys = ("drive", "steady_ns_per_nand_unit_op", "steady_nand_unit_ops_per_wall_s", "consistency_wall_s")
-            print(json.dumps([{k: f[k] for k in keys} for f in (loaded, loaded_other)], indent=2))
-            slower = [f"{f['drive']} {f['steady_ns_per_nand_unit_op'] / q['steady_ns_per_nand_unit_op']:.2f}x"
-                      for f, q in ((loaded, figures), (loaded_other, other))]
-            print(f"loaded ({args.load_workers} x {args.load_drive} alongside): {flat_line(loaded, loaded_other)}; "
-                  f"against the quiet cost: {', '.join(slower)}")
+            slower = [f"{name} {statistics.median(p[i] for p in loaded) / statistics.median(p[i] for p in quiet):.2f}x"
+                      for i, name in enumerate((args.drive, args.compare))]
+            print(f"loaded ({args.load_workers} x {args.load_drive} alongside): ns per NAND unit operation "
+                  f"({args.drive}/{args.compare}) {', '.join(f'{a:.1f}/{b:.1f}' for a, b in loaded)}")
+            print(f"loaded: {flat_line(args.drive, args.compare, loaded)}; against the quiet cost (medians): "
+                  f"{', '.join(slower)}")
     if args.budget:
         bound, bound_fig = fill_ns_per_write(args.budget)
         free, free_fig = fill_ns_per_write(args.unbound)
