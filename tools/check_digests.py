@@ -1,0 +1,91 @@
+"""The golden digests a speed change must keep: runs the Rust examples `steady` and
+`consistency` on the presets and arguments below and compares the digest each prints (its last
+JSON line) with the one recorded, results bit for bit as before (issue 26). Build the examples
+first (`cargo build --release -p ssdlab-core --examples`); about 25 minutes on a 2-vCPU VM.
+
+    python tools/check_digests.py [--target DIR] [--only SUBSTRING]
+
+Exit 1 names every run whose digest moved. A change that moves them on purpose (another issue
+changed the model and says so) records the new digests here in the same commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PRESETS = ROOT / "python" / "ssdlab" / "presets"
+
+# (example, preset, arguments after the preset file, digest). `consistency PRESET SECONDS
+# timed|fast FILL` and `steady PRESET SECONDS DRIVE_WRITES WINDOWS [SPARE%]` (see each example).
+DIGESTS = [
+    ("consistency", "crucial-m500-240", "0.01 timed 0.01", "ba84dba0be0f983c"),
+    ("consistency", "crucial-m500-240", "100 fast 0.01", "fa2b0d4e81532002"),
+    ("consistency", "crucial-m500-960", "1 timed 1", "b78ecee95dd9ceee"),
+    ("consistency", "crucial-m500-960", "2000 timed 0.01", "68ae8b8504cc6999"),
+    ("steady", "micron-p320h-175", "10 0.5 1", "760794c90ac88d42"),
+    ("steady", "micron-p320h-175", "20 0.5 1", "ca34880c40b5731e"),
+    ("steady", "micron-p320h-350", "20 0.5 1", "a6248753467372a9"),
+    ("steady", "micron-p320h-350", "4 0.5 1", "3a292724a18aabaa"),
+    ("steady", "micron-p320h-350", "4 1.2 1 25", "ffc19d5f4ae2ddaf"),
+    ("steady", "micron-p320h-350", "20 1.2 1 25", "ecbe110f5f7439e4"),
+    ("steady", "micron-p320h-700", "20 0.5 1", "a0f6072dd5fabbe7"),
+    ("steady", "micron-p320h-700", "4 1.2 1 25", "e7a02f80b9820d1a"),
+    ("steady", "micron-p420m-700", "20 0.5 1", "ae64dad0a828fd62"),
+    ("steady", "crucial-m500-960", "30 0.5 3", "7c55132a1a0725a6"),
+    ("steady", "crucial-m500-960", "600 0.5 3", "6a8cdbae47f81af4"),
+    ("steady", "crucial-m500-120", "30 0.5 3", "f70e6712003e7908"),
+    ("steady", "crucial-m500-120", "30 0.5 1", "5bd950e4c7da906a"),
+]
+
+
+def digest_of(output: str) -> str | None:
+    """The digest in an example's output: its last line that parses as JSON with one."""
+    for line in reversed(output.splitlines()):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and "digest" in record:
+            return str(record["digest"])
+    return None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--target", type=Path, default=ROOT / "target", help="cargo's target directory")
+    ap.add_argument("--only", default="", help="run only the lines containing this text (e.g. a preset)")
+    args = ap.parse_args()
+    moved = []
+    for example, preset, rest, want in DIGESTS:
+        line = f"{example} {preset} {rest}"
+        if args.only not in line:
+            continue
+        binary = args.target / "release" / "examples" / example
+        if not binary.exists():
+            print(f"check_digests: {binary} is missing: build it with "
+                  "`cargo build --release -p ssdlab-core --examples`", file=sys.stderr)
+            return 2
+        t0 = time.perf_counter()
+        run = subprocess.run([str(binary), str(PRESETS / f"{preset}.toml"), *rest.split()],
+                             capture_output=True, text=True)
+        got = digest_of(run.stdout) if run.returncode == 0 else None
+        ok = got == want
+        print(f"{'ok  ' if ok else 'MOVED'} {line}: {got} ({time.perf_counter() - t0:.1f} s)"
+              + ("" if ok else f", recorded {want}" + (f"; exit {run.returncode}: {run.stderr.strip()[-300:]}"
+                                                       if run.returncode else "")))
+        if not ok:
+            moved.append(line)
+    if moved:
+        print(f"check_digests: {len(moved)} moved: {'; '.join(moved)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
