@@ -1,7 +1,7 @@
 """The golden digests a speed change must keep: runs the Rust examples `steady` and
 `consistency` on the presets and arguments below and compares the digest each prints (its last
 JSON line) with the one recorded, results bit for bit as before (issue 26). Build the examples
-first (`cargo build --release -p ssdlab-core --examples`); about 25 minutes on a 2-vCPU VM.
+first (`cargo build --release -p ssdlab-core --examples`); 4.5 minutes on a 2-vCPU VM.
 
     python tools/check_digests.py [--target DIR] [--only SUBSTRING]
 
