@@ -99,14 +99,12 @@ def run_spooled(calls: dict[Hashable, tuple[Callable, tuple]], workers: int, *, 
                 pool.shutdown(wait=not broken, cancel_futures=True)
             rounds += 1
             if broken:
-                started = [key for key in pending if os.path.exists(paths[key] + ".started")]
                 for key in list(pending):
                     if os.path.exists(paths[key]):  # finished as the pool broke
                         del pending[key]
                         yield key, take(paths[key])
+                started = [key for key in pending if os.path.exists(paths[key] + ".started")]
                 for key in started or list(pending):  # all, should none have started
-                    if key not in pending:
-                        continue
                     tries[key] += 1
                     if tries[key] >= attempts:
                         del pending[key]

@@ -33,8 +33,8 @@ from pathlib import Path
 from . import _ssdlab
 from .drive import Drive, config_text, description, dump_toml, preset_names
 from .errors import SsdlabError
-from .pool import Died, run_spooled
 from .job import Job, parse_size
+from .pool import Died, run_spooled
 from .review.procedures import spare_span, window_write_amplification
 
 OP_PERCENT = (7, 12, 25, 28, 50)
@@ -248,16 +248,16 @@ def datasheet_rows(presets: list[str], seconds: float = 5.0, steady_drive_writes
     one mechanism switched off (`mechanism`, as --ablate). Presets run in parallel; the rows
     come back in preset order."""
     tasks = [(p, seconds, steady_drive_writes, mechanism) for p in presets]
-    workers = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
-    return [row for part in in_pool(datasheet_preset, tasks, workers, progress) for row in part]
+    return [row for part in in_pool(datasheet_preset, tasks, jobs, progress) for row in part]
 
 
-def in_pool(fn, tasks: list[tuple], workers: int, progress=None, label=lambda task: task[0]) -> list:
-    """`fn(task)` for each of `tasks` on a pool of `workers` processes (`ssdlab.pool`: a
-    worker that dies has the unfinished runs run again once), the results in the tasks'
-    order; `progress(done, total)` as they finish."""
+def in_pool(fn, tasks: list[tuple], jobs: int | None, progress=None, label=lambda task: task[0]) -> list:
+    """`fn(task)` for each of `tasks` on a pool of `jobs` processes (one per core by default;
+    `ssdlab.pool`: a worker that dies has the unfinished runs run again once), the results in
+    the tasks' order; `progress(done, total)` as they finish."""
     results = {}
-    for i, res in run_spooled({i: (fn, (t,)) for i, t in enumerate(tasks)}, workers, attempts=2):
+    calls = {i: (fn, (t,)) for i, t in enumerate(tasks)}
+    for i, res in run_spooled(calls, jobs or os.cpu_count() or 1, attempts=2):
         if isinstance(res, Died):
             raise SsdlabError(f"validate: the run of {label(tasks[i])} did not finish: {res}")
         results[i] = res
@@ -445,8 +445,7 @@ def consistency_rows(presets: list[str], spares=CONSISTENCY_SPARES, mechanism: s
     tasks = [(p, s, mechanism, quick, 0) for p in presets for s in spares]
     # Largest drives first, so the pool does not end on one long run.
     tasks.sort(key=lambda t: -describe_size(t[0]))
-    workers = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
-    results = in_pool(consistency_measure, tasks, workers, progress, label=lambda t: f"{t[0]} at {t[1]}% spare")
+    results = in_pool(consistency_measure, tasks, jobs, progress, label=lambda t: f"{t[0]} at {t[1]}% spare")
     order = {(p, s): i for i, (p, s, *_) in enumerate((t for t in sorted(tasks, key=lambda t: (presets.index(t[0]), t[1]))))}
     results.sort(key=lambda r: order.get((r["drive"], r["spare_pct"]), 0))
     rows = []
