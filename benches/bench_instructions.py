@@ -1,0 +1,164 @@
+"""Instructions per operation, counted by callgrind: issue 26's speed measure that does not move
+with the machine. Wall times on a shared VM move by 20-60% from hour to hour and by 2x from one
+VM to the next (CONTRIBUTING, Speed); the instructions a run executes are the same on any x86-64
+machine for the same build. Prints, for each run, the instructions counted in its timed part
+(callgrind's --toggle-collect), per host command and, for the GC steady-state runs, per NAND unit
+operation (host writes + GC copies), the run's digest and the functions with the largest own
+share. With --base REV the same runs of REV (built in a git worktree) come first, then the
+change's count against it, in the same run. Never fails on a figure.
+
+    python benches/bench_instructions.py [--base REV] [--only TEXT] [--jobs N] [--target DIR]
+
+Needs valgrind (Debian's `valgrind`) and builds the Rust examples it runs (`cargo build --release
+-p ssdlab-core --examples`). The four runs take about 8 minutes on two cores (each under
+callgrind runs 50-100x slower than natively, its untimed preconditioning too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PRESETS = "python/ssdlab/presets"
+
+# (what it measures, example, preset, arguments after the preset file, function collected). The
+# `steady` runs time GC steady state after untimed preconditioning; `consistency PRESET SECONDS
+# timed|fast STEADY` times a fill and random writes (see each example).
+RUNS = [
+    ("GC steady state, 8 dies", "steady", "crucial-m500-120", "30 0.5 1", "*timed_steady*"),
+    ("GC steady state, 256 dies, 25% spare, power budget", "steady", "micron-p320h-350", "4 1.2 1 25",
+     "*timed_steady*"),
+    ("timed 128 KiB sequential fill", "consistency", "crucial-m500-240", "0.01 timed 0.01", "*run_job*"),
+    ("4 KiB random writes from empty (no GC yet)", "consistency", "crucial-m500-240", "100 fast 0.01",
+     "*run_job*"),
+]
+
+
+def build(src: Path, target: Path) -> Path:
+    """The examples of the tree at `src`, built into `target`; their directory."""
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "ssdlab-core", "--examples", "--target-dir", str(target)],
+                   cwd=src, check=True)
+    return target / "release" / "examples"
+
+
+def result_of(output: str) -> dict:
+    """The example's figures: its last line that parses as a JSON object."""
+    for line in reversed(output.splitlines()):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            return record
+    return {}
+
+
+def top_functions(profile: Path, n: int = 5) -> list[tuple[float, str]]:
+    """The `n` functions with the largest own share of the instructions, as (percent, name):
+    callgrind lists a function's code inlined from other files apart, summed here."""
+    text = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", "--auto=no", str(profile)],
+                          capture_output=True, text=True).stdout
+    share: dict[str, float] = {}
+    for line in text.splitlines():
+        m = re.match(r"\s*[\d,]+ \(\s*([\d.]+)%\)\s+(\S.*)$", line)
+        if not m or "PROGRAM TOTALS" in line:
+            continue
+        name = m.group(2).split(":", 1)[-1].split(" [")[0]
+        name = re.sub(r"ssdlab_core::|<impl ssdlab_core::[^>]*>::", "", name)
+        share[name] = share.get(name, 0.0) + float(m.group(1))
+    return sorted(((pct, name) for name, pct in share.items()), reverse=True)[:n]
+
+
+def count(examples: Path, run: tuple, work: Path) -> dict:
+    """One run under callgrind: instructions collected, commands, NAND unit ops, digest."""
+    what, example, preset, args, toggle = run
+    profile = work / f"{example}-{preset}-{args.replace(' ', '_')}.callgrind"
+    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={profile}", f"--toggle-collect={toggle}",
+           str(examples / example), str(ROOT / PRESETS / f"{preset}.toml"), *args.split()]
+    t = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    m = re.search(r"Collected : (\d+)", p.stderr)
+    if p.returncode != 0 or not m:
+        return {"error": (p.stderr.strip().splitlines() or ["no output"])[-1]}
+    r = result_of(p.stdout)
+    if example == "steady":
+        commands = r.get("host_writes", 0)
+        ops = commands + r.get("gc_copies", 0)
+    else:
+        commands = sum(r.get(k, 0) for k in ("fill_ios", "randwrite_ios", "steady_ios"))
+        ops = 0
+    return {"instructions": int(m.group(1)), "commands": commands, "ops": ops, "digest": r.get("digest", "?"),
+            "top": top_functions(profile), "wall_s": wall}
+
+
+def show(label: str, run: tuple, c: dict) -> None:
+    what, example, preset, args, _ = run
+    print(f"{label} {what}: `{example} {preset} {args}`")
+    if "error" in c:
+        print(f"  did not run: {c['error']}")
+        return
+    per_op = f", {c['instructions'] / c['ops']:,.0f} per NAND unit op" if c["ops"] else ""
+    print(f"  {c['instructions']:,} instructions, {c['instructions'] / max(c['commands'], 1):,.0f} per host command"
+          f"{per_op} ({c['commands']:,} commands); digest {c['digest']}; {c['wall_s']:.0f} s under callgrind")
+    print("  own share: " + "; ".join(f"{name} {pct:.1f}%" for pct, name in c["top"]))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", help="a git revision to count too, built in a worktree, and compare against")
+    ap.add_argument("--only", default="", help="only the runs whose preset or description contains this")
+    ap.add_argument("--jobs", type=int, default=2, help="runs under callgrind at once (default: %(default)s)")
+    ap.add_argument("--target", type=Path, default=ROOT / "target", help="cargo's target directory for this tree")
+    a = ap.parse_args()
+    if not shutil.which("valgrind"):
+        print("bench_instructions: valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
+        return 2
+    runs = [r for r in RUNS if a.only in r[0] or a.only in r[2]]
+    if not runs:
+        print(f"bench_instructions: no run matches '{a.only}'; the presets: {', '.join(sorted({r[2] for r in RUNS}))}",
+              file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="ssdlab-instr-") as tmp:
+        work = Path(tmp)
+        trees = []
+        if a.base:
+            base_src = work / "base-src"
+            subprocess.run(["git", "worktree", "add", "-q", "--detach", str(base_src), a.base], cwd=ROOT, check=True)
+            try:
+                trees.append((f"base {a.base}", build(base_src, work / "base-target")))
+            finally:
+                subprocess.run(["git", "worktree", "remove", "--force", str(base_src)], cwd=ROOT, check=False)
+        trees.append(("this tree", build(ROOT, a.target)))
+        results = {}
+        with ThreadPoolExecutor(max(1, a.jobs)) as pool:
+            for label, examples in trees:
+                (work / label.replace(" ", "-")).mkdir()
+                for i, run in enumerate(runs):
+                    results[label, i] = pool.submit(count, examples, run, work / label.replace(" ", "-"))
+            for label, _ in trees:
+                for i, run in enumerate(runs):
+                    show(label, run, results[label, i].result())
+        if a.base:
+            print(f"this tree against {a.base} (instructions; the same digest means the same results):")
+            for i, run in enumerate(runs):
+                b, c = results[trees[0][0], i].result(), results["this tree", i].result()
+                if "error" in b or "error" in c:
+                    continue
+                same = "same results" if b["digest"] == c["digest"] else "RESULTS DIFFER"
+                print(f"  {run[0]} ({run[2]}): {b['instructions']:,} -> {c['instructions']:,} "
+                      f"({(c['instructions'] / b['instructions'] - 1) * 100:+.2f}%), {same}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
