@@ -4,8 +4,8 @@ VM to the next (CONTRIBUTING, Speed); the instructions a run executes are the sa
 machine for the same build. Prints, for each run, the instructions counted in its timed part
 (callgrind's --toggle-collect), per host command and, for the GC steady-state runs, per NAND unit
 operation (host writes + GC copies), the run's digest and the functions with the largest own
-share. With --base REV the same runs of REV (built in a git worktree) come first, then the
-change's count against it, in the same run. Never fails on a figure.
+share. With --base REV the same runs of REV (built in a git worktree, given this tree's preset
+files) come first, then the change's count against it, in the same run. Never fails on a figure.
 
     python benches/bench_instructions.py [--base REV] [--only TEXT] [--jobs N] [--target DIR]
 
@@ -131,14 +131,24 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ssdlab-instr-") as tmp:
         work = Path(tmp)
         trees = []
-        if a.base:
-            base_src = work / "base-src"
-            subprocess.run(["git", "worktree", "add", "-q", "--detach", str(base_src), a.base], cwd=ROOT, check=True)
-            try:
-                trees.append((f"base {a.base}", build(base_src, work / "base-target")))
-            finally:
-                subprocess.run(["git", "worktree", "remove", "--force", str(base_src)], cwd=ROOT, check=False)
-        trees.append(("this tree", build(ROOT, a.target)))
+        try:
+            if a.base:
+                base_src = work / "base-src"
+                git = subprocess.run(["git", "worktree", "add", "-q", "--detach", str(base_src), a.base], cwd=ROOT,
+                                     capture_output=True, text=True)
+                if git.returncode != 0:
+                    print(f"bench_instructions: --base {a.base}: {git.stderr.strip() or 'git worktree add failed'}",
+                          file=sys.stderr)
+                    return 2
+                try:
+                    trees.append((f"base {a.base}", build(base_src, work / "base-target")))
+                finally:
+                    subprocess.run(["git", "worktree", "remove", "--force", str(base_src)], cwd=ROOT, check=False)
+            trees.append(("this tree", build(ROOT, a.target)))
+        except subprocess.CalledProcessError as e:
+            print(f"bench_instructions: building the examples failed ({' '.join(e.cmd)}: exit {e.returncode})",
+                  file=sys.stderr)
+            return 2
         results = {}
         with ThreadPoolExecutor(max(1, a.jobs)) as pool:
             for label, examples in trees:
