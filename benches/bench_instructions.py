@@ -1,7 +1,7 @@
 """Instructions per operation, counted by callgrind: issue 26's speed measure that does not move
 with the machine. Wall times on a shared VM move by 20-60% from hour to hour and by 2x from one
-VM to the next (CONTRIBUTING, Speed); the instructions a run executes are the same on any x86-64
-machine for the same build. Prints, for each run, the instructions counted in its timed part
+VM to the next (CONTRIBUTING, Speed); the instructions a run executes do not move with load, and
+on another x86-64 machine only where glibc picks its memcpy by the CPU. Prints, for each run, the instructions counted in its timed part
 (callgrind's --toggle-collect), per host command and, for the GC steady-state runs, per NAND unit
 operation (host writes + GC copies), the run's digest and the functions with the largest own
 share. With --base REV the same runs of REV (built in a git worktree, given this tree's preset
