@@ -1,5 +1,6 @@
-"""Instructions per operation, counted by callgrind: issue 26's speed measure that does not move
-with the machine. Wall times on a shared VM move by 20-60% from hour to hour and by 2x from one
+"""Instructions per operation of four standard runs, counted by callgrind (issue 26).
+
+The speed measure that does not move with the machine's load. Wall times on a shared VM move by 20-60% from hour to hour and by 2x from one
 VM to the next (CONTRIBUTING, Speed); the instructions a run executes do not move with load, and
 on another x86-64 machine only where glibc picks its memcpy by the CPU. Prints, for each run, the instructions counted in its timed part
 (callgrind's --toggle-collect), per host command and, for the GC steady-state runs, per NAND unit
