@@ -22,7 +22,6 @@ callgrind runs 50-100x slower than natively, its untimed preconditioning too).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import shutil
 import subprocess
@@ -33,7 +32,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PRESETS = "python/ssdlab/presets"
+sys.path.insert(0, str(ROOT / "tools"))
+from check_digests import PRESETS, last_record  # noqa: E402  (the presets, and the examples' output read as it reads it)
 
 # (what it measures, example, preset, arguments after the preset file, function collected). The
 # `steady` runs time GC steady state after untimed preconditioning; `consistency PRESET SECONDS
@@ -53,18 +53,6 @@ def build(src: Path, target: Path) -> Path:
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "ssdlab-core", "--examples", "--target-dir", str(target)],
                    cwd=src, check=True)
     return target / "release" / "examples"
-
-
-def result_of(output: str) -> dict:
-    """The example's figures: its last line that parses as a JSON object."""
-    for line in reversed(output.splitlines()):
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            return record
-    return {}
 
 
 def top_functions(profile: Path, n: int = 5) -> list[tuple[float, str]]:
@@ -88,14 +76,14 @@ def count(examples: Path, run: tuple, work: Path) -> dict:
     what, example, preset, args, toggle = run
     profile = work / f"{example}-{preset}-{args.replace(' ', '_')}.callgrind"
     cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={profile}", f"--toggle-collect={toggle}",
-           str(examples / example), str(ROOT / PRESETS / f"{preset}.toml"), *args.split()]
+           str(examples / example), str(PRESETS / f"{preset}.toml"), *args.split()]
     t = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - t
     m = re.search(r"Collected : (\d+)", p.stderr)
     if p.returncode != 0 or not m:
         return {"error": (p.stderr.strip().splitlines() or ["no output"])[-1]}
-    r = result_of(p.stdout)
+    r = last_record(p.stdout)
     if example == "steady":
         commands = r.get("host_writes", 0)
         ops = commands + r.get("gc_copies", 0)

@@ -44,16 +44,23 @@ DIGESTS = [
 ]
 
 
-def digest_of(output: str) -> str | None:
-    """The digest in an example's output: its last line that parses as JSON with one."""
+def last_record(output: str) -> dict:
+    """An example's figures: the last line of its output that parses as a JSON object with a
+    digest ({} if none does). benches/bench_instructions.py reads the examples through it too."""
     for line in reversed(output.splitlines()):
         try:
             record = json.loads(line)
         except ValueError:
             continue
         if isinstance(record, dict) and "digest" in record:
-            return str(record["digest"])
-    return None
+            return record
+    return {}
+
+
+def digest_of(output: str) -> str | None:
+    """The digest in an example's output."""
+    record = last_record(output)
+    return str(record["digest"]) if record else None
 
 
 def main() -> int:
