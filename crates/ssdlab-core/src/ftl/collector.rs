@@ -1,17 +1,15 @@
-//! The collector's state: which blocks are candidates (the victim policy's sets), which block
-//! each die is collecting and how far, what copying is owed, and when collection runs (the
-//! schedule), and the choice of victim ([`Collector::select`], given the map and the blocks
-//! it reads). The copying and erasing are in [`super::gc`], on the FTL, since they move units
-//! through the map and the placement streams.
+//! The collector's state: which block each die is collecting and how far, what copying is
+//! owed, and when collection runs (the schedule), and the choice of victim
+//! ([`Collector::select`], among the candidates [`Blocks`] keeps). The copying and erasing are
+//! in [`super::gc`], on the FTL, since they move units through the map and the placement
+//! streams.
 
 use super::blocks::Blocks;
 use super::map::Map;
-use super::victim::Buckets;
-use super::{BlockState, NONE};
+use super::NONE;
 use crate::config::{FtlConfig, GcForegroundMode, GcPolicy, Geometry};
 use crate::rng::Rng;
 use crate::time::SimDuration;
-use std::collections::VecDeque;
 
 /// When collection runs (`ftl.gc_foreground_mode` and the free-block thresholds): the hooks
 /// `Ftl::gc_after_host_program`, `Ftl::gc_before_host_block` and `Ftl::gc_on_idle` read it.
@@ -50,12 +48,6 @@ pub(super) struct CollectorDie {
     pub gc_credit: f64,
     /// Units to copy per host unit written, for the current victim: v / (capacity - v).
     pub gc_ratio: f64,
-    /// Sealed blocks in sealing order (FIFO).
-    pub sealed_fifo: VecDeque<u32>,
-    /// Sealed blocks in no particular order (d-choices, cost-benefit, static levelling).
-    pub sealed_list: Vec<u32>,
-    /// Sealed blocks marked for retirement, collected before any other victim.
-    pub retiring: Vec<u32>,
     pub victim_selections: u64,
     /// The current victim was chosen by static wear levelling, not by the GC policy.
     pub victim_for_wear_leveling: bool,
@@ -68,43 +60,33 @@ impl CollectorDie {
             victim_cursor: 0,
             gc_credit: 0.0,
             gc_ratio: 0.0,
-            sealed_fifo: VecDeque::new(),
-            sealed_list: Vec::new(),
-            retiring: Vec::new(),
             victim_selections: 0,
             victim_for_wear_leveling: false,
         }
     }
 
-    /// Power-on or secure erase: no victim, no candidates (the count of selections stays).
+    /// Power-on or secure erase: no victim (the count of selections stays).
     pub fn reset(&mut self) {
         self.victim = NONE;
         self.victim_cursor = 0;
         self.gc_credit = 0.0;
         self.gc_ratio = 0.0;
-        self.sealed_fifo.clear();
-        self.sealed_list.clear();
-        self.retiring.clear();
         self.victim_for_wear_leveling = false;
     }
 }
 
-/// Garbage collection's own state. Invariant: a die's `victim` is in state Victim and in no
-/// candidate set; every sealed block is in its die's `sealed_list` (and, by policy, in
-/// `sealed_fifo` or the greedy `buckets`).
+/// Garbage collection's own state. Invariant: a die's `victim` is in state Victim (and so in
+/// no candidate set of [`Blocks`]).
 pub(super) struct Collector {
     pub policy: VictimPolicy,
     pub schedule: GcSchedule,
     pub dies: Vec<CollectorDie>,
-    /// Greedy: sealed blocks bucketed by valid count, per die.
-    pub buckets: Buckets,
     /// The d-choices draws.
     pub rng: Rng,
 }
 
 impl Collector {
     pub fn new(cfg: &FtlConfig, g: &Geometry, seed: u64) -> Collector {
-        let blocks = (g.dies * g.blocks_per_die) as usize;
         Collector {
             policy: VictimPolicy {
                 kind: cfg.gc_policy,
@@ -119,14 +101,6 @@ impl Collector {
                 idle: SimDuration::from_us(cfg.gc_background_idle_us),
             },
             dies: (0..g.dies).map(|_| CollectorDie::new()).collect(),
-            buckets: Buckets::new(
-                if cfg.gc_policy == GcPolicy::Greedy {
-                    g.dies
-                } else {
-                    0
-                },
-                blocks,
-            ),
             rng: Rng::derive(seed, "ftl.gc"),
         }
     }
@@ -143,52 +117,6 @@ pub(super) struct Selected {
 }
 
 impl Collector {
-    /// `block` of `die` is full: it becomes a candidate (sealed at write sequence `sequence`;
-    /// the map's block entries hold its valid count and take the greedy collector's key).
-    pub fn seal(
-        &mut self,
-        die: u32,
-        block: u32,
-        map: &mut Map,
-        blocks: &mut Blocks,
-        sequence: u32,
-    ) {
-        blocks.state[block as usize] = BlockState::Sealed;
-        blocks.sealed_at[block as usize] = sequence;
-        let d = &mut self.dies[die as usize];
-        blocks.sealed_pos[block as usize] = d.sealed_list.len() as u32;
-        d.sealed_list.push(block);
-        match self.policy.kind {
-            GcPolicy::Greedy => self.buckets.insert(map.block_entries_mut(), die, block),
-            GcPolicy::Fifo => d.sealed_fifo.push_back(block),
-            _ => {}
-        }
-    }
-
-    /// `block` of `die` leaves the candidates.
-    pub fn unseal(&mut self, die: u32, block: u32, map: &mut Map, blocks: &mut Blocks) {
-        let d = &mut self.dies[die as usize];
-        let pos = blocks.sealed_pos[block as usize];
-        debug_assert_ne!(pos, NONE);
-        let last = d.sealed_list.pop().expect("sealed list holds the block");
-        if last != block {
-            d.sealed_list[pos as usize] = last;
-            blocks.sealed_pos[last as usize] = pos;
-        }
-        blocks.sealed_pos[block as usize] = NONE;
-        match self.policy.kind {
-            GcPolicy::Greedy => self.buckets.remove(map.block_entries_mut(), die, block),
-            GcPolicy::Fifo => {
-                if d.sealed_fifo.front() == Some(&block) {
-                    d.sealed_fifo.pop_front();
-                } else if let Some(i) = d.sealed_fifo.iter().position(|&b| b == block) {
-                    d.sealed_fifo.remove(i);
-                }
-            }
-            _ => {}
-        }
-    }
-
     /// Choose `die`'s next victim and make it the die's victim (state Victim, out of the
     /// candidates, copying owed at v / (capacity - v) per host unit). A block marked for
     /// retirement goes first, then static wear levelling's coldest block when the die's wear
@@ -203,19 +131,13 @@ impl Collector {
         sequence: u32,
     ) -> Option<Selected> {
         let dix = die as usize;
-        if self.dies[dix].sealed_list.is_empty() {
+        if blocks.candidates(die).is_empty() {
             return None;
         }
         self.dies[dix].victim_selections += 1;
         let mut wear_leveling = false;
         // A block marked for retirement goes first: its data moves off failing flash.
-        let retiring = loop {
-            match self.dies[dix].retiring.pop() {
-                Some(b) if blocks.state[b as usize] == BlockState::Sealed => break Some(b),
-                Some(_) => continue, // already collected as an ordinary victim
-                None => break None,
-            }
-        };
+        let retiring = blocks.pop_retiring(die);
         let block = match retiring.or_else(|| {
             let b = self.coldest_if_spread_exceeded(die, blocks, g);
             wear_leveling = b.is_some();
@@ -223,16 +145,12 @@ impl Collector {
         }) {
             Some(b) => b,
             None => match self.policy.kind {
-                GcPolicy::Greedy => self
-                    .buckets
-                    .min(map.block_entries(), die)
+                GcPolicy::Greedy => blocks
+                    .greedy_min(map.block_entries(), die)
                     .expect("sealed blocks are in buckets"),
-                GcPolicy::Fifo => *self.dies[dix]
-                    .sealed_fifo
-                    .front()
-                    .expect("sealed blocks are queued"),
+                GcPolicy::Fifo => blocks.fifo_front(die).expect("sealed blocks are queued"),
                 GcPolicy::DChoices => {
-                    let list = &self.dies[dix].sealed_list;
+                    let list = blocks.candidates(die);
                     let mut best = list[self.rng.below(list.len() as u64) as usize];
                     for _ in 1..self.policy.d_choices {
                         let b = list[self.rng.below(list.len() as u64) as usize];
@@ -246,8 +164,7 @@ impl Collector {
             },
         };
         let valid = map.valid(block);
-        self.unseal(die, block, map, blocks);
-        blocks.state[block as usize] = BlockState::Victim;
+        blocks.take_victim(die, block, map.block_entries_mut());
         let capacity = g.data_units_per_block;
         let d = &mut self.dies[dix];
         d.victim = block;
@@ -278,9 +195,9 @@ impl Collector {
         let capacity = g.data_units_per_block as f64;
         let mut best = NONE;
         let mut best_score = f64::NEG_INFINITY;
-        for &b in &self.dies[die as usize].sealed_list {
+        for &b in blocks.candidates(die) {
             let u = map.valid(b) as f64 / capacity;
-            let age = sequence.wrapping_sub(blocks.sealed_at[b as usize]) as f64 + 1.0;
+            let age = sequence.wrapping_sub(blocks.sealed_at(b)) as f64 + 1.0;
             let score = if u == 0.0 {
                 f64::INFINITY
             } else {
@@ -303,13 +220,12 @@ impl Collector {
         }
         let first = die * g.blocks_per_die;
         let max = (first..first + g.blocks_per_die)
-            .map(|b| blocks.erase_count[b as usize])
+            .map(|b| blocks.erase_count(b))
             .max()?;
-        let coldest = *d
-            .sealed_list
+        let coldest = *blocks
+            .candidates(die)
             .iter()
-            .min_by_key(|&&b| (blocks.erase_count[b as usize], b))?;
-        (max - blocks.erase_count[coldest as usize] > self.policy.static_spread_max)
-            .then_some(coldest)
+            .min_by_key(|&&b| (blocks.erase_count(b), b))?;
+        (max - blocks.erase_count(coldest) > self.policy.static_spread_max).then_some(coldest)
     }
 }

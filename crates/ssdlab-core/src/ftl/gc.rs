@@ -39,7 +39,7 @@ impl Ftl {
         }
         let dix = die as usize;
         if self.collector.dies[dix].victim == NONE
-            && (self.dies[dix].free.len() >= self.collector.schedule.fg_free_min
+            && (self.blocks.free_len(die) >= self.collector.schedule.fg_free_min
                 || !self.select_victim(die))
         {
             return;
@@ -55,7 +55,7 @@ impl Ftl {
                     let copied = self.collect_step(die, sink);
                     self.collector.dies[dix].gc_credit -= copied as f64;
                 }
-                if self.dies[dix].free.len() >= self.collector.schedule.fg_free_min {
+                if self.blocks.free_len(die) >= self.collector.schedule.fg_free_min {
                     self.collector.dies[dix].gc_credit = 0.0;
                 } else {
                     self.select_victim(die);
@@ -67,7 +67,7 @@ impl Ftl {
             let copied = self.collect_step(die, sink);
             self.collector.dies[dix].gc_credit -= copied as f64;
             if self.collector.dies[dix].victim == NONE
-                && (self.dies[dix].free.len() >= self.collector.schedule.fg_free_min
+                && (self.blocks.free_len(die) >= self.collector.schedule.fg_free_min
                     || !self.select_victim(die))
             {
                 self.collector.dies[dix].gc_credit = 0.0;
@@ -84,13 +84,13 @@ impl Ftl {
     pub(super) fn gc_before_host_block<S: NandSink>(&mut self, die: u32, sink: &mut S) {
         match self.collector.schedule.mode {
             GcForegroundMode::OnDemand => {
-                while self.dies[die as usize].free.len() < self.collector.schedule.fg_free_min {
+                while self.blocks.free_len(die) < self.collector.schedule.fg_free_min {
                     if !self.collect_one_step(die, sink) {
                         break;
                     }
                 }
             }
-            GcForegroundMode::Deferred if self.dies[die as usize].free.len() <= 2 => {
+            GcForegroundMode::Deferred if self.blocks.free_len(die) <= 2 => {
                 self.counters.gc_deferred_rounds += 1;
                 let dies = self.geometry.dies;
                 for k in 0..dies {
@@ -101,8 +101,7 @@ impl Ftl {
                     // Bounded: a die whose sealed blocks are all full cannot gain blocks.
                     let victims_max = self.collector.dies[d as usize].victim_selections
                         + self.geometry.blocks_per_die as u64;
-                    while (self.dies[d as usize].free.len()
-                        < self.collector.schedule.deferred_free_target
+                    while (self.blocks.free_len(d) < self.collector.schedule.deferred_free_target
                         || self.collector.dies[d as usize].victim != NONE)
                         && self.collector.dies[d as usize].victim_selections <= victims_max
                     {
@@ -158,7 +157,7 @@ impl Ftl {
     /// Background collection when the drive is idle: one step on `die` if it is below the
     /// background target. Returns whether it did anything.
     pub fn collect_background_step<S: NandSink>(&mut self, die: u32, sink: &mut S) -> bool {
-        let free = self.dies[die as usize].free.len();
+        let free = self.blocks.free_len(die);
         if self.collector.dies[die as usize].victim == NONE
             && free >= self.collector.schedule.bg_free_target
         {
@@ -171,7 +170,7 @@ impl Ftl {
     }
 
     fn background_work_pending(&self, die: u32) -> bool {
-        let free = self.dies[die as usize].free.len();
+        let free = self.blocks.free_len(die);
         die != self.failed_die
             && (self.collector.dies[die as usize].victim != NONE
                 || free < self.collector.schedule.bg_free_target)
@@ -353,20 +352,19 @@ impl Ftl {
     /// Erase `die`'s collected `block` (retire it if it is marked), and return it to the free
     /// pool; the erase is journalled.
     pub(super) fn erase_block<S: NandSink>(&mut self, die: u32, block: u32, sink: &mut S) {
-        let dix = die as usize;
         assert_eq!(
             self.map.valid(block),
             0,
             "victim {block} erased with valid data"
         );
         // A block marked for retirement is not erased; an erase may fail (see crate::faults).
-        let retire = self.blocks.retiring[block as usize] || {
+        let marked = self.blocks.is_retiring(block);
+        let retire = marked || {
             sink.erase(die, true);
-            self.blocks.erase_count[block as usize] += 1;
             self.counters.blocks_erased += 1;
             let failed = self.erase_fail > 0.0 && self.fault_rng.unit_f64() < self.erase_fail;
             self.counters.erase_failures += failed as u64;
-            let retire = failed && self.may_retire(die);
+            let retire = failed && self.blocks.may_retire(die);
             self.counters.failed_blocks_kept += (failed && !retire) as u64;
             retire
         };
@@ -378,13 +376,10 @@ impl Ftl {
             tag: TAG_ERASE,
         });
         if retire {
-            self.blocks.retiring[block as usize] = false;
-            self.blocks.state[block as usize] = BlockState::Retired;
+            self.blocks.retire(block, !marked);
             self.counters.grown_bad_blocks += 1;
         } else {
-            self.blocks.state[block as usize] = BlockState::Free;
-            let ec = self.blocks.erase_count[block as usize];
-            self.dies[dix].free.push(block, ec);
+            self.blocks.erased(die, block);
         }
     }
 }

@@ -28,7 +28,7 @@ mod query;
 mod verify;
 mod victim;
 
-use crate::config::{FtlConfig, GcForegroundMode, GcPolicy, Geometry};
+use crate::config::{FtlConfig, GcForegroundMode, Geometry};
 use crate::divisor::Divisor;
 use crate::rng::Rng;
 use crate::time::SimTime;
@@ -37,7 +37,6 @@ use collector::Collector;
 pub use map::{Lba, Map, Ppn, Unmapped};
 pub use mount::{MountReport, Recovered};
 pub use persist::Persistence;
-use victim::FreePool;
 
 /// Free blocks a die with held victims keeps before host writes wait: the collector's two and
 /// room for the copies of the victims collected while the holds last. A margin, not a fit:
@@ -181,18 +180,16 @@ enum Stream {
     Gc,
 }
 
-/// One die's blocks as placement sees them: its free pool and its two open blocks.
+/// One die's open blocks as placement sees them (its free pool is with [`Blocks`]).
 #[derive(Clone, Debug)]
 struct Die {
-    free: FreePool,
     host: OpenBlock,
     gc: OpenBlock,
 }
 
 impl Die {
-    /// Power-on or secure erase: `free` is the die's free pool; nothing open.
-    fn reset(&mut self, free: FreePool) {
-        self.free = free;
+    /// Power-on or secure erase: nothing open.
+    fn reset(&mut self) {
         self.host = NO_OPEN_BLOCK;
         self.gc = NO_OPEN_BLOCK;
     }
@@ -306,7 +303,8 @@ pub struct Ftl {
     /// The map: L2P and P2L, valid counts per block, PU sequence numbers, the journal of map
     /// changes.
     map: Map,
-    /// Each block's state, wear, sealing and retirement.
+    /// Each block's state and wear, the free pools and the collection candidates: the one
+    /// writer of a block's state.
     blocks: Blocks,
     dies: Vec<Die>,
     /// Die receiving the next host PU (host data is striped PU by PU across dies).
@@ -359,12 +357,19 @@ impl Ftl {
     /// Build the FTL of a validated configuration; every table is allocated here, once.
     pub fn new(cfg: &FtlConfig, geometry: &Geometry, seed: u64) -> Ftl {
         let g = geometry.clone();
-        let mut ftl = Ftl {
+        let reserved = cfg.reserved_blocks_per_die + cfg.map_blocks_per_die;
+        Ftl {
             collector: Collector::new(cfg, &g, seed),
-            reserved_blocks_per_die: cfg.reserved_blocks_per_die + cfg.map_blocks_per_die,
+            reserved_blocks_per_die: reserved,
             map: Map::new(&g),
-            blocks: Blocks::new(cfg, &g),
-            dies: Vec::with_capacity(g.dies as usize),
+            blocks: Blocks::new(cfg, &g, reserved),
+            dies: vec![
+                Die {
+                    host: NO_OPEN_BLOCK,
+                    gc: NO_OPEN_BLOCK,
+                };
+                g.dies as usize
+            ],
             host_die: 0,
             sequence: 0,
             scratch: vec![0; g.units_per_pu as usize],
@@ -383,28 +388,7 @@ impl Ftl {
                 gc_ahead_units: Divisor::new(gc::gc_ahead_units(g.dies, g.units_per_pu)),
             },
             geometry: g,
-        };
-        let reserved = ftl.reserved_blocks_per_die;
-        for die in 0..ftl.geometry.dies {
-            let first = die * ftl.geometry.blocks_per_die;
-            let mut free = FreePool::new(cfg.wear_leveling_dynamic);
-            for b in first + reserved..first + ftl.geometry.blocks_per_die {
-                free.push(b, 0);
-            }
-            ftl.dies.push(Die {
-                free,
-                host: NO_OPEN_BLOCK,
-                gc: NO_OPEN_BLOCK,
-            });
         }
-        for die in 0..ftl.geometry.dies {
-            for b in 0..reserved {
-                // Reserved (bad) blocks are never written: mark them sealed-but-invisible.
-                ftl.blocks.state[(die * ftl.geometry.blocks_per_die + b) as usize] =
-                    BlockState::Open;
-            }
-        }
-        ftl
     }
 
     // ----- host operations -----------------------------------------------------------------
@@ -530,7 +514,9 @@ impl Ftl {
     /// collecting might have to erase.
     fn host_must_wait(&self) -> bool {
         let d = &self.dies[self.host_die as usize];
-        d.host.block == NONE && d.free.len() < 2 && self.hold.outstanding() > 0
+        d.host.block == NONE
+            && self.blocks.free_len(self.host_die) < 2
+            && self.hold.outstanding() > 0
     }
 
     /// Program every open host PU holding data that pins a block (padded, as for a FLUSH).
@@ -606,7 +592,7 @@ impl Ftl {
         !self.hold.enabled
             || self.hold.waiting.iter().all(|&b| {
                 let die = self.div.blocks_per_die.quotient(b);
-                self.dies[die as usize].free.len() >= HOLD_FREE_BLOCKS_MIN
+                self.blocks.free_len(die) >= HOLD_FREE_BLOCKS_MIN
             })
     }
 
@@ -628,41 +614,14 @@ impl Ftl {
     /// Every block erased, the map empty. Erase counts go up for blocks that held data.
     /// Not journalled: a data consumer drops everything it holds.
     pub fn secure_erase(&mut self) {
-        let g = self.geometry.clone();
-        let dynamic = self
-            .dies
-            .first()
-            .map(|d| d.free.is_least_worn())
-            .unwrap_or(true);
         self.map.clear(true);
-        self.blocks.sealed_pos.fill(NONE);
-        self.collector.buckets.clear();
         self.host_die = 0;
-        let reserved = self.reserved_blocks_per_die;
         self.persist.reset();
         self.hold.reset();
-        for die in 0..g.dies {
-            let first = die * g.blocks_per_die;
-            let d = &mut self.dies[die as usize];
-            let mut free = FreePool::new(dynamic);
-            for b in first + reserved..first + g.blocks_per_die {
-                // Grown bad blocks stay retired.
-                if self.blocks.state[b as usize] == BlockState::Retired
-                    || self.blocks.retiring[b as usize]
-                {
-                    self.counters.grown_bad_blocks += self.blocks.retiring[b as usize] as u64;
-                    self.blocks.retiring[b as usize] = false;
-                    self.blocks.state[b as usize] = BlockState::Retired;
-                    continue;
-                }
-                if self.blocks.state[b as usize] != BlockState::Free {
-                    self.blocks.erase_count[b as usize] += 1;
-                }
-                self.blocks.state[b as usize] = BlockState::Free;
-                free.push(b, self.blocks.erase_count[b as usize]);
-            }
-            d.reset(free);
-            self.collector.dies[die as usize].reset();
+        self.counters.grown_bad_blocks += self.blocks.erase_all();
+        for (d, c) in self.dies.iter_mut().zip(&mut self.collector.dies) {
+            d.reset();
+            c.reset();
         }
     }
 

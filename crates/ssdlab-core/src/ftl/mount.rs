@@ -70,17 +70,14 @@ impl Ftl {
                     ec.len()
                 ));
             }
-            // Bit 31: retired (a grown bad block), kept out of service.
-            for (i, &c) in ec.iter().enumerate() {
-                self.blocks.erase_count[i] = c & !RETIRED_BIT;
-            }
         }
+        // Which blocks were retired, for a rebuild without erase counts of its own.
+        let was_retired: Vec<bool> = (0..blocks as u32)
+            .map(|b| self.blocks.was_retired(b))
+            .collect();
+        // Bit 31 of an erase count: retired (a grown bad block), kept out of service.
+        self.blocks.begin_restore(erase_counts, RETIRED_BIT);
         self.map.clear(false);
-        self.blocks.sealed_pos.fill(NONE);
-        self.blocks.sealed_at.fill(0);
-        self.blocks.retiring.fill(false);
-        self.blocks.retired_per_die.fill(0);
-        self.collector.buckets.clear();
         self.host_die = 0;
         self.sequence = 0;
         self.counters = FtlCounters::default();
@@ -133,36 +130,35 @@ impl Ftl {
             }
             self.map.map(Lba(r.lba), Ppn(r.ppn), block as u32);
         }
+        // Full blocks, to be sealed once every block is stated (in block order, die by die).
+        let mut to_seal = Vec::new();
         for die in 0..g.dies {
             let first = die * g.blocks_per_die;
-            let dynamic = self.dies[die as usize].free.is_least_worn();
-            let mut free = FreePool::new(dynamic);
             let mut partial = Vec::new();
             for b in first + reserved..first + g.blocks_per_die {
                 let bi = b as usize;
                 let retired = match erase_counts {
                     Some(ec) => ec[bi] & RETIRED_BIT != 0,
-                    None => self.blocks.state[bi] == BlockState::Retired,
+                    None => was_retired[bi],
                 };
                 if retired {
                     if top_pu[bi] != NONE {
                         return Err(format!("block {b}: retired but holds recorded units"));
                     }
-                    self.blocks.state[bi] = BlockState::Retired;
-                    self.blocks.retired_per_die[die as usize] += 1;
+                    self.blocks.restore_retired(die, b);
                     continue;
                 }
                 if top_pu[bi] == NONE {
-                    self.blocks.state[bi] = BlockState::Free;
-                    free.push(b, self.blocks.erase_count[bi]);
+                    self.blocks.restore_free(die, b);
                     continue;
                 }
+                self.blocks.restore_written(b);
                 let mut next_pu = top_pu[bi] + 1;
                 while next_pu < g.pus_per_block && g.is_parity_pu(next_pu) {
                     next_pu += 1;
                 }
                 if next_pu == g.pus_per_block {
-                    self.blocks.state[bi] = BlockState::Sealed;
+                    to_seal.push(b);
                 } else {
                     partial.push((newest[bi], b, next_pu));
                 }
@@ -179,11 +175,9 @@ impl Ftl {
                 _ if partial[0].2 <= partial[1].2 => (Some(partial[0]), Some(partial[1])),
                 _ => (Some(partial[1]), Some(partial[0])),
             };
-            self.dies[die as usize].reset(free);
+            self.dies[die as usize].reset();
             self.collector.dies[die as usize].reset();
-            for &(_, block, _) in partial.iter().skip(2) {
-                self.blocks.state[block as usize] = BlockState::Sealed;
-            }
+            to_seal.extend(partial.iter().skip(2).map(|&(_, block, _)| block));
             for (stream, open) in [(Stream::Host, host), (Stream::Gc, gc)] {
                 if let Some((_, block, next_pu)) = open {
                     *self.dies[die as usize].open(stream) = OpenBlock {
@@ -191,26 +185,16 @@ impl Ftl {
                         next_pu,
                         ..NO_OPEN_BLOCK
                     };
-                    self.blocks.state[block as usize] = BlockState::Open;
                 }
             }
         }
-        self.relist_sealed();
+        // The candidates and the victim index, in block order as a scan of the states finds
+        // them.
+        to_seal.sort_unstable();
+        for b in to_seal {
+            self.seal(b);
+        }
         self.verify()
-    }
-
-    /// Rebuild every die's sealed list (and the victim index) from the block states.
-    fn relist_sealed(&mut self) {
-        let (dies, blocks_per_die) = (self.geometry.dies, self.geometry.blocks_per_die);
-        for die in 0..dies {
-            for b in die * blocks_per_die..(die + 1) * blocks_per_die {
-                if self.blocks.state[b as usize] == BlockState::Sealed
-                    && b % blocks_per_die >= self.reserved_blocks_per_die
-                {
-                    self.seal(b);
-                }
-            }
-        }
     }
 
     /// What the firmware reads at power-on to rebuild this state, and how long it takes on
@@ -228,7 +212,7 @@ impl Ftl {
                 die * g.blocks_per_die + self.reserved_blocks_per_die..(die + 1) * g.blocks_per_die
             {
                 let open = [d.host, d.gc].iter().find(|o| o.block == b).copied();
-                let pus = match (self.blocks.state[b as usize], open) {
+                let pus = match (self.blocks.state(b), open) {
                     (BlockState::Free, _) => continue,
                     (_, Some(o)) => {
                         r.open_blocks += 1;

@@ -3,7 +3,6 @@
 //! pool (collection first when the pool runs low), sealing full blocks as victim candidates,
 //! and program failures (the data written again elsewhere, the block retired).
 
-use super::victim::Buckets;
 use super::*;
 
 impl Ftl {
@@ -24,11 +23,9 @@ impl Ftl {
         };
         // In a bucket: sealed, under the greedy policy (the buckets are empty under others).
         // Its entry, count and key, is the line the map has just written.
-        let entries = self.map.block_entries_mut();
-        if Buckets::is_candidate(entries[u.block as usize]) {
-            let die = self.div.blocks_per_die.quotient(u.block);
-            self.collector.buckets.move_down(entries, die, u.block);
-        }
+        let die = self.div.blocks_per_die.quotient(u.block);
+        self.blocks
+            .valid_count_fell(self.map.block_entries_mut(), die, u.block);
     }
 
     /// Place `lba` in the open PU of `die`'s stream; program the PU when it is full.
@@ -167,16 +164,6 @@ impl Ftl {
         (self.failed_die != NONE).then_some(self.failed_die)
     }
 
-    /// May `die` retire one more block? Counts it if so.
-    pub(super) fn may_retire(&mut self, die: u32) -> bool {
-        let n = &mut self.blocks.retired_per_die[die as usize];
-        if *n >= self.blocks.retire_limit {
-            return false;
-        }
-        *n += 1;
-        true
-    }
-
     /// Fail program and erase operations at these rates, drawn from a stream of `seed`.
     pub fn set_faults(&mut self, program_fail: f64, erase_fail: f64, seed: u64) {
         self.program_fail = program_fail;
@@ -198,13 +185,12 @@ impl Ftl {
         sink: &mut S,
     ) {
         self.counters.program_failures += 1;
-        if !self.blocks.retiring[block as usize] {
-            if !self.may_retire(die) {
+        if !self.blocks.is_retiring(block) {
+            if !self.blocks.may_retire(die) {
                 self.counters.failed_blocks_kept += 1;
                 return; // the program is retried in place (no spare left to retire into)
             }
-            self.blocks.retiring[block as usize] = true;
-            self.collector.dies[die as usize].retiring.push(block);
+            self.blocks.mark_retiring(die, block);
         }
         let ob = self.dies[die as usize].open(stream);
         if ob.block == block {
@@ -229,7 +215,7 @@ impl Ftl {
         if stream == Stream::Host {
             self.gc_before_host_block(die, sink);
             // Keep one block for the collector: the host may not take the last one.
-            while self.dies[die as usize].free.len() < 2 {
+            while self.blocks.free_len(die) < 2 {
                 // Collecting more while victims are held gains no block: end a hold instead.
                 if self.hold.enabled && self.break_hold(die, sink) {
                     continue;
@@ -239,16 +225,14 @@ impl Ftl {
                 }
             }
         }
-        if self.dies[die as usize].free.len() == 0 {
+        if self.blocks.free_len(die) == 0 {
             self.break_hold(die, sink);
         }
-        let block = self.dies[die as usize]
-            .free
-            .pop()
+        let block = self
+            .blocks
+            .open(die)
             .unwrap_or_else(|| panic!("die {die}: free pool empty"));
-        debug_assert_eq!(self.blocks.state[block as usize], BlockState::Free);
         debug_assert_eq!(self.map.valid(block), 0);
-        self.blocks.state[block as usize] = BlockState::Open;
         let ob = self.dies[die as usize].open(stream);
         *ob = OpenBlock {
             block,
@@ -260,7 +244,7 @@ impl Ftl {
     /// `block` is full: it becomes a collection candidate.
     pub(super) fn seal(&mut self, block: u32) {
         let die = self.div.blocks_per_die.quotient(block);
-        self.collector
-            .seal(die, block, &mut self.map, &mut self.blocks, self.sequence);
+        self.blocks
+            .seal(die, block, self.map.block_entries_mut(), self.sequence);
     }
 }

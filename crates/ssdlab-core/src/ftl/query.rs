@@ -118,23 +118,24 @@ impl Ftl {
     }
 
     pub fn erase_counts(&self) -> &[u32] {
-        &self.blocks.erase_count
+        self.blocks.erase_counts()
     }
 
     pub fn free_blocks(&self, die: u32) -> u32 {
-        self.dies[die as usize].free.len()
+        self.blocks.free_len(die)
     }
 
     /// Blocks retired as grown bad blocks (after program or erase failures).
     pub fn retired_blocks(&self) -> u64 {
-        self.blocks
-            .state
-            .iter()
-            .filter(|&&s| s == BlockState::Retired)
+        let blocks = self.geometry.dies * self.geometry.blocks_per_die;
+        (0..blocks)
+            .filter(|&b| self.blocks.state(b) == BlockState::Retired)
             .count() as u64
     }
 
     pub fn free_blocks_total(&self) -> u64 {
-        self.dies.iter().map(|d| d.free.len() as u64).sum()
+        (0..self.geometry.dies)
+            .map(|die| self.blocks.free_len(die) as u64)
+            .sum()
     }
 }

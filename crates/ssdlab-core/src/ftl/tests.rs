@@ -1,6 +1,6 @@
 use super::*;
 use crate::config::tests::{small, small_journaled};
-use crate::config::DriveConfig;
+use crate::config::{DriveConfig, GcPolicy};
 use crate::rng::Rng;
 use proptest::prelude::*;
 use std::collections::BTreeSet;
