@@ -40,11 +40,16 @@ pub fn lambert_w0(x: f64) -> f64 {
 /// Greedy, mean-field, finite b: solve alpha (b - x)/b = H_b - H_k + (k - x)/k for x in
 /// [k-1, k] (H_n harmonic numbers, k = ceil(x)); A = b / (b - x).
 pub fn greedy_waf(alpha: f64, b: u32) -> f64 {
-    let h = |n: u32| (1..=n).map(|i| 1.0 / i as f64).sum::<f64>();
+    // H_n summed from 1 up, as a sum of each would be (bit for bit), once for all n.
+    let mut h = Vec::with_capacity(b as usize + 1);
+    h.push(0.0f64);
+    for i in 1..=b {
+        h.push(h[i as usize - 1] + 1.0 / i as f64);
+    }
     let bf = b as f64;
     for k in 1..=b {
         let kf = k as f64;
-        let x = (h(b) - h(k) + 1.0 - alpha) / (1.0 / kf - alpha / bf);
+        let x = (h[b as usize] - h[k as usize] + 1.0 - alpha) / (1.0 / kf - alpha / bf);
         if x >= kf - 1.0 - 1e-12 && x <= kf + 1e-12 {
             return bf / (bf - x);
         }

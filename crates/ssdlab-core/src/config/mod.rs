@@ -304,6 +304,26 @@ pub enum GcForegroundMode {
     Deferred,
 }
 
+/// How much foreground collection copies per host unit written while it runs.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum GcPace {
+    /// As much as the current victim needs to be freed by the time the host has filled the
+    /// space it gives back: v / (capacity - v) for a victim holding v valid units.
+    Victim,
+    /// A fixed ratio the firmware sizes for its own spare area: the copies per host unit that
+    /// greedy collection needs in the uniform random-write steady state of the drive as
+    /// built (`theory::greedy_waf` at the drive's nominal over-provisioning, minus one),
+    /// whatever the victims actually hold; between free-block watermarks with hysteresis
+    /// (`gc_free_blocks_low`, `gc_free_blocks_high`). With extra spare the victims are
+    /// emptier, collection gets ahead and stops at the high watermark; host writes then run
+    /// at fresh speed until the low one. Below `gc_foreground_free_blocks_min` a die copies
+    /// at least what its victim needs. GENERIC: US 9,645,924 ("garbage collection scaling": a
+    /// write-amplification target from the over-provisioning ratio), US 9,213,637 (host-write
+    /// credits kept between two thresholds); no source names the drives' own firmware.
+    Nominal,
+}
+
 /// The flash translation layer.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -332,6 +352,17 @@ pub struct FtlConfig {
     pub gc_foreground_free_blocks_min: u32,
     #[serde(default = "default_gc_foreground_mode")]
     pub gc_foreground_mode: GcForegroundMode,
+    /// How much paced or burst collection copies per host unit. Default `victim`.
+    #[serde(default = "default_gc_pace")]
+    pub gc_pace: GcPace,
+    /// Nominal pace: paced collection starts when the drive's free blocks fall to this many
+    /// per die (summed over the dies) and, once started, runs until they reach
+    /// `gc_free_blocks_high` per die. >= gc_foreground_free_blocks_min.
+    #[serde(default = "default_gc_free_blocks_low")]
+    pub gc_free_blocks_low: u32,
+    /// Nominal pace: the high watermark, free blocks per die. >= gc_free_blocks_low.
+    #[serde(default = "default_gc_free_blocks_high")]
+    pub gc_free_blocks_high: u32,
     /// Background collection, when the drive is idle, brings each die up to this many free
     /// blocks. >= gc_foreground_free_blocks_min.
     #[serde(default = "default_gc_background_free_blocks_target")]
@@ -388,6 +419,15 @@ fn default_gc_foreground_free_blocks_min() -> u32 {
 }
 fn default_gc_foreground_mode() -> GcForegroundMode {
     GcForegroundMode::Paced
+}
+fn default_gc_pace() -> GcPace {
+    GcPace::Victim
+}
+fn default_gc_free_blocks_low() -> u32 {
+    3
+}
+fn default_gc_free_blocks_high() -> u32 {
+    6
 }
 fn default_gc_background_free_blocks_target() -> u32 {
     6
@@ -594,6 +634,9 @@ pub(crate) mod tests {
                 gc_d_choices: 8,
                 gc_foreground_free_blocks_min: 3,
                 gc_foreground_mode: GcForegroundMode::Paced,
+                gc_pace: GcPace::Victim,
+                gc_free_blocks_low: 3,
+                gc_free_blocks_high: 6,
                 gc_background_free_blocks_target: 6,
                 gc_deferred_free_blocks_target: 8,
                 gc_background_idle_us: 5000,

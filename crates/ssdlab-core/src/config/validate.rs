@@ -247,13 +247,17 @@ impl DriveConfig {
         }
         // Each die must keep its open blocks and the collection reserve beyond its share of
         // user data, or garbage collection could find no block worth collecting.
-        let reserve_blocks_per_die =
-            f.gc_foreground_free_blocks_min
-                .max(match f.gc_foreground_mode {
-                    GcForegroundMode::Deferred => f.gc_deferred_free_blocks_target,
-                    _ => 0,
-                }) as u64
-                + 2;
+        let reserve_blocks_per_die = f
+            .gc_foreground_free_blocks_min
+            .max(match f.gc_foreground_mode {
+                GcForegroundMode::Deferred => f.gc_deferred_free_blocks_target,
+                _ => 0,
+            })
+            .max(match f.gc_pace {
+                GcPace::Nominal => f.gc_free_blocks_high,
+                GcPace::Victim => 0,
+            }) as u64
+            + 2;
         let spare_units = usable_units as i64
             - logical_units as i64
             - (dies as u64 * reserve_blocks_per_die * data_units_per_block as u64) as i64;
@@ -303,6 +307,29 @@ impl DriveConfig {
             return Err(err(
                 "ftl.gc_foreground_free_blocks_min",
                 "accepted: 2 or more",
+            ));
+        }
+        if f.gc_free_blocks_low < f.gc_foreground_free_blocks_min {
+            return Err(err(
+                "ftl.gc_free_blocks_low",
+                "must be >= ftl.gc_foreground_free_blocks_min",
+            ));
+        }
+        if f.gc_free_blocks_high < f.gc_free_blocks_low {
+            return Err(err(
+                "ftl.gc_free_blocks_high",
+                "must be >= ftl.gc_free_blocks_low",
+            ));
+        }
+        if f.gc_pace == GcPace::Nominal
+            && !matches!(
+                f.gc_foreground_mode,
+                GcForegroundMode::Paced | GcForegroundMode::Burst
+            )
+        {
+            return Err(err(
+                "ftl.gc_pace",
+                "nominal pacing applies to ftl.gc_foreground_mode paced or burst; accepted: \"victim\" with on-demand or deferred collection",
             ));
         }
         if f.gc_background_free_blocks_target < f.gc_foreground_free_blocks_min {

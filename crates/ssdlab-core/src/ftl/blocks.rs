@@ -54,6 +54,8 @@ pub(super) struct Blocks {
     retire_limit: u32,
     /// Per die: its erased blocks.
     free: Vec<FreePool>,
+    /// Erased blocks on every die.
+    free_total: u64,
     /// Per die: its candidates.
     candidates: Vec<Candidates>,
     /// Greedy: sealed blocks bucketed by valid count, per die (empty under other policies).
@@ -83,6 +85,7 @@ impl Blocks {
                 as u32
                 / 2,
             free: Vec::with_capacity(g.dies as usize),
+            free_total: (g.dies * (g.blocks_per_die - reserved)) as u64,
             candidates: vec![Candidates::default(); g.dies as usize],
             buckets: Buckets::new(
                 if cfg.gc_policy == GcPolicy::Greedy {
@@ -137,6 +140,12 @@ impl Blocks {
         self.free[die as usize].len()
     }
 
+    /// Erased blocks on every die.
+    #[inline]
+    pub fn free_total(&self) -> u64 {
+        self.free_total
+    }
+
     pub fn is_retiring(&self, block: u32) -> bool {
         self.retiring[block as usize]
     }
@@ -182,6 +191,7 @@ impl Blocks {
     #[inline]
     pub fn open(&mut self, die: u32) -> Option<u32> {
         let block = self.free[die as usize].pop()?;
+        self.free_total -= 1;
         self.step(block, BlockState::Free, BlockState::Open);
         Some(block)
     }
@@ -241,6 +251,7 @@ impl Blocks {
         self.erase_count[block as usize] += 1;
         let ec = self.erase_count[block as usize];
         self.free[die as usize].push(block, ec);
+        self.free_total += 1;
     }
 
     /// Victim -> Retired: `block` is a grown bad block (marked after a failed program, and not
@@ -305,6 +316,7 @@ impl Blocks {
             self.free[die as usize] = free;
             self.candidates[die as usize] = Candidates::default();
         }
+        self.free_total = self.free.iter().map(|f| f.len() as u64).sum();
         retired
     }
 
@@ -327,6 +339,7 @@ impl Blocks {
             self.free[die] = FreePool::new(self.free[die].is_least_worn());
             self.candidates[die] = Candidates::default();
         }
+        self.free_total = 0;
     }
 
     /// Power-on: `block` of `die` is retired (its erase count says so).
@@ -339,6 +352,7 @@ impl Blocks {
     pub fn restore_free(&mut self, die: u32, block: u32) {
         self.state[block as usize] = BlockState::Free;
         self.free[die as usize].push(block, self.erase_count[block as usize]);
+        self.free_total += 1;
     }
 
     /// Power-on: `block` holds programmed units: Open (a stream's, or to be sealed).
@@ -402,6 +416,13 @@ impl Blocks {
                     list.len()
                 ));
             }
+        }
+        let pooled: u64 = self.free.iter().map(|f| f.len() as u64).sum();
+        if pooled != self.free_total {
+            return Err(format!(
+                "{pooled} free blocks in the pools, {} counted",
+                self.free_total
+            ));
         }
         if self.policy == GcPolicy::Greedy {
             self.buckets.verify(entries, &self.sealed_pos)?;

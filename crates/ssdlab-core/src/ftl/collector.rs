@@ -7,23 +7,61 @@
 use super::blocks::Blocks;
 use super::map::Map;
 use super::NONE;
-use crate::config::{FtlConfig, GcForegroundMode, GcPolicy, Geometry};
+use crate::config::{FtlConfig, GcForegroundMode, GcPace, GcPolicy, Geometry};
 use crate::rng::Rng;
 use crate::time::SimDuration;
 
-/// When collection runs (`ftl.gc_foreground_mode` and the free-block thresholds): the hooks
-/// `Ftl::gc_after_host_program`, `Ftl::gc_before_host_block` and `Ftl::gc_on_idle` read it.
+/// When collection runs and how much it copies (`ftl.gc_foreground_mode`, `ftl.gc_pace` and
+/// the free-block thresholds): the hooks `Ftl::gc_after_host_program`,
+/// `Ftl::gc_before_host_block` and `Ftl::gc_on_idle` read it. Today's four modes are
+/// instances: paced (after each host program, a program unit's worth of copying at a time,
+/// while a die is below `fg_free_min`), burst (the same pace in victim-sized bites), on
+/// demand and deferred (when the host needs a block). `Pace::Nominal` adds the drive-wide
+/// watermarks with hysteresis.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct GcSchedule {
     pub mode: GcForegroundMode,
-    /// Foreground collection keeps each die at this many free blocks.
+    /// How much paced and burst collection copy per host unit.
+    pub pace: Pace,
+    /// Foreground collection keeps each die at this many free blocks (with the nominal pace:
+    /// below it a die copies at least what its victim needs, the emergency).
     pub fg_free_min: u32,
+    /// Nominal pace: collection starts when the drive's free blocks fall to `low_total` and
+    /// stops when they reach `high_total` (the watermarks per die times the dies).
+    pub low_total: u64,
+    pub high_total: u64,
     /// Background (idle) collection brings each die up to this many.
     pub bg_free_target: u32,
     /// Deferred collection, once a die is down to its last blocks, brings every die up to this.
     pub deferred_free_target: u32,
     /// Idle time before background collection starts.
     pub idle: SimDuration,
+}
+
+/// Copies per host unit while collection runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Pace {
+    /// The current victim's v / (capacity - v).
+    Victim,
+    /// This many, sized for the drive's own spare (`ftl.gc_pace = "nominal"`).
+    Nominal(f64),
+}
+
+/// The copies per host unit greedy collection needs in the uniform random-write steady state
+/// of the drive as built: the mean-field greedy write amplification (`theory::greedy_waf`) at
+/// the drive's own over-provisioning, minus one. The blocks that can hold data are every
+/// die's blocks but those held back (defect reserve, metadata), the low watermark's free
+/// blocks and the collector's open block; a block holds `data_units_per_block` units.
+pub fn nominal_pace(cfg: &FtlConfig, g: &Geometry) -> f64 {
+    let held = cfg.reserved_blocks_per_die + cfg.map_blocks_per_die + cfg.gc_free_blocks_low + 1;
+    let data_blocks = g.blocks_per_die.saturating_sub(held) as f64 * g.dies as f64;
+    let alpha = data_blocks * g.data_units_per_block as f64 / g.logical_units as f64;
+    // Validation keeps more than a block per die of spare beyond these; a drive with none
+    // would need every unit copied.
+    if alpha <= 1.0 + 1e-9 {
+        return g.data_units_per_block as f64;
+    }
+    crate::theory::greedy_waf(alpha, g.data_units_per_block) - 1.0
 }
 
 /// Which block to collect (`ftl.gc_policy`, `ftl.gc_d_choices`), and static wear levelling's
@@ -80,6 +118,9 @@ impl CollectorDie {
 pub(super) struct Collector {
     pub policy: VictimPolicy,
     pub schedule: GcSchedule,
+    /// Nominal pace: collection is under way (the free blocks fell to the low watermark and
+    /// have not reached the high one since).
+    pub collecting: bool,
     pub dies: Vec<CollectorDie>,
     /// The d-choices draws.
     pub rng: Rng,
@@ -95,11 +136,18 @@ impl Collector {
             },
             schedule: GcSchedule {
                 mode: cfg.gc_foreground_mode,
+                pace: match cfg.gc_pace {
+                    GcPace::Victim => Pace::Victim,
+                    GcPace::Nominal => Pace::Nominal(nominal_pace(cfg, g)),
+                },
                 fg_free_min: cfg.gc_foreground_free_blocks_min,
+                low_total: cfg.gc_free_blocks_low as u64 * g.dies as u64,
+                high_total: cfg.gc_free_blocks_high as u64 * g.dies as u64,
                 bg_free_target: cfg.gc_background_free_blocks_target,
                 deferred_free_target: cfg.gc_deferred_free_blocks_target,
                 idle: SimDuration::from_us(cfg.gc_background_idle_us),
             },
+            collecting: false,
             dies: (0..g.dies).map(|_| CollectorDie::new()).collect(),
             rng: Rng::derive(seed, "ftl.gc"),
         }

@@ -1,6 +1,7 @@
 //! Garbage collection: when the firmware collects (scheduling), which block (victim policy,
 //! static wear levelling) and the copying itself.
 
+use super::collector::Pace;
 use super::*;
 
 /// Source units of a victim whose map entries `collect_step` starts loading at once, ahead of
@@ -35,6 +36,10 @@ impl Ftl {
             self.collector.schedule.mode,
             GcForegroundMode::OnDemand | GcForegroundMode::Deferred
         ) {
+            return;
+        }
+        if let Pace::Nominal(ratio) = self.collector.schedule.pace {
+            self.gc_paced_nominal(die, ratio, sink);
             return;
         }
         let dix = die as usize;
@@ -72,6 +77,65 @@ impl Ftl {
             {
                 self.collector.dies[dix].gc_credit = 0.0;
                 break;
+            }
+        }
+    }
+
+    /// Paced collection at the nominal pace (`ftl.gc_pace = "nominal"`): `ratio` units copied
+    /// per host unit while the drive is collecting, between the watermarks. The phase is the
+    /// drive's (its free blocks summed over the dies: one processor runs one schedule), so
+    /// every die collects or none does; a die below `gc_foreground_free_blocks_min` collects in
+    /// any phase and copies at least what its victim needs (the emergency). A victim left
+    /// part-collected when collection stops stays the die's victim until it resumes.
+    fn gc_paced_nominal<S: NandSink>(&mut self, die: u32, ratio: f64, sink: &mut S) {
+        let s = self.collector.schedule;
+        let total = self.blocks.free_total();
+        let c = &mut self.collector;
+        if c.collecting && total >= s.high_total {
+            c.collecting = false;
+        } else if !c.collecting && total <= s.low_total {
+            c.collecting = true;
+        }
+        let dix = die as usize;
+        let emergency = self.blocks.free_len(die) < s.fg_free_min;
+        if !(self.collector.collecting || emergency) {
+            self.collector.dies[dix].gc_credit = 0.0;
+            return;
+        }
+        if self.collector.dies[dix].victim == NONE && !self.select_victim(die) {
+            return;
+        }
+        let d = &mut self.collector.dies[dix];
+        let pace = if emergency {
+            ratio.max(d.gc_ratio)
+        } else {
+            ratio
+        };
+        d.gc_credit += self.geometry.units_per_pu as f64 * pace;
+        // The bite: a program unit's worth per step (paced), or the whole victim once the
+        // credit covers what it holds (burst).
+        let burst = s.mode == GcForegroundMode::Burst;
+        loop {
+            let victim = self.collector.dies[dix].victim;
+            let credit = self.collector.dies[dix].gc_credit;
+            if victim == NONE
+                || (burst && credit < self.map.valid(victim) as f64)
+                || (!burst && credit <= 0.0)
+            {
+                break;
+            }
+            let mut copied = self.collect_step(die, sink);
+            while burst && self.collector.dies[dix].victim == victim {
+                copied += self.collect_step(die, sink);
+            }
+            self.collector.dies[dix].gc_credit -= copied as f64;
+            if self.collector.dies[dix].victim == NONE {
+                let more = self.collector.collecting
+                    || self.blocks.free_len(die) < self.collector.schedule.fg_free_min;
+                if !more || !self.select_victim(die) {
+                    self.collector.dies[dix].gc_credit = 0.0;
+                    break;
+                }
             }
         }
     }

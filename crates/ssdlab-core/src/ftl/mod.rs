@@ -33,6 +33,7 @@ use crate::divisor::Divisor;
 use crate::rng::Rng;
 use crate::time::SimTime;
 use blocks::Blocks;
+pub use collector::nominal_pace;
 use collector::Collector;
 pub use map::{Lba, Map, Ppn, Unmapped};
 pub use mount::{MountReport, Recovered};
@@ -619,6 +620,7 @@ impl Ftl {
         self.persist.reset();
         self.hold.reset();
         self.counters.grown_bad_blocks += self.blocks.erase_all();
+        self.collector.collecting = false;
         for (d, c) in self.dies.iter_mut().zip(&mut self.collector.dies) {
             d.reset();
             c.reset();

@@ -77,6 +77,7 @@ impl Ftl {
             .collect();
         // Bit 31 of an erase count: retired (a grown bad block), kept out of service.
         self.blocks.begin_restore(erase_counts, RETIRED_BIT);
+        self.collector.collecting = false;
         self.map.clear(false);
         self.host_die = 0;
         self.sequence = 0;
