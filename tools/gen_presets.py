@@ -100,6 +100,23 @@ FIRMWARE = {
 # with host writes (measurements.md: the M500 holds a floor "with the per-second values
 # consistent around it"); ASSUMED for the drives without a measurement.
 GC_MODE = {"crucial-m4": ("deferred", "drives.toml m4 note: not defragmenting on the fly")}
+# How much paced collection copies per host write (ftl.gc_pace) and its free-block watermarks.
+# GENERIC (no source names these firmwares' schedulers): a pacer sized for the drive's own
+# spare, not for what the victims hold (US 9,645,924, "garbage collection scaling": a
+# write-amplification target from the over-provisioning ratio), between two free-block
+# thresholds with hysteresis (US 9,213,637: host-write credits kept between a first and a
+# second threshold "to maximize average write performance ... while minimizing variation").
+# Applied to the client families that pace (the M500's and M550's): their reviews describe
+# extra spare area as bursts at fresh speed over a floor near the default one (issue 71). The
+# watermarks, 3 and 6 free blocks per die, are the collector's foreground minimum and its
+# background target (ASSUMED, as before); the m4 defers collection and does not pace.
+GC_PACE = {
+    "crucial-m500": "nominal",
+    "crucial-m550": "nominal",
+}
+GC_PACE_NOTE = ("GENERIC: a pace sized for the drive's own spare (US 9,645,924) between free-block "
+                "watermarks with hysteresis (US 9,213,637); see docs/fidelity.md")
+GC_FREE_BLOCKS_LOW, GC_FREE_BLOCKS_HIGH = 3, 6
 # Host command latency outside the drive's serialised resources (host.command_latency_ns).
 # ASSUMED: SATA 20 us = AHCI driver path about 6 us (Intel's NVMe-versus-AHCI comparison:
 # 6 us AHCI, 2.8 us NVMe) plus the FPDMA queued protocol's frames and the firmware's command
@@ -599,6 +616,10 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
         'gc_policy = "greedy"',
         "gc_foreground_free_blocks_min = 3",
         f'gc_foreground_mode = "{gc_mode}"     # {gc_mode_src}',
+        *([f'gc_pace = "nominal"          # {GC_PACE_NOTE}',
+           f"gc_free_blocks_low = {GC_FREE_BLOCKS_LOW}          # GENERIC watermarks, free blocks per die over the drive: ASSUMED, the foreground minimum",
+           f"gc_free_blocks_high = {GC_FREE_BLOCKS_HIGH}         # ASSUMED: the background target"]
+          if GC_PACE.get(key) == "nominal" else []),
         "gc_background_free_blocks_target = 6",
         "gc_deferred_free_blocks_target = 8   # ASSUMED (deferred mode only)",
         "gc_background_idle_us = 5000",

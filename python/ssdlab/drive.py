@@ -20,7 +20,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
 PRESET_PACKAGE = "ssdlab.presets"
-PRECONDITIONS = ("none", "secure-erase", "fill", "fast-fill")
+PRECONDITIONS = ("none", "secure-erase", "fill", "fast-fill", "steady-state")
+# Drive writes of 4 KiB random writes the "steady-state" precondition makes after its fill: the
+# steady state of uniform random writes is reached after about 1.5 (qd-scaling's default).
+STEADY_STATE_DRIVE_WRITES = 2.0
 
 
 def preset_names() -> list[str]:
@@ -361,15 +364,23 @@ class Drive:
         """Every block erased, the mapping empty."""
         self._sim.secure_erase()
 
-    def precondition(self, kind: str = "fill", progress: bool | None = None) -> Result | None:
+    def precondition(self, kind: str = "fill", progress: bool | None = None,
+                     drive_writes: float = STEADY_STATE_DRIVE_WRITES) -> Result | None:
         """Bring the drive to a known state.
 
         kind : "none"; "secure-erase"; "fill" (secure erase, then a timed sequential 128 KiB
             QD32 write of every LBA, as a real drive would take it; returns its Result);
-            "fast-fill" (secure erase, then the same FTL state without simulating time).
+            "fast-fill" (secure erase, then the same FTL state without simulating time);
+            "steady-state" (random-write steady state as SNIA's Performance Test
+            Specification reaches it: purge (secure erase), the workload-independent
+            sequential fill of every LBA, then the workload-dependent 4 KiB random writes,
+            `drive_writes` times the drive, all without simulating time: the FTL state an
+            hours-long timed run reaches, as enterprise drives are rated).
         """
         if kind not in PRECONDITIONS:
             raise SsdlabError(f"precondition '{kind}' is not known; accepted: {', '.join(PRECONDITIONS)}")
+        if not drive_writes >= 0:
+            raise SsdlabError(f"precondition drive_writes {drive_writes}: accepted: 0 or more")
         if kind == "none":
             return None
         self._preconditioned = kind
@@ -378,8 +389,10 @@ class Drive:
         units = self.geometry["logical_units"]
         if kind == "secure-erase":
             return None
-        if kind == "fast-fill":
+        if kind in ("fast-fill", "steady-state"):
             self._sim.fill_untimed(0, units)
+            if kind == "steady-state":
+                self.random_writes(drive_writes)
             return None
         bs = 128 * 1024
         whole = self.user_bytes // bs * bs

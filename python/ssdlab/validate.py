@@ -35,7 +35,7 @@ from .drive import Drive, config_text, description, dump_toml, preset_names
 from .errors import SsdlabError
 from .job import Job, parse_size
 from .pool import Died, run_spooled
-from .review.procedures import spare_span, window_write_amplification
+from .review.procedures import distribution, spare_span, window_write_amplification
 
 OP_PERCENT = (7, 12, 25, 28, 50)
 GREEDY_B = (32, 64, 128, 256)
@@ -359,6 +359,8 @@ CONSISTENCY_SPARES = (0, 25)
 ABLATIONS = {
     "gc-cost": ({"controller": {"gc_copy_ns_per_unit": 0, "gc_victim_ns": 0}},
                 "garbage collection costs the controller's processor nothing"),
+    "gc-pacer": ({"ftl": {"gc_pace": "victim"}},
+                 "collection copies what each victim needs (no pace sized for the nominal spare, no watermarks)"),
     "gc-scheduling": ({"ftl": {"gc_foreground_mode": "paced"}},
                       "every preset collects paced with host writes (no deferred or burst collection)"),
     "map-persistence": ({"ftl": {"map_journal_entry_bytes": 0, "block_summary_pages": False, "map_blocks_per_die": 0}},
@@ -427,9 +429,11 @@ def consistency_measure(args: tuple) -> dict:
     in_window = (t > w0) & (t <= w1)
     w = iops[in_window]
     mean = float(w.mean()) if len(w) else 0.0
+    latency = r.series["write_latency_us_mean"].to_numpy()[in_window]
     return {"drive": cfg.get("name", name), "spare_pct": spare, "enterprise": enterprise, "window_s": [w0, w1],
             "mean_iops": mean, "floor_iops": float(np.percentile(w, 1)) if len(w) else 0.0,
             "cv": float(w.std() / mean) if mean else 0.0, "min_iops": float(w.min()) if len(w) else 0.0,
+            **distribution(w, latency, prefix=""),
             "waf": r.summary["write_amplification"],
             "window_waf": window_write_amplification(r.series, in_window, d.geometry, parse_size(bs, "bs")),
             "wall_s": time.perf_counter() - t0,
@@ -527,8 +531,12 @@ def describe_size(name: str) -> float:
 
 
 def consistency_markdown(rows: list[Row]) -> str:
-    out = ["| drive | spare | window s | steady mean IOPS | floor (p1) IOPS | CV | WAF (run) | WAF (window) | measured | error | pass |",
-           "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    """The consistency rows with the distribution of the window's per-second IOPS (issue 71):
+    mean, median, p1 (the floor), p5, p99, CV, the % of seconds below half the median and above
+    twice it, the % within 10% of the median second's latency, and the write amplification."""
+    out = ["| drive | spare | window s | mean IOPS | median | floor (p1) | p5 | p99 | CV | % < median/2 | % > 2x median | "
+           "% in latency band | WAF (run) | WAF (window) | measured | error | pass |",
+           "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         e = r.extra
         measured = "" if r.tolerance == "prediction" else f"{r.expected:,.0f}"
@@ -536,7 +544,10 @@ def consistency_markdown(rows: list[Row]) -> str:
         ok = "" if r.tolerance == "prediction" else ("yes" if r.passed else "**no**")
         name = r.item.split(" spare ")[0]
         out.append(f"| {name} | {e['spare_pct']}% | {e['window_s'][0]:g}-{e['window_s'][1]:g} | {e['mean_iops']:,.0f} | "
-                   f"{e['floor_iops']:,.0f} | {e['cv']:.3f} | {e['waf']:.2f} | {e['window_waf'] or 0:.2f} | {measured} | {err} | {ok} |")
+                   f"{e.get('median_iops', 0):,.0f} | {e['floor_iops']:,.0f} | {e.get('p5_iops', 0):,.0f} | "
+                   f"{e.get('p99_iops', 0):,.0f} | {e['cv']:.3f} | {e.get('below_half_median_pct', 0):.1f} | "
+                   f"{e.get('above_twice_median_pct', 0):.1f} | {e.get('latency_band_pct', 0):.1f} | "
+                   f"{e['waf']:.2f} | {e['window_waf'] or 0:.2f} | {measured} | {err} | {ok} |")
     return "\n".join(out) + "\n"
 
 

@@ -33,6 +33,19 @@ def in_range(flag: str, low: int, high: int):
     return parse
 
 
+def nonnegative(flag: str):
+    """An argparse type: a number of 0 or more (fractions allowed), with a clear error."""
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} '{text}': expected a number") from None
+        if not v >= 0 or v == float("inf"):
+            raise argparse.ArgumentTypeError(f"{flag} {text}: accepted: a number of 0 or more")
+        return v
+    return parse
+
+
 # Every command's --seed: the simulator's generators take 64 bits.
 SEED = in_range("--seed", 0, 2**64 - 1)
 
@@ -51,8 +64,6 @@ def out_dir(path: str | None) -> Path | None:
     if not os.access(out, os.W_OK):
         raise SsdlabError(f"--out {path}: not writable")
     return out
-
-
 
 
 def power_line(summary: dict) -> str | None:

@@ -74,7 +74,7 @@ class Fio:
         self.run(rw="write", bs="1m", iodepth=8, size=max(size, 1 << 20))
 
     def run(self, *, rw: str, bs: str, iodepth: int, size: int, offset: int = 0, runtime_s: float | None = None,
-            rwmixread: int | None = None, iops_log: bool = False) -> tuple[dict, pd.DataFrame | None]:
+            rwmixread: int | None = None, iops_log: bool = False, io_size: int | None = None) -> tuple[dict, pd.DataFrame | None]:
         self.n += 1
         out = self.dir / f"fio-{self.n}.json"
         log = self.dir / f"log-{self.n}"
@@ -83,6 +83,8 @@ class Fio:
                 "--randrepeat=0", "--norandommap", "--refill_buffers", "--output-format=json", f"--output={out}"]
         if rwmixread is not None:
             args.append(f"--rwmixread={rwmixread}")
+        if io_size is not None:
+            args.append(f"--io_size={io_size}")
         if runtime_s is not None:
             args += [f"--runtime={runtime_s}", "--time_based"]
         if iops_log:
@@ -137,6 +139,8 @@ def run_fio_procedure(procedure: str, target: dict, params: dict, report=None) -
                 f.fresh()
                 span = spare_span(size, spare, 4096)
                 f.fill(span if p["fill"] == "span" else size)
+                if p["precondition"] == "steady-state":
+                    f.run(rw="randwrite", bs="4k", iodepth=32, size=span, io_size=max(int(span * p["steady_drive_writes"]) // 4096 * 4096, 4096))
                 job, series = f.run(rw="randwrite", bs=p["bs"], iodepth=p["qd"], size=span, runtime_s=duration, iops_log=True)
                 if series is None or series.empty:
                     series = pd.DataFrame({"time_s": [float(duration)], "iops": [job["write"]["iops"]]})

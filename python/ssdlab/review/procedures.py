@@ -165,10 +165,14 @@ def consistency(source: str | DriveText, p: dict, tracker: Tracker, seed: int = 
         unit = d.geometry["mapping_unit_bytes"]
         span = spare_span(d.user_bytes, spare, unit)
         d.fill(span if p["fill"] == "span" else None)
+        if p["precondition"] == "steady-state":
+            # SNIA-style: the workload's own random writes until steady state, untimed.
+            d.random_writes(p["steady_drive_writes"], span)
         r = d.run(Job(name="consistency", rw="randwrite", bs=p["bs"], iodepth=p["qd"], size=str(span),
                       runtime_s=duration, time_based=True), progress=tracker)
         power = [c for c in ("power_w", "temperature_c") if c in r.series]  # a drive with a power model
-        s = r.series[["time_s", "write_iops", *power]].rename(columns={"write_iops": "iops"})
+        s = r.series[["time_s", "write_iops", "write_latency_us_mean", *power]].rename(
+            columns={"write_iops": "iops", "write_latency_us_mean": "latency_us"})
         s["iops"] = s["iops"].round(3)
         bs = parse_size(p["bs"], "bs")
         summary = consistency_summary(s, p["steady_window_s"], r.summary["write_amplification"],
@@ -206,6 +210,43 @@ def window_write_amplification(series: pd.DataFrame, window: np.ndarray, geometr
     return pages * page_bytes / host if host > 0 else None
 
 
+# The latency band of `distribution`: a second is in it when its mean latency is within this
+# share of the median second's.
+LATENCY_BAND = 0.10
+
+
+def distribution(iops: np.ndarray, latency_us: np.ndarray | None = None, prefix: str = "steady_") -> dict:
+    """The spread of per-second values as the reviews read a consistency scatter (issue 71):
+    the median, the 1st, 5th and 99th percentiles, the standard deviation and coefficient of
+    variation, the share of seconds below half the median (stalls) and above twice it (bursts),
+    and, given the seconds' mean latencies, the share of seconds within LATENCY_BAND of the
+    median second's latency. Shares in %. Keys start with `prefix`."""
+    import numpy as np
+
+    iops = np.asarray(iops, dtype=float)
+    if not len(iops):
+        return {}
+    median = float(np.median(iops))
+    mean = float(iops.mean())
+    out = {
+        "median_iops": median,
+        "p1_iops": float(np.percentile(iops, 1)),
+        "p5_iops": float(np.percentile(iops, 5)),
+        "p99_iops": float(np.percentile(iops, 99)),
+        "stddev_iops": float(iops.std()),
+        "cv": float(iops.std() / mean) if mean else 0.0,
+        "below_half_median_pct": 100.0 * float(np.mean(iops < 0.5 * median)),
+        "above_twice_median_pct": 100.0 * float(np.mean(iops > 2.0 * median)),
+    }
+    if latency_us is not None:
+        lat = np.asarray(latency_us, dtype=float)
+        lat = lat[np.isfinite(lat) & (lat > 0)]
+        if len(lat):
+            m = float(np.median(lat))
+            out["latency_band_pct"] = 100.0 * float(np.mean(np.abs(lat - m) <= LATENCY_BAND * m))
+    return {prefix + k: v for k, v in out.items()}
+
+
 def consistency_summary(s: pd.DataFrame, window_s: float, waf: float | None, window_waf=None) -> dict:
     """The figures of a consistency run's per-second IOPS `s`; `window_waf`, when the drive's
     counters are known, gives the write amplification over the seconds a mask selects."""
@@ -225,8 +266,7 @@ def consistency_summary(s: pd.DataFrame, window_s: float, waf: float | None, win
         "cliff_s": float(t[below[0]]) if len(below) else None,
         "steady_mean_iops": float(last.mean()) if len(last) else 0.0,
         "steady_floor_iops": float(np.percentile(last, 1)) if len(last) else 0.0,
-        "steady_p99_iops": float(np.percentile(last, 99)) if len(last) else 0.0,
-        "steady_stddev_iops": float(last.std()) if len(last) else 0.0,
+        **distribution(last, s["latency_us"].to_numpy()[steady] if "latency_us" in s else None),
         "steady_window_s": window_s,
         "write_amplification": waf,
         **({"steady_write_amplification": window_waf(steady)} if window_waf else {}),
@@ -636,6 +676,11 @@ PROCEDURES: dict[str, Procedure] = {
         "steady_window_s": Param(600, "the last seconds summarised as steady state", _positive("steady_window_s")),
         "fill": Param("span", "span: fill only the written span, the rest stays trimmed (methodology.md); drive: fill "
                       "every LBA, so the unwritten share holds data instead of serving as spare", _choice("fill", ("span", "drive"))),
+        "precondition": Param("fill", "fill: secure erase and the fill, then the test (methodology.md); steady-state: "
+                              "after the fill, steady_drive_writes drive writes of untimed 4 KiB random writes over the span "
+                              "(SNIA-style, the state the published hours-long enterprise runs reach)",
+                              _choice("precondition", ("fill", "steady-state"))),
+        "steady_drive_writes": Param(2.0, "drive writes of the steady-state precondition", _nonnegative("steady_drive_writes")),
     }, lambda p: [1.0] * len(p["spare"])),
     "four-corners": Procedure("four-corners", four_corners, {
         "span": Param("8g", "LBA span of the random tests", _size("span")),
@@ -734,7 +779,8 @@ def unit_of(key: str) -> str:
 
 # The drive state each procedure starts from (the code above: secure erase, then what it writes).
 PRECONDITIONS = {
-    "consistency": "secure erase + sequential fill of the span (fill=drive: of every LBA)",
+    "consistency": "secure erase + sequential fill of the span (fill=drive: of every LBA); precondition=steady-state: "
+                   "+ untimed 4 KiB random writes",
     "four-corners": "secure erase; reads of a filled span, writes on an empty drive",
     "sequential-qd": "secure erase; reads of a filled reach, writes on an empty drive",
     "transfer-size": "secure erase, test file written first",

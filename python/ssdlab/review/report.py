@@ -47,12 +47,35 @@ def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], 
             zl["data"].append(dots(z.time_s, z.iops.clip(lower=1), name, o.drive, o.variant))
             zn["data"].append(dots(z.time_s, z.iops, name, o.drive, o.variant))
             frames.append(s.assign(drive=o.drive, variant=o.variant, source=o.source))
+        # The distribution of the steady window's seconds (issue 71): the share of seconds at or
+        # below each IOPS, with the summary's median, floor and spread in each curve's name.
+        dist = figure(f"Distribution of the per-second IOPS, t = {lo:.0f}..{end:.0f} s",
+                      {**log_iops_axis(*span), "title": {"text": "IOPS (log scale)"}},
+                      {"title": {"text": "share of seconds at or below (%)"}, "range": [0, 100]})
+        dist_frames = []
+        for o in outs:
+            z = o.tables["iops"]
+            v = np.sort(z[z.time_s >= lo].iops.to_numpy())
+            if not len(v):
+                continue
+            share = 100.0 * np.arange(1, len(v) + 1) / len(v)
+            m = o.summary
+            name = (f"{o.drive} ({o.variant}): median {m.get('steady_median_iops', 0):,.0f}, p1 {m.get('steady_p1_iops', 0):,.0f}, "
+                    f"p99 {m.get('steady_p99_iops', 0):,.0f}, {m.get('steady_above_twice_median_pct', 0):.0f}% of seconds "
+                    f"> 2x median, {m.get('steady_below_half_median_pct', 0):.0f}% < median/2")
+            dist["data"].append(line(np.clip(v, 1, None), share, name, o.drive, o.variant, mode="lines"))
+            dist_frames.append(pd.DataFrame({"iops": v, "share_pct": share, "drive": o.drive, "variant": o.variant,
+                                             "source": o.source}))
+        dist["layout"]["legend"] = {"orientation": "h", "y": -0.25}
         charts += [("consistency-full", "Performance consistency", full),
                    ("consistency-zoom-log", "Performance consistency", zl),
-                   ("consistency-zoom-linear", "Performance consistency", zn)]
+                   ("consistency-zoom-linear", "Performance consistency", zn),
+                   ("consistency-distribution", "Performance consistency", dist)]
         df = pd.concat(frames, ignore_index=True)
         for c in ("consistency-full", "consistency-zoom-log", "consistency-zoom-linear"):
             data[c] = df if c == "consistency-full" else df[df.time_s >= lo]
+        if dist_frames:
+            data["consistency-distribution"] = pd.concat(dist_frames, ignore_index=True)
 
     for proc, title, unit in (("four-corners", "Desktop Iometer: the four corners", "MB/s"),
                               ("sequential-qd", "Incompressible sequential at high queue depth", "MB/s")):

@@ -694,6 +694,22 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn gc_watermarks_and_pace_are_checked() {
+        let mut c = small();
+        c.ftl.gc_free_blocks_low = 2;
+        assert_eq!(c.validate().unwrap_err().field, "ftl.gc_free_blocks_low");
+        let mut c = small();
+        c.ftl.gc_free_blocks_high = 2;
+        assert_eq!(c.validate().unwrap_err().field, "ftl.gc_free_blocks_high");
+        let mut c = small();
+        c.ftl.gc_pace = GcPace::Nominal;
+        c.ftl.gc_foreground_mode = GcForegroundMode::OnDemand;
+        let e = c.validate().unwrap_err();
+        assert_eq!(e.field, "ftl.gc_pace");
+        assert!(e.message.contains("accepted"), "{e}");
+    }
+
+    #[test]
     fn impossible_geometry_is_rejected() {
         let mut c = small();
         c.nand.page_size_bytes = 6000;

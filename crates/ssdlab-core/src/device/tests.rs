@@ -1355,3 +1355,82 @@ fn a_waiter_due_before_the_first_run_is_woken_on_its_own() {
     let (plain_ends, plain_now, _) = once(false);
     assert_eq!((ends, now), (plain_ends, plain_now));
 }
+
+/// Per-interval write IOs and free blocks of random writes over the first three quarters of
+/// the LBAs (the rest trimmed: 25% extra spare), after two drive writes of them untimed.
+fn spare_series(cfg: &DriveConfig, seconds: f64) -> (Vec<u64>, Vec<u64>, Device) {
+    let mut dev = Device::new(cfg, 1).unwrap();
+    let span = (dev.geometry.logical_units * 3 / 4) as u32;
+    dev.fill_untimed(0, span);
+    dev.random_writes_untimed(0, span, 2 * span as u64, 5);
+    let job = Job {
+        rw: "randwrite".into(),
+        iodepth: 32,
+        size: Some((span as u64 * dev.geometry.mapping_unit_bytes as u64).to_string()),
+        runtime_s: Some(seconds),
+        time_based: true,
+        log_interval_s: 0.05,
+        ..Job::default()
+    };
+    let r = run(&mut dev, job);
+    let n = r.series.write_ios.len() - 1; // the last interval is partial
+    (
+        r.series.write_ios[..n].to_vec(),
+        r.series.free_blocks[..n].to_vec(),
+        dev,
+    )
+}
+
+#[test]
+fn nominal_pace_with_extra_spare_cycles_between_the_watermarks() {
+    // Issue 71: a pace sized for the drive's own spare runs ahead of what the emptier victims
+    // of a drive with extra spare need, so the free blocks climb to the high watermark, the
+    // host then writes at fresh speed down to the low one, and is paced again: bursts over a
+    // floor. Paced by what each victim needs, the same drive holds one flat level.
+    let cfg = |pace| {
+        let mut cfg = firmware_example();
+        // Room for the watermarks' free blocks on the small drive.
+        cfg.ftl.user_capacity_bytes = 400_000_000;
+        cfg.ftl.gc_pace = pace;
+        cfg.ftl.gc_free_blocks_low = 3;
+        cfg.ftl.gc_free_blocks_high = 8;
+        cfg
+    };
+    let (w_nom, free_nom, dev) = spare_series(&cfg(crate::config::GcPace::Nominal), 8.0);
+    dev.ftl.verify().unwrap();
+    let dies = dev.geometry.dies as u64;
+    let (w_vic, free_vic, dev) = spare_series(&cfg(crate::config::GcPace::Victim), 8.0);
+    dev.ftl.verify().unwrap();
+    let spread = |w: &[u64]| {
+        let mut s = w.to_vec();
+        s.sort_unstable();
+        (s[s.len() / 10] as f64, s[s.len() * 9 / 10] as f64)
+    };
+    // The nominal pace reaches the high watermark and comes down to the low one again.
+    let top = free_nom
+        .iter()
+        .position(|&f| f >= 8 * dies)
+        .expect("reaches the high watermark");
+    assert!(
+        free_nom[top..].iter().any(|&f| f <= 3 * dies + 1),
+        "{free_nom:?}"
+    );
+    let (lo, hi) = spread(&w_nom);
+    assert!(hi > 2.0 * lo, "nominal: p10 {lo}, p90 {hi}");
+    // The victim's pace keeps the free blocks at the foreground minimum and the IOPS level.
+    assert!(free_vic.iter().all(|&f| f < 8 * dies), "{free_vic:?}");
+    let (lo, hi) = spread(&w_vic);
+    assert!(hi < 1.3 * lo, "victim: p10 {lo}, p90 {hi}");
+}
+
+#[test]
+fn nominal_pace_is_deterministic() {
+    let mut cfg = firmware_example();
+    cfg.ftl.user_capacity_bytes = 400_000_000;
+    cfg.ftl.gc_pace = crate::config::GcPace::Nominal;
+    let once = || {
+        let (w, free, dev) = spare_series(&cfg, 2.0);
+        (w, free, dev.ftl.state_digest())
+    };
+    assert_eq!(once(), once());
+}
