@@ -191,3 +191,16 @@ def test_garbage_and_huge_job_files_get_one_line(tmp_path):
     f.write_text("[a]\nnumjobs=99999999999\n")
     p = cli("run", "--drive", "crucial-m4-128", str(f))
     assert p.returncode == 2 and "bad.fio:2: job 'a': numjobs: 99999999999 is out of range" in p.stderr, p.stderr
+
+
+def test_the_steady_state_precondition_from_the_command_line(tmp_path):
+    """Issue 71: an enterprise steady state is one flag away (SNIA-style preconditioning)."""
+    p = cli("run", "--drive", "micron-m500dc-120", "--precondition", "steady-state", "--precondition-drive-writes", "1",
+            "--rw", "randwrite", "--iodepth", "32", "--runtime", "2", "--quiet", "--intervals", "none",
+            "--out", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    s = json.loads((tmp_path / "summary.json").read_text())
+    assert s["run"]["precondition"] == "steady-state" and s["write_amplification"] > 1.2
+    bad = cli("run", "--drive", "micron-m500dc-120", "--precondition", "steady-state", "--precondition-drive-writes", "-2",
+              "--rw", "randwrite")
+    assert bad.returncode == 2 and "--precondition-drive-writes -2: accepted: a number of 0 or more" in bad.stderr, bad.stderr

@@ -198,3 +198,17 @@ def test_a_written_summary_says_when_it_was_written(tmp_path, monkeypatch):
     r.write(tmp_path)
     written = json.loads((tmp_path / "summary.json").read_text())
     assert written["run"]["written_at"] == "2023-11-14T22:13:20+00:00"
+
+
+def test_the_steady_state_precondition_is_random_write_steady_state(small_toml):
+    """Issue 71: SNIA-style preconditioning from the API: purge, fill, random writes (untimed).
+    Random writes after it run at the steady-state level at once, not at fresh speed."""
+    fresh, steady = Drive.from_toml(small_toml), Drive.from_toml(small_toml)
+    fresh.precondition("fast-fill")
+    assert steady.precondition("steady-state", drive_writes=2) is None
+    job = Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=2, time_based=True)
+    a, b = fresh.run(job), steady.run(job)
+    assert b.summary["write"]["iops"] < 0.7 * a.summary["write"]["iops"], (a.summary["write"], b.summary["write"])
+    assert b.summary["run"]["precondition"] == "steady-state"
+    with pytest.raises(SsdlabError, match="drive_writes"):
+        steady.precondition("steady-state", drive_writes=-1)

@@ -319,3 +319,42 @@ def test_a_short_consistency_run_warns_and_keeps_the_peak_out_of_its_steady_stat
     full = consistency_summary(pd.DataFrame({"time_s": np.arange(1, 2001, dtype=float),
                                              "iops": np.full(2000, 2_000.0)}), 600, 3.0)
     assert full["steady_window_s"] == 600 and "warning" not in full
+
+
+def test_the_distribution_figures_of_a_scatter():
+    """Issue 71: the spread of the per-second values, as the reviews read a scatter."""
+    from ssdlab.review.procedures import distribution
+    # 80 seconds at 4,000 and 20 bursts at 80,000; latency 8 ms and 0.4 ms.
+    iops = np.r_[np.full(80, 4_000.0), np.full(20, 80_000.0)]
+    lat = 32 / iops * 1e6
+    d = distribution(iops, lat)
+    assert d["steady_median_iops"] == 4_000 and d["steady_p1_iops"] == 4_000 and d["steady_p99_iops"] == 80_000
+    assert d["steady_above_twice_median_pct"] == 20 and d["steady_below_half_median_pct"] == 0
+    assert d["steady_latency_band_pct"] == 80
+    assert d["steady_cv"] == pytest.approx(iops.std() / iops.mean())
+    flat = distribution(np.full(50, 3_000.0), prefix="")
+    assert flat["cv"] == 0 and flat["above_twice_median_pct"] == 0 and "latency_band_pct" not in flat
+    # Stalls: seconds below half the median.
+    stalls = distribution(np.r_[np.full(90, 2_000.0), np.zeros(10)], prefix="")
+    assert stalls["below_half_median_pct"] == 10 and stalls["p5_iops"] == 0
+    assert distribution(np.zeros(0)) == {}
+
+
+def test_consistency_summary_carries_the_distribution(small_toml):
+    (a,) = run_procedure("consistency", str(small_toml), {**SHORT["consistency"], "spare": [0]})
+    s = a.summary
+    for k in ("steady_median_iops", "steady_p1_iops", "steady_p5_iops", "steady_p99_iops", "steady_cv",
+              "steady_below_half_median_pct", "steady_above_twice_median_pct", "steady_latency_band_pct"):
+        assert k in s, k
+    assert s["steady_p1_iops"] <= s["steady_p5_iops"] <= s["steady_median_iops"] <= s["steady_p99_iops"]
+    assert 0 <= s["steady_latency_band_pct"] <= 100
+
+
+def test_consistency_from_random_write_steady_state(small_toml):
+    """precondition=steady-state: the untimed random writes leave nothing of the fresh burst."""
+    fresh, = run_procedure("consistency", str(small_toml), {**SHORT["consistency"], "spare": [0]})
+    steady, = run_procedure("consistency", str(small_toml), {**SHORT["consistency"], "spare": [0],
+                                                               "precondition": "steady-state"})
+    assert steady.summary["peak_iops"] < 0.5 * fresh.summary["peak_iops"], (steady.summary, fresh.summary)
+    with pytest.raises(SsdlabError, match="precondition"):
+        run_procedure("consistency", str(small_toml), {"precondition": "purge"})

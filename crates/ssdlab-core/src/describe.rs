@@ -36,6 +36,10 @@ pub struct Description {
     /// A 4 KiB random read holds a die for tR (one plane), then the bus and the link.
     pub rand_read_ceiling_iops: f64,
     pub map_dram_bytes: u64,
+    /// Units greedy collection copies per host unit in the uniform random-write steady state
+    /// of the drive as built (the mean field at its own spare less the low watermark's free
+    /// blocks): the ratio `ftl.gc_pace = "nominal"` paces at ([`crate::ftl::nominal_pace`]).
+    pub gc_steady_copies_per_host_unit: f64,
 }
 
 impl DriveConfig {
@@ -68,6 +72,7 @@ impl DriveConfig {
                 .min(bus / 4096.0)
                 .min(link_line / 4096.0),
             map_dram_bytes: g.map_dram_bytes,
+            gc_steady_copies_per_host_unit: crate::ftl::nominal_pace(&self.ftl, &g),
             geometry: g,
         })
     }

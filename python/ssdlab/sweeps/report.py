@@ -73,6 +73,8 @@ def build(out: Path) -> tuple[list[tuple[str, str, dict]], str]:
                     g = g.groupby(x, as_index=False)[m].mean().sort_values(x)  # replicates averaged
                     fig["data"].append(line(g[x], g[m], name, name, mode="lines+markers"))
                 charts.append((slug(f"{proc}-{m}-vs-{x}"), proc, fig))
+            if {"steady_median_iops", "steady_p1_iops", "steady_p99_iops"} <= set(s.columns):
+                charts.append((slug(f"{proc}-steady-distribution-vs-{x}"), proc, _distribution_chart(s, proc, x, others)))
         # Per-second series overlaid (consistency's IOPS, a job's IOPS).
         for table, ycol in (("iops", "iops"), ("series", "write_iops")):
             t = cat.series(proc, table)
@@ -91,6 +93,33 @@ def build(out: Path) -> tuple[list[tuple[str, str, dict]], str]:
     note = (f"{len(summary['point_key'].unique())} finished points of {len(manifest['points'])}"
             f"{f', {failed} failed' if failed else ''}; ssdlab {manifest['spec'].get('ssdlab_version', '')}")
     return charts, note
+
+
+def _distribution_chart(s: pd.DataFrame, proc: str, x: str, others: list[str]) -> dict:
+    """The steady state's per-second IOPS against `x`, as its distribution (issue 71): the
+    median as a line, the band from the 1st to the 99th percentile, the mean dotted; one colour
+    per drive (and value of the other swept axes); log IOPS."""
+    cols = ["steady_median_iops", "steady_p1_iops", "steady_p99_iops", "steady_mean_iops"]
+    values = s[[c for c in cols if c in s.columns]].to_numpy().ravel()
+    values = values[values > 0]
+    yaxis = log_iops_axis(float(values.min()), float(values.max())) if len(values) else {}
+    fig = figure(f"{proc}: steady-state IOPS per second vs {x}: median, 1st-99th percentile band, mean",
+                 {"title": {"text": x}}, yaxis)
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+    for i, (_, g) in enumerate(s.groupby(["drive"] + others, sort=True, dropna=False)):
+        name = _label(g.iloc[0], others)
+        g = g.groupby(x, as_index=False)[[c for c in cols if c in g.columns]].mean().sort_values(x)
+        colour = palette[i % len(palette)]
+        fig["data"].append(line(g[x], g["steady_p99_iops"], f"{name}: p99", name, mode="lines",
+                                line={"width": 0, "color": colour}, showlegend=False))
+        fig["data"].append(line(g[x], g["steady_p1_iops"], f"{name}: p1 to p99", name, mode="lines",
+                                line={"width": 0, "color": colour}, fill="tonexty", opacity=0.3))
+        fig["data"].append(line(g[x], g["steady_median_iops"], f"{name}: median", name, mode="lines+markers",
+                                line={"color": colour}))
+        if "steady_mean_iops" in g:
+            fig["data"].append(line(g[x], g["steady_mean_iops"], f"{name}: mean", name, mode="lines+markers",
+                                    line={"color": colour, "dash": "dot"}))
+    return fig
 
 
 def write_sweep_report(out: "str | Path", png: bool = False) -> list[Path]:
