@@ -33,17 +33,29 @@ def in_range(flag: str, low: int, high: int):
     return parse
 
 
-def nonnegative(flag: str):
-    """An argparse type: a number of 0 or more (fractions allowed), with a clear error."""
+def _number(flag: str, zero_ok: bool):
+    """An argparse type: a finite number above 0 (or of 0 or more), with a clear error."""
+    accepted = "a number of 0 or more" if zero_ok else "a positive number"
+
     def parse(text: str) -> float:
         try:
             v = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{flag} '{text}': expected a number") from None
-        if not v >= 0 or v == float("inf"):
-            raise argparse.ArgumentTypeError(f"{flag} {text}: accepted: a number of 0 or more")
+        if not ((v >= 0 if zero_ok else v > 0) and v != float("inf")):
+            raise argparse.ArgumentTypeError(f"{flag} {text}: accepted: {accepted}")
         return v
     return parse
+
+
+def nonnegative(flag: str):
+    """An argparse type: a number of 0 or more (fractions allowed)."""
+    return _number(flag, True)
+
+
+def positive(flag: str):
+    """An argparse type: a number above 0 (fractions allowed)."""
+    return _number(flag, False)
 
 
 # Every command's --seed: the simulator's generators take 64 bits.

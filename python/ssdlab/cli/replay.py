@@ -9,25 +9,13 @@ import sys
 from ..drive import FAULTS_HELP, LINK_POLICIES, PRECONDITIONS, STEADY_STATE_DRIVE_WRITES, Drive, device_label, format_faults
 from ..errors import SsdlabError
 from ..traces import trace_stats
-from .common import SEED, in_range, nonnegative, out_dir, power_line
+from .common import SEED, in_range, nonnegative, out_dir, positive, power_line
 
 FORMATS = ("msr, spc, blkparse, blktrace (binary, per-CPU files read together), fio-iolog, disksim, "
            "alibaba, tencent, fiu, msprod")
 COLUMNS_HELP = ("map the columns of any other delimited trace: time=COL[:ns|us|ms|s|ticks],op=COL[:READ/WRITE[/TRIM]],"
                 "offset=COL[:bytes|sectors|kib|4k],size=COL[:unit][,device=COL][,service=COL:unit][,sep=comma|space|tab|semicolon]"
                 "[,skip=N]; columns count from 0; e.g. time=0:us,op=3:0/1,offset=1:sectors,size=2:sectors")
-
-
-def _positive(flag: str):
-    def parse(text: str) -> float:
-        try:
-            v = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} '{text}': expected a number") from None
-        if not (v > 0 and v != float("inf")):
-            raise argparse.ArgumentTypeError(f"{flag} {text}: must be a positive number")
-        return v
-    return parse
 
 
 def _print_notes(notes: list[str]) -> None:
@@ -191,10 +179,10 @@ def add_parsers(sub) -> None:
     t.add_argument("trace", nargs="+", help="trace files (merged in time order; compressed files are read as they are)")
     t.add_argument("--drive", required=True, help="preset name or drive .toml")
     _common(t)
-    t.add_argument("--time-unit-ns", type=_positive("--time-unit-ns"), help=argparse.SUPPRESS)
+    t.add_argument("--time-unit-ns", type=positive("--time-unit-ns"), help=argparse.SUPPRESS)
     t.add_argument("--mode", default="afap", choices=("afap", "timed", "qd"),
                    help="afap (idle removed, default), timed (recorded arrivals), qd (closed loop)")
-    t.add_argument("--scale", type=_positive("--scale"), default=1.0, help="timed mode: multiply recorded gaps by this")
+    t.add_argument("--scale", type=positive("--scale"), default=1.0, help="timed mode: multiply recorded gaps by this")
     t.add_argument("--qd", type=in_range("--qd", 0, 2**32 - 1), default=0,
                    help="qd mode: requests kept outstanding (default: the depth the trace recorded; needs service times, as in MSR, blkparse and blktrace traces)")
     t.add_argument("--sort", action="store_true",
