@@ -10,9 +10,10 @@ CPU. Prints, for each run, the instructions counted in its timed part
 (callgrind's --toggle-collect), per host command and, for the GC steady-state runs, per NAND unit
 operation (host writes + GC copies), the run's digest and the functions with the largest own
 share. With --base REV the same runs of REV (built in a git worktree, given this tree's preset
-files) come first, then the change's count against it, in the same run. Never fails on a figure.
+files, or with --base-presets its own) come first, then the change's count against it, in the
+same run. Never fails on a figure.
 
-    python benches/bench_instructions.py [--base REV] [--only TEXT] [--jobs N] [--target DIR]
+    python benches/bench_instructions.py [--base REV [--base-presets]] [--only TEXT] [--jobs N] [--target DIR]
 
 Needs valgrind (Debian's `valgrind`) and builds the Rust examples it runs (`cargo build --release
 -p ssdlab-core --examples`). The four runs take about 8 minutes on two cores (each under
@@ -71,12 +72,13 @@ def top_functions(profile: Path, n: int = 5) -> list[tuple[float, str]]:
     return sorted(((pct, name) for name, pct in share.items()), reverse=True)[:n]
 
 
-def count(examples: Path, run: tuple, work: Path) -> dict:
-    """One run under callgrind: instructions collected, commands, NAND unit ops, digest."""
+def count(examples: Path, run: tuple, work: Path, presets: Path = PRESETS) -> dict:
+    """One run under callgrind (the preset from `presets`): instructions collected, commands,
+    NAND unit ops, digest."""
     what, example, preset, args, toggle = run
     profile = work / f"{example}-{preset}-{args.replace(' ', '_')}.callgrind"
     cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={profile}", f"--toggle-collect={toggle}",
-           str(examples / example), str(PRESETS / f"{preset}.toml"), *args.split()]
+           str(examples / example), str(presets / f"{preset}.toml"), *args.split()]
     t = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - t
@@ -109,6 +111,9 @@ def show(label: str, run: tuple, c: dict) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", help="a git revision to count too, built in a worktree, and compare against")
+    ap.add_argument("--base-presets", action="store_true",
+                    help="the base runs its own preset files, not this tree's (a change that moves the presets with "
+                         "the model: the digests then differ, and the count compares the two models' costs)")
     ap.add_argument("--only", default="", help="only the runs whose preset or description contains this")
     ap.add_argument("--jobs", type=int, default=2, help="runs under callgrind at once (default: %(default)s)")
     ap.add_argument("--target", type=Path, default=ROOT / "target", help="cargo's target directory for this tree")
@@ -124,6 +129,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ssdlab-instr-") as tmp:
         work = Path(tmp)
         trees = []
+        presets = {"this tree": PRESETS}
         try:
             if a.base:
                 base_src = work / "base-src"
@@ -135,6 +141,9 @@ def main() -> int:
                     return 2
                 try:
                     trees.append((f"base {a.base}", build(base_src, work / "base-target")))
+                    if a.base_presets:
+                        presets[f"base {a.base}"] = shutil.copytree(base_src / PRESETS.relative_to(ROOT),
+                                                                    work / "base-presets")
                 finally:
                     subprocess.run(["git", "worktree", "remove", "--force", str(base_src)], cwd=ROOT, check=False)
             trees.append(("this tree", build(ROOT, a.target)))
@@ -147,7 +156,8 @@ def main() -> int:
             for label, examples in trees:
                 (work / label.replace(" ", "-")).mkdir()
                 for i, run in enumerate(runs):
-                    results[label, i] = pool.submit(count, examples, run, work / label.replace(" ", "-"))
+                    results[label, i] = pool.submit(count, examples, run, work / label.replace(" ", "-"),
+                                                    presets.get(label, PRESETS))
             for label, _ in trees:
                 for i, run in enumerate(runs):
                     show(label, run, results[label, i].result())
