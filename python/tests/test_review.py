@@ -197,10 +197,12 @@ def test_review_report_and_buttons_in_a_real_browser(tmp_path, two_drives):
     pngs = sorted(p.name for p in (out / "png").glob("*.png"))
     assert "consistency-full-test-small-spare-25.png" in pngs and "four-corners.png" in pngs
     assert "trim-test-other.png" in pngs
-    # Per-drive charts also with the drives overlaid (issue 25 item 15): 3 consistency charts x
-    # (2 drives + all) x 2 spares, the four corners' bars, trim x (2 drives + all).
+    # Per-drive charts also with the drives overlaid (issue 25 item 15): 4 consistency charts
+    # (three scatters, the distribution of issue 71) x (2 drives + all) x 2 spares, the four
+    # corners' bars, trim x (2 drives + all).
     assert "consistency-full-all-spare-25.png" in pngs and "trim-all.png" in pngs
-    assert len(pngs) == 3 * 3 * 2 + 1 + 3
+    assert "consistency-distribution-all-spare-25.png" in pngs
+    assert len(pngs) == 4 * 3 * 2 + 1 + 3
     full = pd.read_parquet(out / "data" / "consistency-full.parquet")
     assert set(full.drive) == {"test-small", "test-other"} and set(full.variant) == {"spare 0%", "spare 25%"}
     summary = pd.read_csv(out / "summary.csv", index_col=0)

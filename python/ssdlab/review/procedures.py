@@ -768,8 +768,14 @@ _UNITS = (("_iops", "IOPS"), ("(iops)", "IOPS"), ("(mb/s)", "MB/s"), ("mb/s", "M
           ("_pct", "%"), ("_mb_per_s", "MB/s"), ("_us", "us"))
 
 
+# Units declared by key, before the suffixes above are tried (issue 71's distribution figures).
+_DECLARED_UNITS = {"steady_cv": "ratio", "cv": "ratio"}
+
+
 def unit_of(key: str) -> str:
     """The unit of a summary figure, from its key ("" when it has none)."""
+    if key in _DECLARED_UNITS:
+        return _DECLARED_UNITS[key]
     k = key.lower()
     for suffix, unit in _UNITS:
         if suffix in k:
@@ -795,8 +801,15 @@ PRECONDITIONS = {
 def describe_params(o: "Outcome") -> str:
     """The parameters of a run as one line for a chart or table (duration, span, QD, ...,
     the precondition, the spare-area variant, quick mode)."""
-    parts = [f"{k}={v}" for k, v in o.params.items() if v is not None and k not in ("spare", "quick")]
-    if o.procedure in PRECONDITIONS and o.source == "model":
+    skip = {"spare", "quick"} | ({"precondition", "steady_drive_writes"} if o.procedure == "consistency" else set())
+    parts = [f"{k}={v}" for k, v in o.params.items() if v is not None and k not in skip]
+    if o.procedure == "consistency" and o.source == "model":
+        # The one this run had, not every alternative.
+        state = "secure erase + sequential fill of " + ("every LBA" if o.params.get("fill") == "drive" else "the span")
+        if o.params.get("precondition") == "steady-state":
+            state += f" + {o.params.get('steady_drive_writes', 2):g} drive writes of untimed 4 KiB random writes"
+        parts.append(f"precondition: {state}")
+    elif o.procedure in PRECONDITIONS and o.source == "model":
         parts.append(f"precondition: {PRECONDITIONS[o.procedure]}")
     if o.variant:
         parts.append(o.variant)

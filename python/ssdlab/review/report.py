@@ -49,24 +49,29 @@ def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], 
             frames.append(s.assign(drive=o.drive, variant=o.variant, source=o.source))
         # The distribution of the steady window's seconds (issue 71): the share of seconds at or
         # below each IOPS, with the summary's median, floor and spread in each curve's name.
-        dist = figure(f"Distribution of the per-second IOPS, t = {lo:.0f}..{end:.0f} s",
+        dist = figure("Distribution of the per-second IOPS over each run's steady-state window",
                       {**log_iops_axis(*span), "title": {"text": "IOPS (log scale)"}},
                       {"title": {"text": "share of seconds at or below (%)"}, "range": [0, 100]})
         dist_frames = []
         for o in outs:
             z = o.tables["iops"]
-            v = np.sort(z[z.time_s >= lo].iops.to_numpy())
+            # Each run's own window (a client run of 2000 s beside an enterprise one of 7200 s).
+            run_end = float(z.time_s.max()) if len(z) else 0.0
+            window = o.summary.get("steady_window_s") or steady_window(600, run_end)
+            v = np.sort(z[z.time_s > run_end - window].iops.to_numpy())
             if not len(v):
                 continue
             share = 100.0 * np.arange(1, len(v) + 1) / len(v)
             m = o.summary
-            name = (f"{o.drive} ({o.variant}): median {m.get('steady_median_iops', 0):,.0f}, p1 {m.get('steady_p1_iops', 0):,.0f}, "
+            name = (f"{o.drive} ({o.variant}, {run_end - window:.0f}-{run_end:.0f} s): median {m.get('steady_median_iops', 0):,.0f}, p1 {m.get('steady_p1_iops', 0):,.0f}, "
                     f"p99 {m.get('steady_p99_iops', 0):,.0f}, {m.get('steady_above_twice_median_pct', 0):.0f}% of seconds "
                     f"> 2x median, {m.get('steady_below_half_median_pct', 0):.0f}% < median/2")
             dist["data"].append(line(np.clip(v, 1, None), share, name, o.drive, o.variant, mode="lines"))
             dist_frames.append(pd.DataFrame({"iops": v, "share_pct": share, "drive": o.drive, "variant": o.variant,
                                              "source": o.source}))
-        dist["layout"]["legend"] = {"orientation": "h", "y": -0.25}
+        dist["layout"]["legend"] = {"orientation": "v", "x": 0, "y": -0.2, "xanchor": "left", "yanchor": "top"}
+        dist["layout"]["height"] = 480
+        dist["layout"]["margin"] = {"l": 70, "r": 20, "t": 50, "b": 130}
         charts += [("consistency-full", "Performance consistency", full),
                    ("consistency-zoom-log", "Performance consistency", zl),
                    ("consistency-zoom-linear", "Performance consistency", zn),
