@@ -24,6 +24,7 @@ pub mod faults;
 pub mod ftl;
 mod heap;
 pub mod host;
+pub mod meanfield;
 pub mod mem;
 pub mod nand;
 pub mod power;

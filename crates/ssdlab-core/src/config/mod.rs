@@ -313,7 +313,7 @@ pub enum GcPace {
     Victim,
     /// A fixed ratio the firmware sizes for its own spare area: the copies per host unit that
     /// greedy collection needs in the uniform random-write steady state of the drive as
-    /// built (`theory::greedy_waf` at the drive's nominal over-provisioning, minus one),
+    /// built (`meanfield::greedy_waf` at the drive's nominal over-provisioning, minus one),
     /// whatever the victims actually hold; between free-block watermarks with hysteresis
     /// (`gc_free_blocks_low`, `gc_free_blocks_high`). With extra spare the victims are
     /// emptier, collection gets ahead and stops at the high watermark; host writes then run

@@ -48,7 +48,7 @@ pub(super) enum Pace {
 }
 
 /// The copies per host unit greedy collection needs in the uniform random-write steady state
-/// of the drive as built: the mean-field greedy write amplification (`theory::greedy_waf`) at
+/// of the drive as built: the mean-field greedy write amplification (`meanfield::greedy_waf`) at
 /// the drive's own over-provisioning, minus one. The blocks that can hold data are every
 /// die's blocks but those held back (defect reserve, metadata), the low watermark's free
 /// blocks and the collector's open block; a block holds `data_units_per_block` units.
@@ -61,7 +61,7 @@ pub fn nominal_pace(cfg: &FtlConfig, g: &Geometry) -> f64 {
     if alpha <= 1.0 + 1e-9 {
         return g.data_units_per_block as f64;
     }
-    crate::theory::greedy_waf(alpha, g.data_units_per_block) - 1.0
+    crate::meanfield::greedy_waf(alpha, g.data_units_per_block) - 1.0
 }
 
 /// Which block to collect (`ftl.gc_policy`, `ftl.gc_d_choices`), and static wear levelling's

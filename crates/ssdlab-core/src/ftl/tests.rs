@@ -62,7 +62,7 @@ fn measured_waf(cfg: &DriveConfig, seed: u64) -> f64 {
 fn greedy_waf_matches_mean_field() {
     for (b, alpha) in [(64u32, 1.25f64), (32, 1.1)] {
         let cfg = theory_config(b, 1100, alpha, GcPolicy::Greedy);
-        let expected = crate::theory::greedy_waf(alpha, b);
+        let expected = crate::meanfield::greedy_waf(alpha, b);
         let got = measured_waf(&cfg, 11);
         let err = (got - expected).abs() / expected;
         eprintln!("greedy b {b} alpha {alpha}: simulated {got:.4}, mean-field {expected:.4}, error {:.2}%", err * 100.0);
