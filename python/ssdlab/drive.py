@@ -5,130 +5,39 @@ from __future__ import annotations
 import json
 import tomllib
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import _ssdlab
+from .configs import (  # noqa: F401  (re-exported: ssdlab.drive has always offered them)
+    FAULTS_HELP,
+    PRESET_PACKAGE,
+    DriveText,
+    config_text,
+    describe_config,
+    describe_preset,
+    describe_text,
+    description,
+    dump_toml,
+    format_faults,
+    preset_names,
+    preset_path,
+)
 from .errors import SsdlabError
 from .job import Job
 from .progress import Progress, auto
 from .results import JobSummary, ReplaySummary
+from .series import _RATE_COLUMNS, LINK_POLICIES, LINK_STATES, _LazySeries, series_frame, series_rates  # noqa: F401
+from .traces import RequestLogWriter, device_label, device_number, time_unit_ns  # noqa: F401
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-PRESET_PACKAGE = "ssdlab.presets"
 PRECONDITIONS = ("none", "secure-erase", "fill", "fast-fill", "steady-state")
 # Drive writes of 4 KiB random writes the "steady-state" precondition makes after its fill: the
 # steady state of uniform random writes is reached after about 1.5 (qd-scaling's default).
 STEADY_STATE_DRIVE_WRITES = 2.0
-
-
-def preset_names() -> list[str]:
-    """Names of the shipped presets (the drives of drives.toml at every capacity)."""
-    files = resources.files(PRESET_PACKAGE).iterdir()
-    return sorted(f.name[: -len(".toml")] for f in files if f.name.endswith(".toml"))
-
-
-def preset_path(name: str) -> Path:
-    p = resources.files(PRESET_PACKAGE) / f"{name}.toml"
-    if not p.is_file():
-        raise SsdlabError(f"unknown drive '{name}'; accepted: {', '.join(preset_names())} (or a path to a .toml file)")
-    return Path(str(p))
-
-
-# The series' columns `Result.rates` gives without the DataFrame.
-_RATE_COLUMNS = ("read_iops", "write_iops", "trim_iops")
-
-
-def _interval_lengths(s: dict, elapsed_s: float | None) -> tuple[float, float]:
-    """Seconds of a whole interval of the core's series `s` and of its last one (shorter
-    when the run ended inside it: it is then `partial`)."""
-    full_s = s["interval_ns"] / 1e9
-    n = len(s["read_ios"])
-    if n and elapsed_s is not None and (n - 1) * full_s < elapsed_s < n * full_s - 1e-9:
-        return full_s, elapsed_s - (n - 1) * full_s
-    return full_s, full_s
-
-
-def series_rates(series_json: str, column: str, elapsed_s: float | None = None) -> tuple[list[float], list[float]]:
-    """`time_s` and one of `read_iops`, `write_iops` or `trim_iops` of `series_frame`, as
-    lists and without loading numpy or pandas (their import is most of a short command's
-    time): the same values, the same arithmetic."""
-    s = json.loads(series_json)
-    full_s, last_s = _interval_lengths(s, elapsed_s)
-    ios = s[column.removesuffix("_iops") + "_ios"]
-    lengths = [full_s] * len(ios)
-    if lengths:
-        lengths[-1] = last_s
-    return [i * full_s + d for i, d in enumerate(lengths)], [k / d for k, d in zip(ios, lengths)]
-
-
-def series_frame(series_json: str, elapsed_s: float | None = None) -> pd.DataFrame:
-    """The core's interval series (JSON) as a DataFrame, one row per interval. With the run's
-    `elapsed_s`, a last interval the run did not fill is marked `partial`, ends at the run's
-    end (time_s) and has its rates over the time it covered, not over a whole interval."""
-    import numpy as np
-    import pandas as pd
-
-    s = json.loads(series_json)
-    full_s, last_s = _interval_lengths(s, elapsed_s)
-    n = len(s["read_ios"])
-    interval_s = np.full(n, full_s)
-    partial = np.zeros(n, dtype=bool)
-    if last_s != full_s:
-        interval_s[-1] = last_s
-        partial[-1] = True
-    read_ios = np.asarray(s["read_ios"], dtype=np.float64)
-    write_ios = np.asarray(s["write_ios"], dtype=np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        df = pd.DataFrame(
-            {
-                "time_s": np.arange(n) * full_s + interval_s,
-                "read_iops": read_ios / interval_s,
-                "write_iops": write_ios / interval_s,
-                "read_mb_per_s": np.asarray(s["read_bytes"], dtype=np.float64) / interval_s / 1e6,
-                "write_mb_per_s": np.asarray(s["write_bytes"], dtype=np.float64) / interval_s / 1e6,
-                "read_latency_us_mean": np.where(read_ios > 0, np.asarray(s["read_latency_ns_sum"]) / 1e3 / np.maximum(read_ios, 1), np.nan),
-                "write_latency_us_mean": np.where(write_ios > 0, np.asarray(s["write_latency_ns_sum"]) / 1e3 / np.maximum(write_ios, 1), np.nan),
-                "trim_iops": np.asarray(s["trim_ios"], dtype=np.float64) / interval_s,
-                "nand_page_programs": np.asarray(s["nand_page_programs"], dtype=np.int64),
-                "gc_units_copied": np.asarray(s["gc_units_copied"], dtype=np.int64),
-                "free_blocks": np.asarray(s["free_blocks"], dtype=np.int64),
-                "partial": partial,
-            }
-        )
-    energy_uj = np.asarray(s.get("energy_uj", []), dtype=np.float64)
-    if energy_uj.size == n and n > 0 and energy_uj.any():  # a drive with a power model
-        df["energy_j"] = energy_uj / 1e6
-        df["power_w"] = energy_uj / 1e6 / interval_s
-        df["link_state"] = [LINK_STATES[int(k)] for k in s["link_state"]]
-        temperature_mc = np.asarray(s.get("temperature_mc", []), dtype=np.float64)
-        if temperature_mc.size == n and temperature_mc.any():  # a drive with a heat model
-            df["temperature_c"] = temperature_mc / 1e3
-            df["throttled"] = np.asarray(s["throttled"], dtype=bool)
-    return df
-
-
-class _LazySeries:
-    """A result's `series`: the core's JSON until first read, then its DataFrame
-    (`series_frame`). pandas is loaded only then, so a command that prints only the summary
-    never pays its import (0.3-0.5 s)."""
-
-    def __get__(self, result, owner=None) -> pd.DataFrame:
-        if result is None:
-            return self
-        if isinstance(result._series, str):
-            result._series = series_frame(result._series, result.summary.get("elapsed_s"))
-        return result._series
-
-
-# The host link's power states, by the code the series carries (ssdlab_core::power::LinkState).
-LINK_STATES = ("active", "partial", "slumber", "devsleep")
-# The host's link power management policies (ssdlab_core::power::LinkPolicy; a job's link_power).
-LINK_POLICIES = ("none", "hipm", "dipm", "hipm+dipm", "devsleep")
 
 
 @dataclass
@@ -722,99 +631,6 @@ class Drive:
         return describe_config(self.config, self.description)
 
 
-TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
-
-
-def time_unit_ns(unit: "str | float | None") -> float | None:
-    """A time unit by name (ns, us, ms, s) or as ns per unit; None: decided from the trace."""
-    if unit is None:
-        return None
-    if isinstance(unit, str):
-        if unit in TIME_UNITS:
-            return TIME_UNITS[unit]
-        try:
-            unit = float(unit)
-        except ValueError:
-            raise SsdlabError(f"--time-unit '{unit}': accepted: ns, us, ms, s, or nanoseconds per unit") from None
-    if not unit > 0 or unit == float("inf"):
-        raise SsdlabError(f"--time-unit {unit}: must be positive")
-    return float(unit)
-
-
-def device_number(device: "int | str | None") -> int | None:
-    """A device filter: a number, or "MAJ,MIN" as blkparse prints it (major << 20 | minor)."""
-    if device is None:
-        return None
-    text = str(device).strip()
-    if "," in text or ":" in text:
-        major, _, minor = text.replace(":", ",").partition(",")
-        try:
-            ma, mi = int(major), int(minor)
-        except ValueError:
-            raise SsdlabError(f"--device '{device}': expected a number or MAJ,MIN (e.g. 8,16)") from None
-        if not (0 <= ma < 4096 and 0 <= mi < 2**20):
-            raise SsdlabError(f"--device {device}: major must be below 4096 and minor below 2^20")
-        return (ma << 20) | mi
-    try:
-        n = int(text)
-    except ValueError:
-        raise SsdlabError(f"--device '{device}': expected a number or MAJ,MIN (e.g. 8,16)") from None
-    if not 0 <= n < 2**32:
-        raise SsdlabError(f"--device {device}: must be between 0 and {2**32 - 1}")
-    return n
-
-
-def device_label(device: int) -> str:
-    """A device number as a trace names it: MAJ,MIN when it has a major (blkparse, FIU)."""
-    return str(device) if device < 1 << 20 else f"{device >> 20},{device & 0xFFFFF}"
-
-
-class RequestLogWriter:
-    """One Parquet row per replayed request, written in batches as the replay goes."""
-
-    OPS = ("read", "write", "trim")
-
-    def __init__(self, path: "str | Path"):
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        self.path = Path(path)
-        if self.path.parent and not self.path.parent.exists():
-            raise SsdlabError(f"--per-request {path}: directory {self.path.parent} does not exist")
-        self._pa = pa
-        self.schema = pa.schema([
-            ("arrival_us", pa.float64()), ("submit_us", pa.float64()), ("complete_us", pa.float64()),
-            ("offset_bytes", pa.uint64()), ("length_bytes", pa.uint64()),
-            ("op", pa.dictionary(pa.int8(), pa.string())), ("latency_us", pa.float64()),
-        ])
-        try:
-            self.writer = pq.ParquetWriter(self.path, self.schema, compression="zstd")
-        except OSError as e:
-            raise SsdlabError(f"--per-request {path}: cannot write: {e}") from None
-        self.rows = 0
-
-    def add(self, columns: list) -> None:
-        import numpy as np
-
-        arrival = np.frombuffer(columns[0], dtype="<i8")  # signed: recorded before the first request
-        submit, complete, offset, length = (np.frombuffer(c, dtype="<u8") for c in columns[1:5])
-        op = np.frombuffer(columns[5], dtype=np.uint8)
-        if len(op) == 0:
-            return
-        pa = self._pa
-        table = pa.table({
-            "arrival_us": arrival / 1e3, "submit_us": submit / 1e3, "complete_us": complete / 1e3,
-            "offset_bytes": offset, "length_bytes": length,
-            "op": pa.DictionaryArray.from_arrays(pa.array(op.astype(np.int8)), pa.array(self.OPS)),
-            "latency_us": (complete - submit) / 1e3,
-        }, schema=self.schema)
-        self.writer.write_table(table)
-        self.rows += len(op)
-
-    def close(self) -> None:
-        self.writer.close()
-
-
 SEED_MAX = 2**64 - 1
 
 
@@ -823,126 +639,3 @@ def check_seed(seed) -> None:
     clear error, not an overflow deep in the bindings."""
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
         raise SsdlabError(f"seed {seed!r}: accepted: a whole number from 0 to {SEED_MAX}")
-
-
-@dataclass(frozen=True)
-class DriveText:
-    """A drive file's text held in memory, taken wherever a preset name or a .toml path is
-    (`Drive.open`, `run_procedure`): a sweep's worker gets its point's resolved drive this
-    way and writes no file (a worker killed mid-point then leaves nothing behind). `name`
-    stands for the file's name in messages."""
-
-    text: str
-    name: str
-
-
-def config_text(name_or_path: str | DriveText, faults: str | None = None) -> tuple[str, str]:
-    """The TOML text of a preset (by name), of a drive file (by path) or held in a
-    `DriveText`, and its source name; with `faults` (a `--faults` spec) its `[faults]` table
-    replaced by the spec's."""
-    if isinstance(name_or_path, DriveText):
-        text = name_or_path.text
-        name_or_path = name_or_path.name
-    elif name_or_path.endswith(".toml") or "/" in name_or_path:
-        try:
-            text = Path(name_or_path).read_text()
-        except OSError as e:
-            raise SsdlabError(f"{name_or_path}: cannot read: {e.strerror}") from None
-        except UnicodeDecodeError as e:
-            raise SsdlabError(f"{name_or_path}: not a text file (byte 0x{e.object[e.start]:02x} at offset {e.start} "
-                              "is not UTF-8); accepted: a preset name (`ssdlab drives`) or a drive TOML file") from None
-    else:
-        text = preset_path(name_or_path).read_text()
-    if faults is None:
-        return text, name_or_path
-    try:
-        table = json.loads(_ssdlab.parse_faults(faults))
-    except ValueError as e:
-        raise SsdlabError(f"--faults {faults!r}: {e}") from None
-    try:
-        cfg = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise SsdlabError(f"{name_or_path}: {e}") from None
-    cfg["faults"] = {k: v for k, v in table.items() if v is not None}
-    return dump_toml(cfg), name_or_path
-
-
-FAULTS_HELP = ("seeded NAND faults, e.g. read_retry=1e-3,uncorrectable=1e-5,program_fail=1e-4,erase_fail=1e-4,seed=7 "
-               "(rates per operation), die_fail=DIE@SECONDS (a whole die fails then); replaces the drive's [faults] table")
-
-
-def format_faults(f: dict) -> str | None:
-    """One line on what seeded NAND faults did; None if they did nothing."""
-    if not any(f.values()):
-        return None
-    return (f"  faults: {f['read_retries']:,} read retries ({f['read_retry_reads']:,} extra reads), "
-            f"{f['uncorrectable_pages']:,} uncorrectable pages ({f['rain_rebuilds']:,} rebuilt by RAIN "
-            f"with {f['rain_rebuild_reads']:,} reads; {f['failed_reads']:,} reads failed, "
-            f"{f['unreadable_units']:,} units unreadable), {f['program_failures']:,} program and "
-            f"{f['erase_failures']:,} erase failures, {f['grown_bad_blocks']:,} grown bad blocks"
-            + (f"; {f['failed_dies']} die failed ({f['die_rebuilds']:,} page reads rebuilt from the other dies)"
-               if f.get("failed_dies") else ""))
-
-
-def description(cfg: dict) -> dict:
-    """What the model derives from a configuration (as tomllib reads it): geometry,
-    over-provisioning, the host link, NAND, bus and link ceilings, map DRAM
-    (ssdlab_core::describe)."""
-    try:
-        return json.loads(_ssdlab.describe_config(dump_toml(cfg)))
-    except ValueError as e:
-        raise SsdlabError(str(e)) from None
-
-
-def dump_toml(cfg: dict) -> str:
-    """A drive configuration (as tomllib reads it) back to TOML: top-level keys, then tables."""
-    def value(v) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, str):
-            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        return repr(v)
-    lines = [f"{k} = {value(v)}" for k, v in cfg.items() if not isinstance(v, dict)]
-    for section, table in cfg.items():
-        if isinstance(table, dict):
-            lines.append(f"[{section}]")
-            lines += [f"{k} = {value(v)}" for k, v in table.items()]
-    return "\n".join(lines) + "\n"
-
-
-def describe_text(text: str, source: str) -> dict:
-    """describe() of a drive configuration without building the drive (no tables allocated)."""
-    try:
-        config = tomllib.loads(text)
-        d = json.loads(_ssdlab.describe_config(text))
-    except (tomllib.TOMLDecodeError, ValueError) as e:
-        raise SsdlabError(f"{source}: {e}") from None
-    return describe_config(config, d) | {"user_bytes": d["user_bytes"]}
-
-
-def describe_preset(name: str) -> dict:
-    """describe() of a preset without building the drive (no mapping tables allocated)."""
-    text = preset_path(name).read_text()
-    return describe_config(tomllib.loads(text), json.loads(_ssdlab.describe_config(text)))
-
-
-def describe_config(config: dict, d: dict) -> dict:
-    """The drive table's row: the configuration's names and the model's description `d`."""
-    g = d["geometry"]
-    return {
-        "name": config.get("name", ""),
-        "controller": config.get("controller", {}).get("name", ""),
-        "interface": config.get("host", {}).get("interface", ""),
-        "dies": g["dies"],
-        "channels": g["channels"],
-        "raw_gib": g["raw_bytes"] / 2**30,
-        "usable_gib": g["usable_bytes"] / 2**30,
-        "user_gb": d["user_bytes"] / 1e9,
-        "op_of_user_pct": 100 * d["over_provisioning_of_user"],
-        "op_of_raw_pct": 100 * d["over_provisioning_of_raw"],
-        "gc_spare_of_user_pct": 100 * d["gc_spare_of_user"],
-        "map_dram_mib": d["map_dram_bytes"] / 2**20,
-        "dram_mib": config.get("controller", {}).get("dram_bytes", 0) / 2**20,
-        "power_loss_protection": config.get("controller", {}).get("power_loss_protection", "none"),
-        "rain": f"{config['ftl'].get('rain_data_pages_per_parity', 0)}:1" if config["ftl"].get("rain_data_pages_per_parity") else "none",
-    }

@@ -31,11 +31,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import _ssdlab
+from .ablations import ABLATIONS, ablated_text, check_mechanism  # noqa: F401  (ABLATIONS re-exported)
 from .drive import Drive, config_text, description, dump_toml, preset_names
 from .errors import SsdlabError
 from .job import Job, parse_size
 from .pool import Died, run_spooled
-from .review.procedures import distribution, spare_span, window_write_amplification
+from .review.steady import distribution, spare_span, window_write_amplification
 
 OP_PERCENT = (7, 12, 25, 28, 50)
 GREEDY_B = (32, 64, 128, 256)
@@ -355,44 +356,6 @@ CONSISTENCY_MEASURED = {("crucial-m500-960", 0): ("floor", 2600.0, "measurements
 CONSISTENCY_TOLERANCE = 0.10
 CONSISTENCY_SPARES = (0, 25)
 
-# Each firmware mechanism and the preset fields that switch it off (`--ablate`).
-ABLATIONS = {
-    "gc-cost": ({"controller": {"gc_copy_ns_per_unit": 0, "gc_victim_ns": 0}},
-                "garbage collection costs the controller's processor nothing"),
-    "gc-pacer": ({"ftl": {"gc_pace": "victim"}},
-                 "collection copies what each victim needs (no pace sized for the nominal spare, no watermarks)"),
-    "gc-scheduling": ({"ftl": {"gc_foreground_mode": "paced"}},
-                      "every preset collects paced with host writes (no deferred or burst collection)"),
-    "map-persistence": ({"ftl": {"map_journal_entry_bytes": 0, "block_summary_pages": False, "map_blocks_per_die": 0}},
-                        "no map journal, checkpoints or block summaries, and their blocks serve garbage collection"),
-    "held-spare": ({"ftl": {"rain_data_pages_per_parity": 0, "reserved_blocks_per_die": 0}},
-                   "RAIN parity and the defect reserve are spare area for garbage collection instead"),
-    "command-latency": ({"host": {"command_latency_ns": 0}}, "no per-command latency outside the drive's resources"),
-    "effective-times": (lambda cfg: {"nand": {"program_page_us": cfg["nand"].get("program_page_us_typ", cfg["nand"]["program_page_us"]),
-                                              "read_page_us": cfg["nand"].get("read_page_us_max", cfg["nand"]["read_page_us"])}},
-                        "the NAND runs at the datasheet's typical tPROG and maximum tR instead of the part's effective times"),
-    "read-path": ({"controller": {"read_extra_ns": 0}}, "no enterprise read path: a read costs the processor what a write does"),
-    "write-command": ({"controller": {"write_extra_ns": 0}}, "a write costs the processor no more than a read"),
-    "data-path": ({"controller": {"read_mb_per_s": 0, "write_mb_per_s": 0}},
-                  "no firmware data-path limit: data moves at the link's rate (the NAND and processor still bind)"),
-    "power-budget": (lambda cfg: (cfg.get("power", {}).pop("power_limit_w", None), {})[1],
-                     "no power budget: every die may run at once"),
-}
-
-
-def ablated_text(text: str, mechanism: str | None) -> str:
-    """A drive configuration with one firmware mechanism switched off."""
-    if not mechanism:
-        return text
-    if mechanism not in ABLATIONS:
-        raise SsdlabError(f"--ablate: unknown mechanism '{mechanism}'; accepted: {', '.join(ABLATIONS)}")
-    cfg = tomllib.loads(text)
-    change = ABLATIONS[mechanism][0]
-    for section, fields in (change(cfg) if callable(change) else change).items():
-        cfg.setdefault(section, {}).update(fields)
-    return dump_toml(cfg)
-
-
 def consistency_windows(enterprise: bool, quick: bool) -> tuple[float, float, float]:
     """(run length, window start, window end) in seconds: methodology.md section 1 and the
     issue's definition (client 1400-2000 s of 2000 s, enterprise the last third of 7200 s).
@@ -408,8 +371,6 @@ def consistency_windows(enterprise: bool, quick: bool) -> tuple[float, float, fl
 def consistency_measure(args: tuple) -> dict:
     """One consistency run (secure erase, fill of the written span, 4 KiB QD32 random writes
     over it): the steady-state figures of the window. Module-level so processes can run it."""
-    import numpy as np
-
     name, spare, mechanism, quick, seed = args
     text, source = config_text(name)
     cfg = tomllib.loads(text)
@@ -428,12 +389,10 @@ def consistency_measure(args: tuple) -> dict:
     iops = r.series["write_iops"].to_numpy()
     in_window = (t > w0) & (t <= w1)
     w = iops[in_window]
-    mean = float(w.mean()) if len(w) else 0.0
-    latency = r.series["write_latency_us_mean"].to_numpy()[in_window]
+    dist = distribution(w, r.series["write_latency_us_mean"].to_numpy()[in_window], prefix="")
     return {"drive": cfg.get("name", name), "spare_pct": spare, "enterprise": enterprise, "window_s": [w0, w1],
-            "mean_iops": mean, "floor_iops": float(np.percentile(w, 1)) if len(w) else 0.0,
-            "cv": float(w.std() / mean) if mean else 0.0, "min_iops": float(w.min()) if len(w) else 0.0,
-            **distribution(w, latency, prefix=""),
+            "mean_iops": float(w.mean()) if len(w) else 0.0, "floor_iops": dist.get("p1_iops", 0.0),
+            "cv": dist.get("cv", 0.0), "min_iops": float(w.min()) if len(w) else 0.0, **dist,
             "waf": r.summary["write_amplification"],
             "window_waf": window_write_amplification(r.series, in_window, d.geometry, parse_size(bs, "bs")),
             "wall_s": time.perf_counter() - t0,
@@ -443,9 +402,7 @@ def consistency_measure(args: tuple) -> dict:
 def consistency_rows(presets: list[str], spares=CONSISTENCY_SPARES, mechanism: str | None = None, quick: bool = False,
                      jobs: int | None = None, progress=None, series_out: dict | None = None) -> list[Row]:
     """The consistency prediction table (and the calibration row) for `presets`."""
-    if mechanism:
-        if mechanism not in ABLATIONS:
-            raise SsdlabError(f"--ablate: unknown mechanism '{mechanism}'; accepted: {', '.join(ABLATIONS)}")
+    check_mechanism(mechanism)
     tasks = [(p, s, mechanism, quick, 0) for p in presets for s in spares]
     # Largest drives first, so the pool does not end on one long run.
     tasks.sort(key=lambda t: -describe_size(t[0]))

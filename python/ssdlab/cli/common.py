@@ -6,6 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
+from ..drive import PRECONDITIONS, STEADY_STATE_DRIVE_WRITES
 from ..errors import SsdlabError
 from ..job import _int
 
@@ -56,6 +57,18 @@ def nonnegative(flag: str):
 def positive(flag: str):
     """An argparse type: a number above 0 (fractions allowed)."""
     return _number(flag, False)
+
+
+def add_precondition(parser: argparse.ArgumentParser, what: str) -> None:
+    """`--precondition` and `--precondition-drive-writes` (the drive state before `what`)."""
+    parser.add_argument("--precondition", default="none", choices=PRECONDITIONS,
+                        help=f"drive state before {what} (default none): secure-erase, fill (timed sequential fill), "
+                             "fast-fill (the same state untimed), steady-state (SNIA-style: purge, fill, then untimed "
+                             "4 KiB random writes)")
+    parser.add_argument("--precondition-drive-writes", type=nonnegative("--precondition-drive-writes"),
+                        default=STEADY_STATE_DRIVE_WRITES,
+                        help="steady-state precondition: drive writes of 4 KiB random writes after the fill "
+                             f"(default {STEADY_STATE_DRIVE_WRITES:g})")
 
 
 # Every command's --seed: the simulator's generators take 64 bits.

@@ -6,10 +6,10 @@ import argparse
 import json
 import sys
 
-from ..drive import FAULTS_HELP, LINK_POLICIES, PRECONDITIONS, STEADY_STATE_DRIVE_WRITES, Drive, device_label, format_faults
+from ..drive import FAULTS_HELP, LINK_POLICIES, Drive, device_label, format_faults
 from ..errors import SsdlabError
 from ..traces import trace_stats
-from .common import SEED, in_range, nonnegative, out_dir, positive, power_line
+from .common import SEED, add_precondition, in_range, out_dir, positive, power_line
 
 FORMATS = ("msr, spc, blkparse, blktrace (binary, per-CPU files read together), fio-iolog, disksim, "
            "alibaba, tencent, fiu, msprod")
@@ -192,11 +192,7 @@ def add_parsers(sub) -> None:
                    help="one row per request: arrival_us (recorded), submit_us, complete_us, offset_bytes, length_bytes, op, latency_us (streamed)")
     t.add_argument("--link-power", default="none", choices=LINK_POLICIES,
                    help="the host's link power management during the replay (a drive with a power model sleeps its link in idle gaps; timed mode)")
-    t.add_argument("--precondition", default="none", choices=PRECONDITIONS,
-                   help="drive state before the replay (default none; see `ssdlab run --help`)")
-    t.add_argument("--precondition-drive-writes", type=nonnegative("--precondition-drive-writes"),
-                   default=STEADY_STATE_DRIVE_WRITES,
-                   help=f"steady-state precondition: drive writes of 4 KiB random writes after the fill (default {STEADY_STATE_DRIVE_WRITES:g})")
+    add_precondition(t, "the replay")
     t.add_argument("--seed", type=SEED)
     t.add_argument("--faults", metavar="SPEC", help=FAULTS_HELP)
     t.add_argument("--output-format", "--output_format", default="normal", choices=("normal", "json", "json+"),

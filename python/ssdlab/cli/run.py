@@ -7,10 +7,10 @@ import math
 import sys
 
 from .. import fio_logs
-from ..drive import FAULTS_HELP, LINK_POLICIES, PRECONDITIONS, STEADY_STATE_DRIVE_WRITES, Drive, Result, describe_preset, format_faults, preset_names
+from ..drive import FAULTS_HELP, LINK_POLICIES, Drive, Result, describe_preset, format_faults, preset_names
 from ..errors import SsdlabError
 from ..job import _OPTIONS, Job, _apply, _seconds, job_error, schedule
-from .common import SEED, nonnegative, out_dir, power_line, whole
+from .common import SEED, add_precondition, out_dir, power_line, whole
 
 
 def _drives(args: argparse.Namespace) -> int:
@@ -288,12 +288,7 @@ def add_parsers(sub) -> None:
     r.add_argument("--random-distribution", "--random_distribution", help="random, zipf:THETA, pareto:H")
     r.add_argument("--link-power", "--link_power", choices=LINK_POLICIES,
                    help="the host's link power management during the job (default none; drives with a power model)")
-    r.add_argument("--precondition", default="none", choices=PRECONDITIONS,
-                   help="drive state before the job (default none): secure-erase, fill (timed sequential fill), fast-fill "
-                        "(the same state untimed), steady-state (SNIA-style: purge, fill, then untimed 4 KiB random writes)")
-    r.add_argument("--precondition-drive-writes", type=nonnegative("--precondition-drive-writes"),
-                   default=STEADY_STATE_DRIVE_WRITES,
-                   help=f"steady-state precondition: drive writes of 4 KiB random writes after the fill (default {STEADY_STATE_DRIVE_WRITES:g})")
+    add_precondition(r, "the job")
     r.add_argument("--seed", type=SEED, help="root seed (same seed, same results)")
     r.add_argument("--faults", metavar="SPEC", help=FAULTS_HELP)
     r.add_argument("--output-format", "--output_format", default="normal", choices=("normal", "json", "json+"),

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..ablations import ABLATIONS, check_mechanism
 from ..drive import preset_names
 from ..errors import SsdlabError
-from ..validate import (ABLATIONS, SENSITIVITY_PRESETS, _bar, markdown, sensitivity, sensitivity_markdown,
+from ..validate import (SENSITIVITY_PRESETS, _bar, markdown, sensitivity, sensitivity_markdown,
                         validate)
 from ..validate import __doc__ as validate_doc
 
@@ -32,8 +33,7 @@ def run_cli(args) -> int:
             (out / "sensitivity.json").write_text(json.dumps(rows, indent=2) + "\n")
             print(f"wrote {out / 'sensitivity.md'} and sensitivity.json")
         return 0
-    if args.ablate and args.ablate not in ABLATIONS:
-        raise SsdlabError(f"--ablate: unknown mechanism '{args.ablate}'; accepted: {', '.join(ABLATIONS)}")
+    check_mechanism(args.ablate)
     if args.ablate and not {"consistency", "datasheet"} & set(groups):
         raise SsdlabError("--ablate applies to the consistency and datasheet groups: add --groups consistency or datasheet")
     rows = validate(groups, presets, args.out, args.quick, not args.quiet, ablate=args.ablate, jobs=args.jobs)

@@ -20,7 +20,8 @@ import pandas as pd
 
 from ..errors import SsdlabError
 from ..job import parse_size
-from .procedures import Outcome, Tracker, consistency_summary, spare_span, spare_variant
+from .procedures import Outcome, Tracker
+from .steady import consistency_summary, spare_span, spare_variant
 
 FIO_PROCEDURES = ("consistency", "four-corners", "sequential-qd", "transfer-size", "qd-scaling")
 # Why the others are not run on a real device.

@@ -15,9 +15,19 @@ from typing import TYPE_CHECKING
 from ..drive import Drive, DriveText, config_text, describe_text, dump_toml
 from ..errors import SsdlabError
 from ..job import Job, parse_size
+from .labels import PRECONDITIONS, describe_params, unit_of  # noqa: F401  (re-exported)
+from .steady import (  # noqa: F401  (re-exported)
+    LATENCY_BAND,
+    _round_down,
+    consistency_summary,
+    distribution,
+    spare_span,
+    spare_variant,
+    steady_window,
+    window_write_amplification,
+)
 
-if TYPE_CHECKING:  # numpy and pandas load when a procedure runs, not with the command line
-    import numpy as np
+if TYPE_CHECKING:  # pandas loads when a procedure runs, not with the command line
     import pandas as pd
 
 KIB = 1024
@@ -81,10 +91,6 @@ def drive_label(source: str | DriveText) -> str:
 
 def _new(source: str | DriveText, seed: int) -> Drive:
     return Drive.open(source, seed=seed)
-
-
-def _round_down(n: int, unit: int) -> int:
-    return n // unit * unit
 
 
 # ----- parameters ------------------------------------------------------------------------------
@@ -179,100 +185,6 @@ def consistency(source: str | DriveText, p: dict, tracker: Tracker, seed: int = 
                                       lambda steady: window_write_amplification(r.series, steady, d.geometry, bs))
         outs.append(Outcome("consistency", label, spare_variant(spare, p["fill"]), summary, {"iops": s}, time.perf_counter() - t0))
     return outs
-
-
-def spare_span(user_bytes: int, spare: float, unit: int) -> int:
-    """The LBA span a consistency run writes with `spare` % of user capacity left unwritten,
-    in whole `unit`s."""
-    return _round_down(int(user_bytes * (100 - spare) / 100), unit)
-
-
-def spare_variant(spare: float, fill: str) -> str:
-    """A consistency run's variant label: its spare area, and whether the unwritten share
-    holds the fill's data (fill=drive) rather than staying trimmed."""
-    return f"spare {spare}%" + (" (filled)" if fill == "drive" and spare else "")
-
-
-def steady_window(window_s: float, run_s: float) -> float:
-    """The steady-state window of a run: the last `window_s` (methodology.md: 600 of 2000 s),
-    but never more than the last 30% of a shorter run, where it would take in the fresh peak."""
-    return min(window_s, 0.3 * run_s) if run_s > 0 else window_s
-
-
-def window_write_amplification(series: pd.DataFrame, window: np.ndarray, geometry: dict, bs: int) -> float | None:
-    """Write amplification over the seconds `window` selects of a fixed-size write job's series:
-    NAND bytes programmed (pages x page size) over host bytes written. The run's own figure
-    takes in the fresh drive's burst at about 1; this one is what the steady state's IOPS pay
-    (crucial-m500-960, 1400-2000 s: 12.7 against 3.85 over the run)."""
-    host = float(series["write_iops"].to_numpy()[window].sum()) * bs
-    page_bytes = geometry["units_per_page"] * geometry["mapping_unit_bytes"]
-    pages = float(series["nand_page_programs"].to_numpy()[window].sum())
-    return pages * page_bytes / host if host > 0 else None
-
-
-# The latency band of `distribution`: a second is in it when its mean latency is within this
-# share of the median second's.
-LATENCY_BAND = 0.10
-
-
-def distribution(iops: np.ndarray, latency_us: np.ndarray | None = None, prefix: str = "steady_") -> dict:
-    """The spread of per-second values as the reviews read a consistency scatter (issue 71):
-    the median, the 1st, 5th and 99th percentiles, the standard deviation and coefficient of
-    variation, the share of seconds below half the median (stalls) and above twice it (bursts),
-    and, given the seconds' mean latencies, the share of seconds within LATENCY_BAND of the
-    median second's latency. Shares in %. Keys start with `prefix`."""
-    import numpy as np
-
-    iops = np.asarray(iops, dtype=float)
-    if not len(iops):
-        return {}
-    median = float(np.median(iops))
-    mean = float(iops.mean())
-    out = {
-        "median_iops": median,
-        "p1_iops": float(np.percentile(iops, 1)),
-        "p5_iops": float(np.percentile(iops, 5)),
-        "p99_iops": float(np.percentile(iops, 99)),
-        "stddev_iops": float(iops.std()),
-        "cv": float(iops.std() / mean) if mean else 0.0,
-        "below_half_median_pct": 100.0 * float(np.mean(iops < 0.5 * median)),
-        "above_twice_median_pct": 100.0 * float(np.mean(iops > 2.0 * median)),
-    }
-    if latency_us is not None:
-        lat = np.asarray(latency_us, dtype=float)
-        lat = lat[np.isfinite(lat) & (lat > 0)]
-        if len(lat):
-            m = float(np.median(lat))
-            out["latency_band_pct"] = 100.0 * float(np.mean(np.abs(lat - m) <= LATENCY_BAND * m))
-    return {prefix + k: v for k, v in out.items()}
-
-
-def consistency_summary(s: pd.DataFrame, window_s: float, waf: float | None, window_waf=None) -> dict:
-    """The figures of a consistency run's per-second IOPS `s`; `window_waf`, when the drive's
-    counters are known, gives the write amplification over the seconds a mask selects."""
-    import numpy as np
-
-    iops = s["iops"].to_numpy()
-    t = s["time_s"].to_numpy()
-    first = iops[t <= min(60, t[-1])] if len(iops) else iops
-    peak = float(first.max()) if len(first) else 0.0
-    asked = window_s
-    window_s = steady_window(window_s, float(t[-1]) if len(t) else 0.0)
-    steady = t > t[-1] - window_s if len(t) else np.zeros(0, dtype=bool)
-    last = iops[steady]
-    below = np.nonzero(iops < 0.5 * peak)[0]
-    return {
-        "peak_iops": peak,
-        "cliff_s": float(t[below[0]]) if len(below) else None,
-        "steady_mean_iops": float(last.mean()) if len(last) else 0.0,
-        "steady_floor_iops": float(np.percentile(last, 1)) if len(last) else 0.0,
-        **distribution(last, s["latency_us"].to_numpy()[steady] if "latency_us" in s else None),
-        "steady_window_s": window_s,
-        "write_amplification": waf,
-        **({"steady_write_amplification": window_waf(steady)} if window_waf else {}),
-        **({"warning": f"a {t[-1]:.0f} s run is too short for a {asked:.0f} s steady-state window: "
-                       f"steady state taken over its last {window_s:.0f} s (30%)"} if window_s < asked else {}),
-    }
 
 
 def four_corners(source: str | DriveText, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
@@ -760,63 +672,3 @@ def run_procedure(procedure: str, source: str | DriveText, params: dict | None =
     for o in outs:
         o.params = dict(p)
     return outs
-
-
-# Units of the summary's keys that do not carry theirs in the name.
-_UNITS = (("_iops", "IOPS"), ("(iops)", "IOPS"), ("(mb/s)", "MB/s"), ("mb/s", "MB/s"), ("(w)", "W"), ("_s", "s"),
-          ("_w", "W"), ("_tbw", "TB"), ("write_amplification", "x"), ("factor", "x"), ("pe_cycles", "P/E cycles"),
-          ("_pct", "%"), ("_mb_per_s", "MB/s"), ("_us", "us"))
-
-
-# Units declared by key, before the suffixes above are tried (issue 71's distribution figures).
-_DECLARED_UNITS = {"steady_cv": "ratio", "cv": "ratio"}
-
-
-def unit_of(key: str) -> str:
-    """The unit of a summary figure, from its key ("" when it has none)."""
-    if key in _DECLARED_UNITS:
-        return _DECLARED_UNITS[key]
-    k = key.lower()
-    for suffix, unit in _UNITS:
-        if suffix in k:
-            return unit
-    return ""
-
-
-# The drive state each procedure starts from (the code above: secure erase, then what it writes).
-PRECONDITIONS = {
-    "consistency": "secure erase + sequential fill of the span (fill=drive: of every LBA); precondition=steady-state: "
-                   "+ untimed 4 KiB random writes",
-    "four-corners": "secure erase; reads of a filled span, writes on an empty drive",
-    "sequential-qd": "secure erase; reads of a filled reach, writes on an empty drive",
-    "transfer-size": "secure erase, test file written first",
-    "trim": "secure erase + sequential fill",
-    "qd-scaling": "secure erase + sequential fill + random writes",
-    "endurance": "secure erase + sequential fill + 2 drive writes of the workload",
-    "storage-bench": "secure erase + sequential fill",
-    "power": "secure erase (idle, sequential write), sequential fill (random write)",
-}
-
-
-def describe_params(o: "Outcome") -> str:
-    """The parameters of a run as one line for a chart or table (duration, span, QD, ...,
-    the precondition, the spare-area variant, quick mode)."""
-    skip = {"spare", "quick"} | ({"precondition", "steady_drive_writes"} if o.procedure == "consistency" else set())
-    parts = [f"{k}={v}" for k, v in o.params.items() if v is not None and k not in skip]
-    if o.procedure == "consistency" and o.source == "model":
-        # The one this run had, not every alternative.
-        state = "secure erase + sequential fill of " + ("every LBA" if o.params.get("fill") == "drive" else "the span")
-        if o.params.get("precondition") == "steady-state":
-            state += f" + {o.params.get('steady_drive_writes', 2):g} drive writes of untimed 4 KiB random writes"
-        parts.append(f"precondition: {state}")
-    elif o.procedure in PRECONDITIONS and o.source == "model":
-        parts.append(f"precondition: {PRECONDITIONS[o.procedure]}")
-    if o.variant:
-        parts.append(o.variant)
-    if o.procedure == "storage-bench":
-        from ..synth import TRACES
-        if any(t in TRACES for t in o.params.get("traces", [])):
-            parts.append("traces: synthetic look-alikes of the reviews' traces, not the recordings")
-    if o.params.get("quick"):
-        parts.append("quick mode")
-    return ", ".join(parts)

@@ -27,7 +27,7 @@ def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], 
 
     if "consistency" in by:
         outs = by["consistency"]
-        from .procedures import steady_window
+        from .steady import steady_window
         end = max(float(o.tables["iops"].time_s.max()) for o in outs)
         lo = max(0.0, end - steady_window(600, end))  # methodology.md: the 1400-2000 s zoom
         iops = pd.concat([o.tables["iops"].iops for o in outs])
@@ -176,7 +176,7 @@ def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], 
 def _state_parameters(charts: list[tuple[str, str, dict]], by: dict[str, list[Outcome]]) -> None:
     """Every chart says what its test ran with (issue 25 item 14): the procedure's parameters,
     its precondition, the spare-area variants and quick mode, under the plot."""
-    from .procedures import describe_params
+    from .labels import describe_params
     for cid, _, fig in charts:
         proc = next((p for p in sorted(by, key=len, reverse=True) if cid.startswith(p)), None)
         if proc is None:
@@ -225,7 +225,7 @@ def _size_label(b: int) -> str:
 
 def summary_table(outcomes: list[Outcome]) -> pd.DataFrame:
     """One row per figure (procedure, variant, key), one column per drive, and its unit."""
-    from .procedures import unit_of
+    from .labels import unit_of
     rows = {}
     units = {}
     for o in outcomes:
@@ -323,7 +323,7 @@ def write_report(outcomes: list[Outcome], out: Path, title: str = "ssdlab review
     and the chart list (for the PNG step)."""
     import plotly.offline
 
-    from .procedures import describe_params, unit_of
+    from .labels import describe_params, unit_of
     out.mkdir(parents=True, exist_ok=True)
     charts, data = build_charts(outcomes)
     drives = list(dict.fromkeys(o.drive for o in outcomes))

@@ -28,39 +28,66 @@ pub(super) fn gc_ahead_units(dies: u32, units_per_pu: u32) -> u32 {
 
 impl Ftl {
     /// Foreground collection after a host PU on `die` (paced and burst scheduling): while the
-    /// die is short of free blocks, copy victim data in proportion to host writes
-    /// (v / (capacity - v) units per host unit), so a victim is freed by the time the host has
-    /// filled the space it gives back.
+    /// schedule collects ([`Ftl::keeps_collecting`]), copy victim data in proportion to host
+    /// writes: with the victim's pace v / (capacity - v) units per host unit, so a victim is
+    /// freed by the time the host has filled the space it gives back; with the nominal pace
+    /// (`ftl.gc_pace = "nominal"`) the ratio sized for the drive's own spare, at least the
+    /// victim's below `gc_foreground_free_blocks_min` (the emergency). The bite is a program
+    /// unit's worth per step (paced) or the whole victim once the credit covers it (burst: host
+    /// programs on the die wait behind it). A victim left part-collected when collection stops
+    /// stays the die's victim until it resumes.
     pub(super) fn gc_after_host_program<S: NandSink>(&mut self, die: u32, sink: &mut S) {
+        let s = self.collector.schedule;
         if matches!(
-            self.collector.schedule.mode,
+            s.mode,
             GcForegroundMode::OnDemand | GcForegroundMode::Deferred
         ) {
             return;
         }
-        if let Pace::Nominal(ratio) = self.collector.schedule.pace {
-            self.gc_paced_nominal(die, ratio, sink);
-            return;
-        }
         let dix = die as usize;
-        if self.collector.dies[dix].victim == NONE
-            && (self.blocks.free_len(die) >= self.collector.schedule.fg_free_min
-                || !self.select_victim(die))
-        {
-            return;
-        }
-        self.collector.dies[dix].gc_credit +=
-            self.geometry.units_per_pu as f64 * self.collector.dies[dix].gc_ratio;
-        if self.collector.schedule.mode == GcForegroundMode::Burst {
-            // Same average pace, victim-sized bites: once the credit covers the victim's
-            // valid data, collect all of it at once; host programs on the die wait behind it.
+        let pace = match s.pace {
+            Pace::Victim => {
+                if self.collector.dies[dix].victim == NONE
+                    && (!self.keeps_collecting(die) || !self.select_victim(die))
+                {
+                    return;
+                }
+                self.collector.dies[dix].gc_ratio
+            }
+            Pace::Nominal(ratio) => {
+                // The phase is the drive's (its free blocks summed over the dies: one
+                // processor runs one schedule), so every die collects or none does.
+                let total = self.blocks.free_total();
+                let c = &mut self.collector;
+                if c.collecting && total >= s.high_total {
+                    c.collecting = false;
+                } else if !c.collecting && total <= s.low_total {
+                    c.collecting = true;
+                }
+                if !self.keeps_collecting(die) {
+                    self.collector.dies[dix].gc_credit = 0.0;
+                    return;
+                }
+                if self.collector.dies[dix].victim == NONE && !self.select_victim(die) {
+                    return;
+                }
+                let d = &self.collector.dies[dix];
+                if self.blocks.free_len(die) < s.fg_free_min {
+                    ratio.max(d.gc_ratio)
+                } else {
+                    ratio
+                }
+            }
+        };
+        self.collector.dies[dix].gc_credit += self.geometry.units_per_pu as f64 * pace;
+        if s.mode == GcForegroundMode::Burst {
             let victim = self.collector.dies[dix].victim;
             if self.collector.dies[dix].gc_credit >= self.map.valid(victim) as f64 {
                 while self.collector.dies[dix].victim == victim {
                     let copied = self.collect_step(die, sink);
                     self.collector.dies[dix].gc_credit -= copied as f64;
                 }
-                if self.blocks.free_len(die) >= self.collector.schedule.fg_free_min {
+                if !self.keeps_collecting(die) {
                     self.collector.dies[dix].gc_credit = 0.0;
                 } else {
                     self.select_victim(die);
@@ -72,8 +99,7 @@ impl Ftl {
             let copied = self.collect_step(die, sink);
             self.collector.dies[dix].gc_credit -= copied as f64;
             if self.collector.dies[dix].victim == NONE
-                && (self.blocks.free_len(die) >= self.collector.schedule.fg_free_min
-                    || !self.select_victim(die))
+                && (!self.keeps_collecting(die) || !self.select_victim(die))
             {
                 self.collector.dies[dix].gc_credit = 0.0;
                 break;
@@ -81,63 +107,14 @@ impl Ftl {
         }
     }
 
-    /// Paced collection at the nominal pace (`ftl.gc_pace = "nominal"`): `ratio` units copied
-    /// per host unit while the drive is collecting, between the watermarks. The phase is the
-    /// drive's (its free blocks summed over the dies: one processor runs one schedule), so
-    /// every die collects or none does; a die below `gc_foreground_free_blocks_min` collects in
-    /// any phase and copies at least what its victim needs (the emergency). A victim left
-    /// part-collected when collection stops stays the die's victim until it resumes.
-    fn gc_paced_nominal<S: NandSink>(&mut self, die: u32, ratio: f64, sink: &mut S) {
-        let s = self.collector.schedule;
-        let total = self.blocks.free_total();
-        let c = &mut self.collector;
-        if c.collecting && total >= s.high_total {
-            c.collecting = false;
-        } else if !c.collecting && total <= s.low_total {
-            c.collecting = true;
-        }
-        let dix = die as usize;
-        let emergency = self.blocks.free_len(die) < s.fg_free_min;
-        if !(self.collector.collecting || emergency) {
-            self.collector.dies[dix].gc_credit = 0.0;
-            return;
-        }
-        if self.collector.dies[dix].victim == NONE && !self.select_victim(die) {
-            return;
-        }
-        let d = &mut self.collector.dies[dix];
-        let pace = if emergency {
-            ratio.max(d.gc_ratio)
-        } else {
-            ratio
-        };
-        d.gc_credit += self.geometry.units_per_pu as f64 * pace;
-        // The bite: a program unit's worth per step (paced), or the whole victim once the
-        // credit covers what it holds (burst).
-        let burst = s.mode == GcForegroundMode::Burst;
-        loop {
-            let victim = self.collector.dies[dix].victim;
-            let credit = self.collector.dies[dix].gc_credit;
-            if victim == NONE
-                || (burst && credit < self.map.valid(victim) as f64)
-                || (!burst && credit <= 0.0)
-            {
-                break;
-            }
-            let mut copied = self.collect_step(die, sink);
-            while burst && self.collector.dies[dix].victim == victim {
-                copied += self.collect_step(die, sink);
-            }
-            self.collector.dies[dix].gc_credit -= copied as f64;
-            if self.collector.dies[dix].victim == NONE {
-                let more = self.collector.collecting
-                    || self.blocks.free_len(die) < self.collector.schedule.fg_free_min;
-                if !more || !self.select_victim(die) {
-                    self.collector.dies[dix].gc_credit = 0.0;
-                    break;
-                }
-            }
-        }
+    /// Whether paced or burst collection goes on on `die`: while it is below
+    /// `gc_foreground_free_blocks_min`, and with the nominal pace also while the drive is
+    /// between its watermarks on the way up.
+    #[inline]
+    fn keeps_collecting(&self, die: u32) -> bool {
+        self.blocks.free_len(die) < self.collector.schedule.fg_free_min
+            || (self.collector.collecting
+                && matches!(self.collector.schedule.pace, Pace::Nominal(_)))
     }
 
     /// The host stream of `die` needs a new block (on-demand and deferred scheduling). On

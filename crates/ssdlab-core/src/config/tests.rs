@@ -1,0 +1,216 @@
+use super::*;
+
+/// A small drive for tests: 4 dies on 2 channels, 64 blocks of 32 two-plane pages.
+pub fn small() -> DriveConfig {
+    DriveConfig {
+        name: "test-small".into(),
+        description: String::new(),
+        nand: NandConfig {
+            part: "test".into(),
+            channels: 2,
+            dies: 4,
+            planes_per_die: 2,
+            blocks_per_plane: 64,
+            pages_per_block: 32,
+            page_size_bytes: 8192,
+            read_page_us: 50.0,
+            read_page_us_max: None,
+            program_page_us: 1000.0,
+            program_page_us_typ: None,
+            erase_block_us: 3000.0,
+            bus_mb_per_s: 200.0,
+            bus_command_ns: 200,
+            multi_plane_overhead_pct: 2.0,
+            cache_program: true,
+            pe_cycles_rated: 3000,
+            copyback: false,
+        },
+        controller: ControllerConfig {
+            name: "test".into(),
+            command_ns: 5_000,
+            dram_bytes: 0,
+            read_mb_per_s: 0.0,
+            write_mb_per_s: 0.0,
+            gc_copy_ns_per_unit: 0,
+            gc_victim_ns: 0,
+            read_extra_ns: 0,
+            write_extra_ns: 0,
+            power_loss_protection: PowerLossProtection::None,
+            self_encrypting: false,
+            crypto_erase_us: 0,
+        },
+        ftl: FtlConfig {
+            user_capacity_bytes: 4 * 64 * 32 * 16384 * 85 / 100,
+            mapping_unit_bytes: 4096,
+            write_buffer_bytes: 1 << 20,
+            rain_data_pages_per_parity: 0,
+            reserved_blocks_per_die: 0,
+            gc_policy: GcPolicy::Greedy,
+            gc_d_choices: 8,
+            gc_foreground_free_blocks_min: 3,
+            gc_foreground_mode: GcForegroundMode::Paced,
+            gc_pace: GcPace::Victim,
+            gc_free_blocks_low: 3,
+            gc_free_blocks_high: 6,
+            gc_background_free_blocks_target: 6,
+            gc_deferred_free_blocks_target: 8,
+            gc_background_idle_us: 5000,
+            gc_separate_stream: true,
+            wear_leveling_dynamic: true,
+            wear_leveling_static_spread_max: 0,
+            map_journal_entry_bytes: 0,
+            map_checkpoint_journal_pages: 0,
+            map_blocks_per_die: 0,
+            block_summary_pages: false,
+        },
+        host: HostConfig {
+            interface: HostInterfaceKind::Sata,
+            sata_line_gbit_per_s: 6.0,
+            pcie_generation: 0,
+            pcie_lanes: 0,
+            link_protocol_efficiency: 0.95,
+            link_command_ns: 1000,
+            queue_depth_max: 32,
+            command_latency_ns: 0,
+        },
+        datasheet: Datasheet::default(),
+        faults: Default::default(),
+        power: None,
+        thermal: None,
+    }
+}
+
+/// `small` with the firmware's map persistence on: journal records of 8 bytes (1024 per
+/// 8 KiB page), a checkpoint every `checkpoint_journal_pages` journal pages, two metadata
+/// blocks per die.
+pub fn small_journaled(checkpoint_journal_pages: u32) -> DriveConfig {
+    let mut cfg = small();
+    cfg.ftl.map_journal_entry_bytes = 8;
+    cfg.ftl.map_checkpoint_journal_pages = checkpoint_journal_pages;
+    cfg.ftl.map_blocks_per_die = 2;
+    cfg
+}
+
+#[test]
+fn small_is_valid() {
+    let g = small().validate().unwrap();
+    assert_eq!(g.dies, 4);
+    assert_eq!(g.units_per_pu, 4);
+    assert_eq!(g.units_per_block, 128);
+}
+
+#[test]
+fn capacity_above_usable_is_rejected() {
+    let mut c = small();
+    c.ftl.user_capacity_bytes = 4 * 64 * 32 * 16384;
+    let e = c.validate().unwrap_err();
+    assert_eq!(e.field, "ftl.user_capacity_bytes");
+    assert!(e.message.contains("accepted: at most"), "{e}");
+}
+
+#[test]
+fn gc_watermarks_and_pace_are_checked() {
+    let mut c = small();
+    c.ftl.gc_free_blocks_low = 2;
+    assert_eq!(c.validate().unwrap_err().field, "ftl.gc_free_blocks_low");
+    let mut c = small();
+    c.ftl.gc_free_blocks_high = 2;
+    assert_eq!(c.validate().unwrap_err().field, "ftl.gc_free_blocks_high");
+    let mut c = small();
+    c.ftl.gc_pace = GcPace::Nominal;
+    c.ftl.gc_foreground_mode = GcForegroundMode::OnDemand;
+    let e = c.validate().unwrap_err();
+    assert_eq!(e.field, "ftl.gc_pace");
+    assert!(e.message.contains("accepted"), "{e}");
+}
+
+#[test]
+fn impossible_geometry_is_rejected() {
+    let mut c = small();
+    c.nand.page_size_bytes = 6000;
+    assert_eq!(c.validate().unwrap_err().field, "nand.page_size_bytes");
+    let mut c = small();
+    c.nand.planes_per_die = 0;
+    assert_eq!(c.validate().unwrap_err().field, "nand.planes_per_die");
+    let mut c = small();
+    c.host.queue_depth_max = 64;
+    assert_eq!(c.validate().unwrap_err().field, "host.queue_depth_max");
+    // 16,384 pages of 4 units: a block's count would not fit its 16 bits.
+    let mut c = small();
+    c.nand.pages_per_block = 16384;
+    let e = c.validate().unwrap_err();
+    assert_eq!(e.field, "nand.pages_per_block");
+    assert!(e.message.contains("accepted: up to 65534"), "{e}");
+}
+
+#[test]
+fn shared_gc_stream_is_rejected_not_a_panic_later() {
+    // Regression: with gc_separate_stream = false the free pool could empty and panic
+    // ("die 0: free pool empty") in the middle of a run.
+    let mut c = small();
+    c.ftl.gc_separate_stream = false;
+    let e = c.validate().unwrap_err();
+    assert_eq!(e.field, "ftl.gc_separate_stream");
+    assert!(e.message.contains("accepted: true"), "{e}");
+}
+
+#[test]
+fn map_persistence_needs_its_blocks_and_checkpoints() {
+    let mut c = small();
+    c.ftl.map_journal_entry_bytes = 8;
+    c.ftl.map_checkpoint_journal_pages = 4;
+    assert_eq!(c.validate().unwrap_err().field, "ftl.map_blocks_per_die");
+    c.ftl.map_blocks_per_die = 2;
+    c.ftl.map_checkpoint_journal_pages = 0;
+    assert_eq!(
+        c.validate().unwrap_err().field,
+        "ftl.map_checkpoint_journal_pages"
+    );
+    c.ftl.map_checkpoint_journal_pages = 4;
+    let with_meta = c.validate().unwrap();
+    // The metadata blocks are spare that does not serve garbage collection.
+    let without = small().validate().unwrap();
+    assert!(with_meta.usable_bytes < without.usable_bytes);
+    assert_eq!(
+        with_meta.usable_bytes + with_meta.held_bytes,
+        without.usable_bytes
+    );
+    assert!(
+        (with_meta.over_provisioning_of_raw() - without.over_provisioning_of_raw()).abs() < 1e-12
+    );
+    // The map needs 4 bytes per unit, its dirty bits and a journal page of DRAM.
+    let map = with_meta.logical_units * 4;
+    assert_eq!(without.map_dram_bytes, map);
+    let map_pages = with_meta.logical_units.div_ceil(8192 / 4);
+    assert_eq!(
+        with_meta.map_dram_bytes,
+        map + map_pages.div_ceil(64) * 8 + 8192
+    );
+    c.controller.dram_bytes = with_meta.map_dram_bytes - 1;
+    let e = c.validate().unwrap_err();
+    assert_eq!(e.field, "controller.dram_bytes");
+    assert!(e.message.contains("accepted: at least"), "{e}");
+    c.controller.dram_bytes = with_meta.map_dram_bytes;
+    c.validate().unwrap();
+}
+
+#[test]
+fn unknown_field_names_the_field_and_line() {
+    let mut text = small().to_toml_string();
+    text = text.replace("[nand]\n", "[nand]\nplanes = 2\n");
+    let e = DriveConfig::from_toml_str(&text).unwrap_err();
+    assert!(e.contains("unknown field `planes`"), "{e}");
+    assert!(e.contains("line"), "{e}");
+}
+
+#[test]
+fn toml_round_trip() {
+    let c = small();
+    assert_eq!(DriveConfig::from_toml_str(&c.to_toml_string()).unwrap(), c);
+}
+
+#[test]
+fn sata_link_rate() {
+    // 6 Gb/s, 8b/10b: 600 MB/s encoded; 95% after FIS framing.
+    assert_eq!(small().host.link_bytes_per_s(), 570_000_000);
+}

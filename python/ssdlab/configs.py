@@ -1,0 +1,152 @@
+"""Drive configurations as text: the shipped presets, a drive file or text held in memory, a
+`--faults` spec applied to one, the TOML written back, and what the model derives from a
+configuration (`ssdlab drives`' table) without building the drive."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from . import _ssdlab
+from .errors import SsdlabError
+
+PRESET_PACKAGE = "ssdlab.presets"
+
+
+def preset_names() -> list[str]:
+    """Names of the shipped presets (the drives of drives.toml at every capacity)."""
+    files = resources.files(PRESET_PACKAGE).iterdir()
+    return sorted(f.name[: -len(".toml")] for f in files if f.name.endswith(".toml"))
+
+
+def preset_path(name: str) -> Path:
+    p = resources.files(PRESET_PACKAGE) / f"{name}.toml"
+    if not p.is_file():
+        raise SsdlabError(f"unknown drive '{name}'; accepted: {', '.join(preset_names())} (or a path to a .toml file)")
+    return Path(str(p))
+
+
+@dataclass(frozen=True)
+class DriveText:
+    """A drive file's text held in memory, taken wherever a preset name or a .toml path is
+    (`Drive.open`, `run_procedure`): a sweep's worker gets its point's resolved drive this
+    way and writes no file (a worker killed mid-point then leaves nothing behind). `name`
+    stands for the file's name in messages."""
+
+    text: str
+    name: str
+
+
+def config_text(name_or_path: str | DriveText, faults: str | None = None) -> tuple[str, str]:
+    """The TOML text of a preset (by name), of a drive file (by path) or held in a
+    `DriveText`, and its source name; with `faults` (a `--faults` spec) its `[faults]` table
+    replaced by the spec's."""
+    if isinstance(name_or_path, DriveText):
+        text = name_or_path.text
+        name_or_path = name_or_path.name
+    elif name_or_path.endswith(".toml") or "/" in name_or_path:
+        try:
+            text = Path(name_or_path).read_text()
+        except OSError as e:
+            raise SsdlabError(f"{name_or_path}: cannot read: {e.strerror}") from None
+        except UnicodeDecodeError as e:
+            raise SsdlabError(f"{name_or_path}: not a text file (byte 0x{e.object[e.start]:02x} at offset {e.start} "
+                              "is not UTF-8); accepted: a preset name (`ssdlab drives`) or a drive TOML file") from None
+    else:
+        text = preset_path(name_or_path).read_text()
+    if faults is None:
+        return text, name_or_path
+    try:
+        table = json.loads(_ssdlab.parse_faults(faults))
+    except ValueError as e:
+        raise SsdlabError(f"--faults {faults!r}: {e}") from None
+    try:
+        cfg = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise SsdlabError(f"{name_or_path}: {e}") from None
+    cfg["faults"] = {k: v for k, v in table.items() if v is not None}
+    return dump_toml(cfg), name_or_path
+
+
+FAULTS_HELP = ("seeded NAND faults, e.g. read_retry=1e-3,uncorrectable=1e-5,program_fail=1e-4,erase_fail=1e-4,seed=7 "
+               "(rates per operation), die_fail=DIE@SECONDS (a whole die fails then); replaces the drive's [faults] table")
+
+
+def format_faults(f: dict) -> str | None:
+    """One line on what seeded NAND faults did; None if they did nothing."""
+    if not any(f.values()):
+        return None
+    return (f"  faults: {f['read_retries']:,} read retries ({f['read_retry_reads']:,} extra reads), "
+            f"{f['uncorrectable_pages']:,} uncorrectable pages ({f['rain_rebuilds']:,} rebuilt by RAIN "
+            f"with {f['rain_rebuild_reads']:,} reads; {f['failed_reads']:,} reads failed, "
+            f"{f['unreadable_units']:,} units unreadable), {f['program_failures']:,} program and "
+            f"{f['erase_failures']:,} erase failures, {f['grown_bad_blocks']:,} grown bad blocks"
+            + (f"; {f['failed_dies']} die failed ({f['die_rebuilds']:,} page reads rebuilt from the other dies)"
+               if f.get("failed_dies") else ""))
+
+
+def description(cfg: dict) -> dict:
+    """What the model derives from a configuration (as tomllib reads it): geometry,
+    over-provisioning, the host link, NAND, bus and link ceilings, map DRAM
+    (ssdlab_core::describe)."""
+    try:
+        return json.loads(_ssdlab.describe_config(dump_toml(cfg)))
+    except ValueError as e:
+        raise SsdlabError(str(e)) from None
+
+
+def dump_toml(cfg: dict) -> str:
+    """A drive configuration (as tomllib reads it) back to TOML: top-level keys, then tables."""
+    def value(v) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, str):
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return repr(v)
+    lines = [f"{k} = {value(v)}" for k, v in cfg.items() if not isinstance(v, dict)]
+    for section, table in cfg.items():
+        if isinstance(table, dict):
+            lines.append(f"[{section}]")
+            lines += [f"{k} = {value(v)}" for k, v in table.items()]
+    return "\n".join(lines) + "\n"
+
+
+def describe_text(text: str, source: str) -> dict:
+    """describe() of a drive configuration without building the drive (no tables allocated)."""
+    try:
+        config = tomllib.loads(text)
+        d = json.loads(_ssdlab.describe_config(text))
+    except (tomllib.TOMLDecodeError, ValueError) as e:
+        raise SsdlabError(f"{source}: {e}") from None
+    return describe_config(config, d) | {"user_bytes": d["user_bytes"]}
+
+
+def describe_preset(name: str) -> dict:
+    """describe() of a preset without building the drive (no mapping tables allocated)."""
+    text = preset_path(name).read_text()
+    return describe_config(tomllib.loads(text), json.loads(_ssdlab.describe_config(text)))
+
+
+def describe_config(config: dict, d: dict) -> dict:
+    """The drive table's row: the configuration's names and the model's description `d`."""
+    g = d["geometry"]
+    return {
+        "name": config.get("name", ""),
+        "controller": config.get("controller", {}).get("name", ""),
+        "interface": config.get("host", {}).get("interface", ""),
+        "dies": g["dies"],
+        "channels": g["channels"],
+        "raw_gib": g["raw_bytes"] / 2**30,
+        "usable_gib": g["usable_bytes"] / 2**30,
+        "user_gb": d["user_bytes"] / 1e9,
+        "op_of_user_pct": 100 * d["over_provisioning_of_user"],
+        "op_of_raw_pct": 100 * d["over_provisioning_of_raw"],
+        "gc_spare_of_user_pct": 100 * d["gc_spare_of_user"],
+        "map_dram_mib": d["map_dram_bytes"] / 2**20,
+        "dram_mib": config.get("controller", {}).get("dram_bytes", 0) / 2**20,
+        "power_loss_protection": config.get("controller", {}).get("power_loss_protection", "none"),
+        "rain": f"{config['ftl'].get('rain_data_pages_per_parity', 0)}:1" if config["ftl"].get("rain_data_pages_per_parity") else "none",
+    }
