@@ -109,6 +109,26 @@ fn capacity_above_usable_is_rejected() {
 }
 
 #[test]
+fn a_high_watermark_beyond_the_spare_is_named_with_what_fits() {
+    let mut c = small();
+    c.ftl.gc_pace = GcPace::Nominal;
+    c.ftl.gc_free_blocks_high = 1_000_000;
+    let e = c.validate().unwrap_err();
+    assert_eq!(e.field, "ftl.gc_free_blocks_high");
+    let most: u32 = e
+        .message
+        .rsplit("at most ")
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    c.ftl.gc_free_blocks_high = most;
+    c.validate().unwrap();
+    c.ftl.gc_free_blocks_high = most + 1;
+    assert_eq!(c.validate().unwrap_err().field, "ftl.gc_free_blocks_high");
+}
+
+#[test]
 fn gc_watermarks_and_pace_are_checked() {
     let mut c = small();
     c.ftl.gc_free_blocks_low = 2;

@@ -247,6 +247,41 @@ impl DriveConfig {
         }
         // Each die must keep its open blocks and the collection reserve beyond its share of
         // user data, or garbage collection could find no block worth collecting.
+        let fits = |reserve_blocks_per_die: u64| {
+            usable_units as i64
+                - logical_units as i64
+                - (dies as u64 * reserve_blocks_per_die * data_units_per_block as u64) as i64
+                > dies as i64 * data_units_per_block as i64
+        };
+        let minimum = f.gc_foreground_free_blocks_min as u64 + 2;
+        // A schedule that keeps more free blocks than the foreground minimum is named when it
+        // is what does not fit (deferred collection's target, the nominal pace's high
+        // watermark): the largest value that would.
+        for (field, blocks, applies) in [
+            (
+                "ftl.gc_deferred_free_blocks_target",
+                f.gc_deferred_free_blocks_target,
+                f.gc_foreground_mode == GcForegroundMode::Deferred,
+            ),
+            (
+                "ftl.gc_free_blocks_high",
+                f.gc_free_blocks_high,
+                f.gc_pace == GcPace::Nominal,
+            ),
+        ] {
+            if applies && fits(minimum) && !fits(blocks as u64 + 2) {
+                let most = (f.gc_foreground_free_blocks_min as u64..blocks as u64)
+                    .take_while(|&b| fits(b + 2))
+                    .last()
+                    .unwrap_or(f.gc_foreground_free_blocks_min as u64);
+                return Err(err(
+                    field,
+                    format!(
+                        "{blocks} free blocks per die leave no spare for garbage collection beyond the user data; accepted: at most {most}"
+                    ),
+                ));
+            }
+        }
         let reserve_blocks_per_die = f
             .gc_foreground_free_blocks_min
             .max(match f.gc_foreground_mode {
@@ -258,10 +293,7 @@ impl DriveConfig {
                 GcPace::Victim => 0,
             }) as u64
             + 2;
-        let spare_units = usable_units as i64
-            - logical_units as i64
-            - (dies as u64 * reserve_blocks_per_die * data_units_per_block as u64) as i64;
-        if spare_units <= dies as i64 * data_units_per_block as i64 {
+        if !fits(reserve_blocks_per_die) {
             let usable_bytes = usable_units * unit as u64;
             let open_bytes = dies as u64
                 * (reserve_blocks_per_die + 1)
