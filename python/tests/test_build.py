@@ -61,7 +61,9 @@ def test_rustc_rejects_a_profile_it_cannot_read(backend, tmp_path, monkeypatch):
     monkeypatch.setattr(backend, "PGO_DIR", tmp_path)
     bad = tmp_path / "bad.profdata"
     bad.write_bytes(b"not an indexed profile")
-    assert not backend.rustc_reads("rustc", bad)
+    refused = backend.rustc_refuses("rustc", bad)
+    assert refused  # and what rustc said goes into the build's message
+    assert backend.rustc_refuses("rustc", tmp_path / "missing.profdata")
 
 
 @pytest.mark.skipif(shutil.which("rustc") is None, reason="needs rustc")
@@ -95,7 +97,7 @@ def test_an_old_llvm_profdata_on_the_path_brings_in_the_toolchains_own(backend, 
         tool.chmod(0o755)
     added = []
     monkeypatch.setattr(backend, "profdata_candidates", lambda rustc, major: [str(old)] + [str(own)] * len(added))
-    monkeypatch.setattr(backend, "rustc_reads", lambda rustc, profile: profile.exists())
+    monkeypatch.setattr(backend, "rustc_refuses", lambda rustc, profile: None if profile.exists() else "absent")
     monkeypatch.setattr(backend.shutil, "which", lambda name: f"/bin/{name}" if name == "rustup" else None)
     monkeypatch.setattr(backend.subprocess, "run", _runs_only(backend.subprocess.run, str(old), added))
     assert backend.train() == tmp_path / "ssdlab.profdata"

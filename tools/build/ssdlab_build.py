@@ -176,9 +176,11 @@ def merge(tools: list[str], profiles: list[str], rustc: str) -> tuple[tuple[Path
         except OSError as e:  # $LLVM_PROFDATA naming nothing runnable, say
             tried.append(f"{tool} ({e.strerror or e})")
             continue
-        if m.returncode == 0 and rustc_reads(rustc, merged):
+        refused = rustc_refuses(rustc, merged) if m.returncode == 0 else None
+        if m.returncode == 0 and not refused:
             return (merged, tool), tried
-        why = "rustc cannot read its output" if m.returncode == 0 else " ".join(m.stderr.split())[:200]
+        why = (f"rustc cannot read its output: {refused}" if m.returncode == 0
+               else " ".join(m.stderr.split())[:200])
         tried.append(f"{tool} ({why})")
     return None, tried
 
@@ -225,10 +227,13 @@ def profdata_candidates(rustc: str, major: int) -> list[str]:
     return found
 
 
-def rustc_reads(rustc: str, profile: Path) -> bool:
-    """Whether rustc reads `profile` (one it cannot read is only warned about, and ignored)."""
+def rustc_refuses(rustc: str, profile: Path) -> str | None:
+    """What rustc says of `profile` if it cannot read it (one it cannot read is only warned
+    about, and ignored), None if it reads it."""
     src = PGO_DIR / "check.rs"
     src.write_text("fn main() {}\n")
     r = subprocess.run([rustc, "-O", f"-Cprofile-use={profile}", "--emit=obj", "-o", str(PGO_DIR / "check.o"),
                         str(src)], capture_output=True, text=True)
-    return r.returncode == 0 and not r.stderr.strip()
+    if r.returncode == 0 and not r.stderr.strip():
+        return None
+    return " ".join(r.stderr.split())[:300] or f"exit {r.returncode}"
