@@ -324,6 +324,20 @@ pub enum GcPace {
     Nominal,
 }
 
+/// Which die the host stream's next program unit goes to.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostDieChoice {
+    /// The next die in turn (static striping, PU by PU).
+    RoundRobin,
+    /// The next die in turn that has no garbage-collection work queued, else the next in
+    /// turn: host data is placed where it can be programmed soon, so a victim collected in
+    /// one bite (`gc_foreground_mode = "burst"`) holds back no host data behind it. GENERIC:
+    /// dynamic page allocation (Tavakkol et al., "Performance evaluation of dynamic page
+    /// allocation strategies in SSDs", ACM TOMPECS 2016); no source names the drives' own.
+    SkipCollecting,
+}
+
 /// The flash translation layer.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -355,6 +369,9 @@ pub struct FtlConfig {
     /// How much paced or burst collection copies per host unit. Default `victim`.
     #[serde(default = "default_gc_pace")]
     pub gc_pace: GcPace,
+    /// Which die the host stream's next program unit goes to. Default `round-robin`.
+    #[serde(default = "default_host_die_choice")]
+    pub host_die_choice: HostDieChoice,
     /// Nominal pace: paced collection starts when the drive's free blocks fall to this many
     /// per die (summed over the dies) and, once started, runs until they reach
     /// `gc_free_blocks_high` per die. >= gc_foreground_free_blocks_min.
@@ -422,6 +439,9 @@ fn default_gc_foreground_mode() -> GcForegroundMode {
 }
 fn default_gc_pace() -> GcPace {
     GcPace::Victim
+}
+fn default_host_die_choice() -> HostDieChoice {
+    HostDieChoice::RoundRobin
 }
 fn default_gc_free_blocks_low() -> u32 {
     3

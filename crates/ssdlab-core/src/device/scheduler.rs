@@ -34,6 +34,19 @@ pub(super) enum NandOp {
     Erase { gc_victim: bool },
 }
 
+impl NandOp {
+    /// Garbage collection's work: its reads and programs, and a victim's erase.
+    #[inline(always)]
+    fn is_gc(&self) -> bool {
+        match self {
+            NandOp::GcRead { .. } => true,
+            NandOp::Program(p) => p.kind == ProgramKind::Gc,
+            NandOp::Erase { gc_victim } => *gc_victim,
+            NandOp::HostRead { .. } => false,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 struct DieQueue {
     /// Host reads, served first.
@@ -48,6 +61,8 @@ struct DieQueue {
     /// Host programs queued so far, and completed so far (FLUSH and FUA wait on these).
     host_programs_queued: u64,
     host_programs_done: u64,
+    /// Garbage-collection operations in `ops` (GC reads and programs, victims' erases).
+    gc_ops: u32,
     /// When the data of the GC copies read so far has been processed by the controller (a GC
     /// program of this die may start its data-in then).
     gc_data_ready: SimTime,
@@ -165,7 +180,10 @@ impl Scheduler {
                 }
                 d.ops.push_back(op)
             }
-            _ => d.ops.push_back(op),
+            _ => {
+                d.gc_ops += op.is_gc() as u32;
+                d.ops.push_back(op)
+            }
         }
         if !d.wakeup_pending {
             if k.now() >= d.ready_at {
@@ -283,6 +301,7 @@ impl Scheduler {
         // every call.
         let d = &mut self.dies[die as usize];
         let op = d.reads.pop_front().or_else(|| d.ops.pop_front())?;
+        d.gc_ops -= op.is_gc() as u32;
         let now = k.now();
         // When the die can take its next operation, and when its array is free (what each
         // NAND call leaves in `Nand::die_free_at`, not read back).
@@ -928,6 +947,11 @@ impl NandSink for Flash<'_> {
     #[inline]
     fn timed(&self) -> bool {
         true
+    }
+
+    #[inline]
+    fn die_collecting(&self, die: u32) -> bool {
+        self.sched.dies[die as usize].gc_ops > 0
     }
 }
 

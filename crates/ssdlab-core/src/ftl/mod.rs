@@ -120,6 +120,11 @@ pub trait NandSink {
     fn timed(&self) -> bool {
         false
     }
+    /// Whether `die` has garbage-collection work queued (reads, programs or the victim's
+    /// erase not yet started): what `ftl.host_die_choice = "skip-collecting"` avoids.
+    fn die_collecting(&self, _die: u32) -> bool {
+        false
+    }
 }
 
 /// A sink that ignores every operation: the untimed fast fill.
@@ -310,6 +315,9 @@ pub struct Ftl {
     dies: Vec<Die>,
     /// Die receiving the next host PU (host data is striped PU by PU across dies).
     host_die: u32,
+    /// `ftl.host_die_choice = "skip-collecting"`: the next host die is one with no
+    /// collection queued, if there is one.
+    host_skips_collecting: bool,
     sequence: u32,
     /// Room for one PU's physical unit numbers (garbage collection's valid units).
     scratch: Vec<u32>,
@@ -372,6 +380,8 @@ impl Ftl {
                 g.dies as usize
             ],
             host_die: 0,
+            host_skips_collecting: cfg.host_die_choice
+                == crate::config::HostDieChoice::SkipCollecting,
             sequence: 0,
             scratch: vec![0; g.units_per_pu as usize],
             counters: FtlCounters::default(),

@@ -135,7 +135,7 @@ impl Ftl {
             self.program_failed(die, stream, ob.block, ob.pu_first_ppn(&self.geometry), sink);
         }
         if stream == Stream::Host {
-            self.host_die = self.next_host_die(die);
+            self.host_die = self.next_host_die_for(die, sink);
             self.gc_after_host_program(die, sink);
         }
     }
@@ -149,6 +149,25 @@ impl Ftl {
         } else {
             next
         }
+    }
+
+    /// The die that takes the host's next PU after `die`: the next in turn, or with
+    /// `ftl.host_die_choice = "skip-collecting"` the next in turn with no collection queued
+    /// (the next in turn if every die has some).
+    #[inline]
+    fn next_host_die_for<S: NandSink>(&self, die: u32, sink: &S) -> u32 {
+        let next = self.next_host_die(die);
+        if !self.host_skips_collecting || !sink.die_collecting(next) {
+            return next;
+        }
+        let mut d = next;
+        for _ in 1..self.geometry.dies {
+            d = self.next_host_die(d);
+            if !sink.die_collecting(d) {
+                return d;
+            }
+        }
+        next
     }
 
     /// `die` failed: host data goes to the other dies from now on, and the die does no

@@ -1,0 +1,97 @@
+//! Issue 71: the spread of an enterprise steady state from a named cause. Collecting a whole
+//! victim in one non-preemptive bite (`ftl.gc_foreground_mode = "burst"`) takes the die away
+//! from host work for the bite's length; placing host data on a die that is not collecting
+//! (`ftl.host_die_choice = "skip-collecting"`, dynamic allocation) keeps the bite from holding
+//! the write buffer behind it. Switching the cause off (paced collection) takes the spread
+//! away; the level stays within a few percent of the paced one.
+
+use ssdlab_core::config::{DriveConfig, GcForegroundMode, HostDieChoice};
+use ssdlab_core::device::Device;
+use ssdlab_core::workload::{run_job, Job};
+
+fn preset(name: &str) -> DriveConfig {
+    let path = format!(
+        "{}/../../python/ssdlab/presets/{name}.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    DriveConfig::from_toml_str(&text).expect("a valid preset")
+}
+
+/// Steady state as the enterprise ratings are taken (fill, 1.5 drive writes of 4 KiB random
+/// writes, untimed), then `seconds` of timed 4 KiB QD32 random writes: the per-second write
+/// IOs after the first fifth, and the FTL's state digest.
+fn per_second(cfg: &DriveConfig, seconds: f64) -> (Vec<f64>, u64) {
+    let mut dev = Device::new(cfg, 1).unwrap();
+    dev.secure_erase();
+    let n = dev.geometry.logical_units as u32;
+    dev.fill_untimed(0, n);
+    dev.random_writes_untimed(0, n, n as u64 * 3 / 2, 7);
+    let job = Job {
+        rw: "randwrite".into(),
+        iodepth: 32,
+        runtime_s: Some(seconds),
+        time_based: true,
+        ..Job::default()
+    };
+    let job = job.compile(dev.user_bytes()).unwrap();
+    let r = run_job(&mut dev, &job, &mut |_| {});
+    dev.ftl.verify().unwrap();
+    let w = &r.series.write_ios;
+    let w = w[w.len() / 5..w.len() - 1]
+        .iter()
+        .map(|&x| x as f64)
+        .collect();
+    (w, dev.ftl.state_digest())
+}
+
+fn mean_cv(w: &[f64]) -> (f64, f64) {
+    let mean = w.iter().sum::<f64>() / w.len() as f64;
+    let var = w.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / w.len() as f64;
+    (mean, var.sqrt() / mean)
+}
+
+fn with(mode: GcForegroundMode, choice: HostDieChoice) -> DriveConfig {
+    let mut cfg = preset("micron-m500dc-120");
+    cfg.ftl.gc_foreground_mode = mode;
+    cfg.ftl.host_die_choice = choice;
+    cfg
+}
+
+#[test]
+fn victim_sized_bites_spread_the_steady_state_and_dynamic_allocation_keeps_its_level() {
+    let (paced, _) = per_second(
+        &with(GcForegroundMode::Paced, HostDieChoice::RoundRobin),
+        30.0,
+    );
+    let (fixed, _) = per_second(
+        &with(GcForegroundMode::Burst, HostDieChoice::RoundRobin),
+        30.0,
+    );
+    let bites = with(GcForegroundMode::Burst, HostDieChoice::SkipCollecting);
+    let (dynamic, digest) = per_second(&bites, 30.0);
+    let ((paced, paced_cv), (fixed, fixed_cv), (dynamic, dynamic_cv)) =
+        (mean_cv(&paced), mean_cv(&fixed), mean_cv(&dynamic));
+    eprintln!(
+        "paced {paced:.0} IOPS cv {paced_cv:.3}; bites, fixed striping {fixed:.0} cv {fixed_cv:.3}; \
+         bites, dynamic {dynamic:.0} cv {dynamic_cv:.3}"
+    );
+    // The bites are the spread: without them the line is flat.
+    assert!(paced_cv < 0.01, "paced cv {paced_cv}");
+    assert!(
+        dynamic_cv > 0.02 && dynamic_cv > 5.0 * paced_cv,
+        "cv {dynamic_cv}"
+    );
+    // With fixed striping the write buffer waits behind a bite: the level falls; placed on
+    // the dies that are not collecting, it stays the paced one.
+    assert!(
+        fixed < 0.9 * paced,
+        "fixed striping {fixed} vs paced {paced}"
+    );
+    assert!(
+        (dynamic / paced - 1.0).abs() < 0.05,
+        "dynamic {dynamic} vs paced {paced}"
+    );
+    // Same configuration and seed, the same run.
+    assert_eq!(per_second(&bites, 30.0).1, digest);
+}
