@@ -26,19 +26,10 @@ use ssdlab_core::stats::FNV_OFFSET;
 use ssdlab_core::time::{SimTime, NS_PER_S};
 use ssdlab_core::workload::{run_job, Job};
 
-fn preset(name: &str) -> DriveConfig {
-    let path = format!(
-        "{}/../../python/ssdlab/presets/{name}.toml",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    DriveConfig::from_toml_str(&text).expect("a valid preset")
-}
-
 // The examples' jobs: 4 KiB QD32 random writes, the 128 KiB QD32 sequential fill.
 #[path = "../examples/common/mod.rs"]
 mod common;
-use common::{random_writes, sequential_fill};
+use common::{preset, random_writes, sequential_fill};
 
 /// The `steady` example: untimed fill, untimed random writes (`drive_writes` x capacity),
 /// then `seconds` of timed 4 KiB QD32 random writes. Returns (digest, host writes, GC copies).

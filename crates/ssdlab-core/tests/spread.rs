@@ -7,16 +7,10 @@
 
 use ssdlab_core::config::{DriveConfig, GcForegroundMode, HostDieChoice};
 use ssdlab_core::device::Device;
-use ssdlab_core::workload::{run_job, Job};
 
-fn preset(name: &str) -> DriveConfig {
-    let path = format!(
-        "{}/../../python/ssdlab/presets/{name}.toml",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    DriveConfig::from_toml_str(&text).expect("a valid preset")
-}
+#[path = "../examples/common/mod.rs"]
+mod common;
+use common::{preset, random_writes};
 
 /// Steady state as the enterprise ratings are taken (fill, 1.5 drive writes of 4 KiB random
 /// writes, untimed), then `seconds` of timed 4 KiB QD32 random writes: the per-second write
@@ -27,15 +21,7 @@ fn per_second(cfg: &DriveConfig, seconds: f64) -> (Vec<f64>, u64) {
     let n = dev.geometry.logical_units as u32;
     dev.fill_untimed(0, n);
     dev.random_writes_untimed(0, n, n as u64 * 3 / 2, 7);
-    let job = Job {
-        rw: "randwrite".into(),
-        iodepth: 32,
-        runtime_s: Some(seconds),
-        time_based: true,
-        ..Job::default()
-    };
-    let job = job.compile(dev.user_bytes()).unwrap();
-    let r = run_job(&mut dev, &job, &mut |_| {});
+    let r = random_writes(&mut dev, seconds);
     dev.ftl.verify().unwrap();
     let w = &r.series.write_ios;
     let w = w[w.len() / 5..w.len() - 1]

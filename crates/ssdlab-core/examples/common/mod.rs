@@ -1,8 +1,19 @@
 //! What the timing examples (and the golden tests, which include this file) share.
 #![allow(dead_code)] // each includer uses its part
 
+use ssdlab_core::config::DriveConfig;
 use ssdlab_core::device::Device;
 use ssdlab_core::workload::{run_job, Job, JobResult};
+
+/// The preset `name` from python/ssdlab/presets (for the tests, which run from the crate).
+pub fn preset(name: &str) -> DriveConfig {
+    let path = format!(
+        "{}/../../python/ssdlab/presets/{name}.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    DriveConfig::from_toml_str(&text).expect("a valid preset")
+}
 
 /// The timed sequential fill of the consistency test: 128 KiB writes at QD32 over the drive.
 pub fn sequential_fill(dev: &mut Device) -> JobResult {
