@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 from . import _ssdlab
-from .errors import SsdlabError
+from .errors import SsdlabError, read_text
 
 PRESET_PACKAGE = "ssdlab.presets"
 
@@ -48,13 +48,7 @@ def config_text(name_or_path: str | DriveText, faults: str | None = None) -> tup
         text = name_or_path.text
         name_or_path = name_or_path.name
     elif name_or_path.endswith(".toml") or "/" in name_or_path:
-        try:
-            text = Path(name_or_path).read_text()
-        except OSError as e:
-            raise SsdlabError(f"{name_or_path}: cannot read: {e.strerror}") from None
-        except UnicodeDecodeError as e:
-            raise SsdlabError(f"{name_or_path}: not a text file (byte 0x{e.object[e.start]:02x} at offset {e.start} "
-                              "is not UTF-8); accepted: a preset name (`ssdlab drives`) or a drive TOML file") from None
+        text = read_text(name_or_path, "a preset name (`ssdlab drives`) or a drive TOML file")
     else:
         text = preset_path(name_or_path).read_text()
     if faults is None:

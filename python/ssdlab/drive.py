@@ -23,7 +23,7 @@ from .configs import (  # noqa: F401  (re-exported: ssdlab.drive has always offe
     preset_names,
     preset_path,
 )
-from .errors import SsdlabError
+from .errors import SsdlabError, read_text
 from .job import Job
 from .progress import Progress, auto
 from .results import JobSummary, ReplaySummary
@@ -247,12 +247,7 @@ class Drive:
 
     @classmethod
     def from_toml(cls, path: str | Path, seed: int = 0) -> "Drive":
-        p = Path(path)
-        try:
-            text = p.read_text()
-        except OSError as e:
-            raise SsdlabError(f"{path}: cannot read: {e.strerror}") from None
-        return cls(text, str(path), seed)
+        return cls(read_text(path, "a drive TOML file"), str(path), seed)
 
     @classmethod
     def open(cls, name_or_path: str | DriveText, seed: int = 0, faults: str | None = None) -> "Drive":

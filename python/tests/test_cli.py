@@ -93,3 +93,33 @@ def test_review_checks_out_before_running_anything(tmp_path):
     assert p.returncode == 2 and "--out" in p.stderr and "is a file" in p.stderr, p.stderr
     p = run_cli("procedure", "consistency", "--drive", "crucial-m500-960", "--out", str(f))
     assert p.returncode == 2 and "is a file" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "--drive", "SMALL", "--rw", "randwrite", "--runtime", "1", "--interval", "nan"], "--interval nan: accepted: a positive number"),
+    (["run", "--drive", "SMALL", "--rw", "randwrite", "--runtime", "1", "--interval", "inf"], "--interval inf: accepted: a positive number"),
+    # A typo that grew the series to 9.8 GB in 50 s: the shortest interval is fio's millisecond.
+    (["run", "--drive", "SMALL", "--rw", "randwrite", "--runtime", "1", "--interval", "1e-9"], "accepted: a finite number of seconds of at least 0.001"),
+    (["run", "--drive", "SMALL", "--rw", "randwrite", "--runtime", "2000", "--interval", "0.001"], "accepted: at most 1000000"),
+    (["sweep", "BINARY", "--out", "OUT"], "not a text file (byte 0xe1 at offset 0"),
+    (["procedure", "transfer-size", "--drive", "SMALL", "--set", "min_bs=8m", "--set", "max_bs=512"], "min_bs 8m is larger than max_bs 512"),
+    (["serve", "--drive", "SMALL", "--store", "", "--port", "1"], "--store '': empty (an unset shell variable?)"),
+    (["crypto-erase", "--store", ""], "--store '': empty"),
+    (["run", "--drive", "SMALL", "--rw", "read", "--number-ios", "10", "--faults", ""], "--faults '': empty"),
+    (["validate", "--groups", "theory", "--out", "/proc/v"], "--out /proc/v: cannot make it"),
+])
+def test_issue_73_bad_inputs_are_one_clear_line(tmp_path, small_toml, monkeypatch, args, message):
+    """Issue 73 items 5, 6, 13, 18: tracebacks, a bound on the series, an empty --store that
+    wrote the store over the current directory, an empty --faults taken silently, and
+    validate's --out checked only after the whole group."""
+    binary = tmp_path / "spec.toml"
+    binary.write_bytes(b"\xe1\x00\xff")
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    subs = {"SMALL": str(small_toml), "BINARY": str(binary), "OUT": str(tmp_path / "o")}
+    p = run_cli(*[subs.get(a, a) for a in args])
+    assert p.returncode == 2, (p.returncode, p.stdout[-500:], p.stderr[-500:])
+    assert message in p.stderr and "Traceback" not in p.stderr, p.stderr
+    # Nothing was written where the user stands, nor an output directory.
+    assert not list(here.iterdir()) and not (tmp_path / "o").exists()

@@ -97,8 +97,28 @@ def test_trim_passes_degrade_recover_and_trim_restores(small_toml):
     assert len(o.tables["passes"]) == 4 * 10
 
 
+def _units_declared(outcome):
+    """Every figure of an outcome's summary has its declared unit (issue 73 item 1): a unit
+    from the table or from the label, never one guessed from a substring of the name."""
+    from ssdlab.review.labels import unit_of
+    units = {k: unit_of(k) for k, v in outcome.summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    assert all(units.values()), {k: u for k, u in units.items() if not u}
+    return units
+
+
+def test_every_summary_unit_is_declared():
+    from ssdlab.review.labels import unit_of
+    # The three a substring match got wrong.
+    assert unit_of("steady_write_amplification") == "x"
+    assert unit_of("read_mb_per_s_max") == unit_of("write_mb_per_s_max") == "MB/s"
+    assert unit_of("4K random write QD32 (IOPS)") == "IOPS" and unit_of("idle (W)") == "W"
+    assert unit_of("pass 2 MB/s") == "MB/s" and unit_of("no_such_figure") is None
+
+
 def test_four_corners_sequential_and_transfer_size(small_toml):
-    fc = run_procedure("four-corners", str(small_toml), SHORT["four-corners"])[0].tables["results"]
+    o = run_procedure("four-corners", str(small_toml), SHORT["four-corners"])[0]
+    assert _units_declared(o)["4K random write QD32 (IOPS)"] == "IOPS"
+    fc = o.tables["results"]
     assert list(fc.test) == ["4K random read QD3", "4K random write QD3", "4K random write QD32",
                              "128K sequential read QD1", "128K sequential write QD1"]
     assert (fc.mb_per_s > 0).all()
@@ -106,7 +126,9 @@ def test_four_corners_sequential_and_transfer_size(small_toml):
     assert len(sq) == 2 and (sq.mb_per_s > 0).all()
     # SATA 6 Gb/s carries at most 600 MB/s.
     assert sq.mb_per_s.max() < 600
-    ts = run_procedure("transfer-size", str(small_toml), SHORT["transfer-size"])[0].tables["curves"]
+    o = run_procedure("transfer-size", str(small_toml), SHORT["transfer-size"])[0]
+    assert _units_declared(o) == {"read_mb_per_s_max": "MB/s", "write_mb_per_s_max": "MB/s"}
+    ts = o.tables["curves"]
     assert list(ts.bs_bytes) == [512 * 2**k for k in range(12)]
     assert ts.read_mb_per_s.iloc[-1] > 5 * ts.read_mb_per_s.iloc[0]
     # The span is written before the sweep: writes smaller than a mapping unit pay
@@ -121,7 +143,9 @@ def test_qd_scaling_endurance_and_storage_bench(small_toml):
                                "128K sequential write", "128K sequential read"}
     rr = q[q.workload == "4K random read"].set_index("qd").iops
     assert rr[32] > 3 * rr[1]
-    e = run_procedure("endurance", str(small_toml), SHORT["endurance"])[0].summary
+    e = run_procedure("endurance", str(small_toml), SHORT["endurance"])[0]
+    assert _units_declared(e)["projected_tbw"] == "TB"
+    e = e.summary
     assert e["write_amplification"] > 1 and e["wear_leveling_factor"] >= 1
     assert e["mean_pe_cycles_measured"] >= 3
     assert e["projected_tbw"] > 0
@@ -144,6 +168,7 @@ def test_qd_scaling_endurance_and_storage_bench(small_toml):
     ("nonsense", {}, "unknown procedure 'nonsense'"),
     ("trim", {"colour": 1}, "unknown parameter 'colour'"),
     ("storage-bench", {"traces": ["no-such-trace"]}, "trace 'no-such-trace'"),
+    ("transfer-size", {"min_bs": "8m", "max_bs": "512"}, "min_bs 8m is larger than max_bs 512"),
 ])
 def test_parameters_are_validated(proc, params, message):
     with pytest.raises(SsdlabError, match=message):
@@ -344,6 +369,7 @@ def test_the_distribution_figures_of_a_scatter():
 
 def test_consistency_summary_carries_the_distribution(small_toml):
     (a,) = run_procedure("consistency", str(small_toml), {**SHORT["consistency"], "spare": [0]})
+    assert _units_declared(a)["steady_stddev_iops"] == "IOPS"
     s = a.summary
     for k in ("steady_median_iops", "steady_p1_iops", "steady_p5_iops", "steady_p99_iops", "steady_cv",
               "steady_below_half_median_pct", "steady_above_twice_median_pct", "steady_latency_band_pct"):

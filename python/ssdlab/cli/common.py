@@ -59,6 +59,20 @@ def positive(flag: str):
     return _number(flag, False)
 
 
+def not_empty(flag: str, accepted: str):
+    """An argparse type: any text but an empty one (`--store "$DIR"` with DIR unset), which
+    would otherwise mean something the user did not ask for."""
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"{flag} {text!r}: empty (an unset shell variable?); accepted: {accepted}")
+        return text
+    return parse
+
+
+FAULTS_SPEC = not_empty("--faults", "key=value pairs, e.g. uncorrectable=1e-5,seed=7 (leave --faults out for the drive's own)")
+STORE_DIR = not_empty("--store", "the path of a directory")
+
+
 def add_precondition(parser: argparse.ArgumentParser, what: str) -> None:
     """`--precondition` and `--precondition-drive-writes` (the drive state before `what`)."""
     parser.add_argument("--precondition", default="none", choices=PRECONDITIONS,

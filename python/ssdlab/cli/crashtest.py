@@ -10,7 +10,7 @@ from ..crashtest import __doc__ as crashtest_doc
 from ..crashtest import crashtest
 from ..drive import FAULTS_HELP
 from ..errors import SsdlabError
-from .common import SEED
+from .common import FAULTS_SPEC, SEED, STORE_DIR
 
 
 def format_table(reports: list[dict]) -> str:
@@ -71,7 +71,7 @@ def add_parser(sub) -> None:
     c.add_argument("--span-mib", type=float, default=16, help="MiB of the drive written from offset 0 (default 16)")
     c.add_argument("--queue-depth", type=int, default=4, help="commands in flight (default 4)")
     c.add_argument("--prefill", action="store_true", help="start with every unit written, so garbage collection runs from the first cycle")
-    c.add_argument("--store", help="directory for the drive's store (default: a temporary one; one drive only)")
+    c.add_argument("--store", type=STORE_DIR, help="directory for the drive's store (default: a temporary one; one drive only)")
     c.add_argument("--json", help="write the reports here as JSON")
-    c.add_argument("--faults", metavar="SPEC", help=FAULTS_HELP + " (program and erase failures move data; the check is unchanged)")
+    c.add_argument("--faults", metavar="SPEC", type=FAULTS_SPEC, help=FAULTS_HELP + " (program and erase failures move data; the check is unchanged)")
     c.set_defaults(func=run_cli)

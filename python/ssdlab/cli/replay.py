@@ -9,7 +9,7 @@ import sys
 from ..drive import FAULTS_HELP, LINK_POLICIES, Drive, device_label, format_faults
 from ..errors import SsdlabError
 from ..traces import trace_stats
-from .common import SEED, add_precondition, in_range, out_dir, positive, power_line
+from .common import FAULTS_SPEC, SEED, add_precondition, in_range, out_dir, positive, power_line
 
 FORMATS = ("msr, spc, blkparse, blktrace (binary, per-CPU files read together), fio-iolog, disksim, "
            "alibaba, tencent, fiu, msprod")
@@ -194,7 +194,7 @@ def add_parsers(sub) -> None:
                    help="the host's link power management during the replay (a drive with a power model sleeps its link in idle gaps; timed mode)")
     add_precondition(t, "the replay")
     t.add_argument("--seed", type=SEED)
-    t.add_argument("--faults", metavar="SPEC", help=FAULTS_HELP)
+    t.add_argument("--faults", metavar="SPEC", type=FAULTS_SPEC, help=FAULTS_HELP)
     t.add_argument("--output-format", "--output_format", default="normal", choices=("normal", "json", "json+"),
                    help="json: print only fio's JSON output (the replay as one job: reads and writes with their service times)")
     t.add_argument("--out", help="directory for replay-summary.json and replay-timeseries.parquet")

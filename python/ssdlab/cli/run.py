@@ -10,7 +10,7 @@ from .. import fio_logs
 from ..drive import FAULTS_HELP, LINK_POLICIES, Drive, Result, describe_preset, format_faults, preset_names
 from ..errors import SsdlabError
 from ..job import _OPTIONS, Job, _apply, _seconds, job_error, schedule
-from .common import SEED, add_precondition, out_dir, power_line, whole
+from .common import FAULTS_SPEC, SEED, add_precondition, out_dir, positive, power_line, whole
 
 
 def _drives(args: argparse.Namespace) -> int:
@@ -290,11 +290,11 @@ def add_parsers(sub) -> None:
                    help="the host's link power management during the job (default none; drives with a power model)")
     add_precondition(r, "the job")
     r.add_argument("--seed", type=SEED, help="root seed (same seed, same results)")
-    r.add_argument("--faults", metavar="SPEC", help=FAULTS_HELP)
+    r.add_argument("--faults", metavar="SPEC", type=FAULTS_SPEC, help=FAULTS_HELP)
     r.add_argument("--output-format", "--output_format", default="normal", choices=("normal", "json", "json+"),
                    help="json: print only fio's JSON output (jobs[].read/write/trim with iops, bw, clat_ns percentiles); "
                         "json+: with the latency histograms (clat_ns bins), as fio_jsonplus_clat2csv reads them")
-    r.add_argument("--interval", type=float, help="seconds per time-series interval (default 1)")
+    r.add_argument("--interval", type=positive("--interval"), help="seconds per time-series interval (default 1; at least 0.001)")
     r.add_argument("--intervals", default="chart", choices=("chart", "all", "none"), help="print the per-interval series as a chart (default), in full, or not")
     r.add_argument("--out", help="directory for summary.json, timeseries.parquet/.csv and erase_counts.parquet")
     r.add_argument("--quiet", action="store_true", help="no progress bar")

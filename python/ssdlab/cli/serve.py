@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..drive import FAULTS_HELP, LINK_POLICIES, format_faults
 from ..serve import PACES, PRECONDITIONS, Server
-from .common import SEED, power_line
+from .common import FAULTS_SPEC, SEED, STORE_DIR, power_line
 
 
 def format_stats(s: dict) -> str:
@@ -124,7 +124,7 @@ def add_parser(sub) -> None:
                        description="Crypto erase the store of a self-encrypting drive (controller.self_encrypting): the data at rest "
                                    "is AES-256-XTS under the store's media key; this drops every record and data byte and writes a new "
                                    "key over the old one. The server must be stopped. The drive starts empty at its next serve.")
-    c.add_argument("--store", metavar="DIR", required=True, help="the store directory `ssdlab serve --store` made")
+    c.add_argument("--store", type=STORE_DIR, metavar="DIR", required=True, help="the store directory `ssdlab serve --store` made")
     c.set_defaults(func=_crypto_erase)
 
     s = sub.add_parser("serve", help="serve a drive over NBD so real tools (qemu-io, nbdcopy, fio) use it as a disk",
@@ -138,7 +138,7 @@ def add_parser(sub) -> None:
                    help="model: reply when the model completes the command, in wall-clock time (default); none: as fast as possible")
     s.add_argument("--precondition", default="none", choices=PRECONDITIONS,
                    help="drive state at start: none (fresh) or fast-fill (every LBA mapped, reads as zeros)")
-    s.add_argument("--store", metavar="DIR",
+    s.add_argument("--store", type=STORE_DIR, metavar="DIR",
                    help="keep the data and the drive's state in DIR (created if new; an existing store is "
                         "rebuilt as the firmware does at power-on); without it data lives in memory only")
     s.add_argument("--read-only", action="store_true", help="export read-only: WRITE, TRIM and WRITE_ZEROES are refused")
@@ -156,7 +156,7 @@ def add_parser(sub) -> None:
                    help="pace model: reply this many microseconds before the model's completion, for what the "
                         "client and the NBD transport add to each round trip (a drive on the host's bus has no NBD "
                         "hop); benches/bench_nbd.py --paced-only measures it on this machine (default 0)")
-    s.add_argument("--faults", metavar="SPEC", help=FAULTS_HELP + "; a read the drive cannot correct is answered EIO")
+    s.add_argument("--faults", metavar="SPEC", type=FAULTS_SPEC, help=FAULTS_HELP + "; a read the drive cannot correct is answered EIO")
     s.add_argument("--seed", type=SEED)
     s.add_argument("--stats-json", help="write the final statistics here as JSON")
     s.add_argument("--quiet", action="store_true", help="no log lines for refused requests or failed connections")

@@ -11,6 +11,7 @@ from ..errors import SsdlabError
 from ..validate import (SENSITIVITY_PRESETS, _bar, markdown, sensitivity, sensitivity_markdown,
                         validate)
 from ..validate import __doc__ as validate_doc
+from .common import out_dir
 
 
 def run_cli(args) -> int:
@@ -21,6 +22,7 @@ def run_cli(args) -> int:
         for p in presets:
             if p not in known and not p.endswith(".toml"):
                 raise SsdlabError(f"unknown drive '{p}'; accepted: preset names (see `ssdlab drives`) or .toml files")
+    out_dir(args.out)  # before any simulated time is spent: a typo must not cost an hour's group
     if args.sensitivity:
         rows = sensitivity(args.drives or SENSITIVITY_PRESETS, seconds=2.0 if args.quick else 3.0,
                            progress=None if args.quiet else _bar("sensitivity"))
@@ -28,7 +30,6 @@ def run_cli(args) -> int:
         print(text)
         if args.out:
             out = Path(args.out)
-            out.mkdir(parents=True, exist_ok=True)
             (out / "sensitivity.md").write_text(text)
             (out / "sensitivity.json").write_text(json.dumps(rows, indent=2) + "\n")
             print(f"wrote {out / 'sensitivity.md'} and sensitivity.json")

@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..errors import SsdlabError
 from ..job import parse_size
+from .labels import rate_summary
 from .procedures import Outcome, Tracker
 from .steady import consistency_summary, spare_span, spare_variant
 
@@ -175,7 +176,7 @@ def run_fio_procedure(procedure: str, target: dict, params: dict, report=None) -
                 f.fill(size)
                 add(f"sequential read {p['bs']} QD{p['qd']}", f.run(rw="read", bs=p["bs"], iodepth=p["qd"], size=size, runtime_s=p["duration_s"])[0], "read")
             table = pd.DataFrame(rows)
-            outs.append(Outcome(procedure, label, "", {r["test"]: r["mb_per_s"] for r in rows}, {"results": table}, time.perf_counter() - t0, "fio"))
+            outs.append(Outcome(procedure, label, "", rate_summary(rows), {"results": table}, time.perf_counter() - t0, "fio"))
         elif procedure == "transfer-size":
             span = min(parse_size(p["span"], "span"), size)
             lo, hi = parse_size(p["min_bs"], "min_bs"), parse_size(p["max_bs"], "max_bs")

@@ -4,25 +4,48 @@ the drive state each procedure starts from, and a run's parameters as one line."
 from __future__ import annotations
 
 
-# Units of the summary's keys that do not carry theirs in the name.
-_UNITS = (("_iops", "IOPS"), ("(iops)", "IOPS"), ("(mb/s)", "MB/s"), ("mb/s", "MB/s"), ("(w)", "W"), ("_s", "s"),
-          ("_w", "W"), ("_tbw", "TB"), ("write_amplification", "x"), ("factor", "x"), ("pe_cycles", "P/E cycles"),
-          ("_pct", "%"), ("_mb_per_s", "MB/s"), ("_us", "us"))
+# The unit of every fixed summary key, declared (issue 73 item 1: a name's substring is no
+# unit: "steady_write_amplification" is not in W). "" for figures without a unit (a count of
+# requests, a text).
+UNITS = {
+    # consistency (steady.py)
+    "peak_iops": "IOPS", "cliff_s": "s", "steady_mean_iops": "IOPS", "steady_floor_iops": "IOPS",
+    "steady_median_iops": "IOPS", "steady_p1_iops": "IOPS", "steady_p5_iops": "IOPS", "steady_p99_iops": "IOPS",
+    "steady_stddev_iops": "IOPS", "steady_cv": "ratio", "steady_below_half_median_pct": "%",
+    "steady_above_twice_median_pct": "%", "steady_latency_band_pct": "%", "steady_window_s": "s",
+    "write_amplification": "x", "steady_write_amplification": "x", "warning": "",
+    # transfer-size
+    "read_mb_per_s_max": "MB/s", "write_mb_per_s_max": "MB/s",
+    # endurance
+    "workload": "", "wear_leveling_factor": "x", "mean_pe_cycles_measured": "P/E cycles",
+    "mean_pe_cycles_total": "P/E cycles", "pe_cycles_rated": "P/E cycles", "projected_tbw": "TB", "rated_tbw": "TB",
+    "replica": "",
+    # power, when the drive has no power model
+    "power model": "",
+}
+
+# Keys made from a label (four-corners, sequential-qd, qd-scaling, trim, storage-bench, power)
+# end in their unit: "128K sequential write QD1 (MB/s)", "pass 1 MB/s", "idle (W)".
+_LABEL_UNITS = {"(IOPS)": "IOPS", "(MB/s)": "MB/s", "MB/s": "MB/s", "(W)": "W"}
 
 
-# Units declared by key, before the suffixes above are tried (issue 71's distribution figures).
-_DECLARED_UNITS = {"steady_cv": "ratio", "cv": "ratio"}
+def rate_summary(rows: list[dict]) -> dict:
+    """The summary of a table of tests (each with `test`, `mb_per_s`, `iops`) as reviews quote
+    them: MB/s for the sequential ones, IOPS for the random ones, the unit in the key."""
+    out = {}
+    for r in rows:
+        unit, key = ("MB/s", "mb_per_s") if "sequential" in r["test"] else ("IOPS", "iops")
+        out[f"{r['test']} ({unit})"] = r[key]
+    return out
 
 
 def unit_of(key: str) -> str:
-    """The unit of a summary figure, from its key ("" when it has none)."""
-    if key in _DECLARED_UNITS:
-        return _DECLARED_UNITS[key]
-    k = key.lower()
-    for suffix, unit in _UNITS:
-        if suffix in k:
-            return unit
-    return ""
+    """The unit of a summary figure: declared in UNITS, or the unit a label key ends in; None
+    for a key neither declares (a test keeps every procedure's keys declared)."""
+    if key in UNITS:
+        return UNITS[key]
+    last = key.rsplit(" ", 1)[-1]
+    return _LABEL_UNITS.get(last)
 
 
 # The drive state each procedure starts from (the code above: secure erase, then what it writes).

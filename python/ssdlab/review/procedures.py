@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ..drive import Drive, DriveText, config_text, describe_text, dump_toml
 from ..errors import SsdlabError
 from ..job import Job, parse_size
-from .labels import PRECONDITIONS, describe_params, unit_of  # noqa: F401  (re-exported)
+from .labels import PRECONDITIONS, describe_params, rate_summary, unit_of  # noqa: F401  (re-exported)
 from .steady import (  # noqa: F401  (re-exported)
     LATENCY_BAND,
     _round_down,
@@ -222,11 +222,7 @@ def four_corners(source: str | DriveText, p: dict, tracker: Tracker, seed: int =
     d.secure_erase()
     run("128K sequential write QD1", d, Job(rw="write", bs="128k", iodepth=1, size=str(whole), runtime_s=p["seq_s"], time_based=True))
     table = pd.DataFrame(rows)
-    summary = {}
-    for r in rows:  # MB/s for the sequential corners, IOPS for the random ones, as reviews quote them
-        unit, key = ("MB/s", "mb_per_s") if "sequential" in r["test"] else ("IOPS", "iops")
-        summary[f"{r['test']} ({unit})"] = r[key]
-    return [Outcome("four-corners", label, "", summary, {"results": table}, time.perf_counter() - t0)]
+    return [Outcome("four-corners", label, "", rate_summary(rows), {"results": table}, time.perf_counter() - t0)]
 
 
 def sequential_qd(source: str | DriveText, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
@@ -248,7 +244,7 @@ def sequential_qd(source: str | DriveText, p: dict, tracker: Tracker, seed: int 
     d.fill_read_reach(p["duration_s"])
     r = d.run(Job(rw="read", bs=p["bs"], iodepth=p["qd"], size=str(whole), runtime_s=p["duration_s"], time_based=True), progress=tracker)
     rows.append({"test": f"sequential read {p['bs']} QD{p['qd']}", "mb_per_s": r.summary["read"]["mb_per_s"], "iops": r.summary["read"]["iops"]})
-    return [Outcome("sequential-qd", label, "", {f"{r['test']} (MB/s)": r["mb_per_s"] for r in rows}, {"results": pd.DataFrame(rows)}, time.perf_counter() - t0)]
+    return [Outcome("sequential-qd", label, "", rate_summary(rows), {"results": pd.DataFrame(rows)}, time.perf_counter() - t0)]
 
 
 def transfer_size(source: str | DriveText, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
@@ -571,6 +567,13 @@ class Procedure:
     params: dict
     weights: object  # params -> list of step weights
     description: str = ""
+    check: object = None  # params -> None, or SsdlabError for values that do not go together
+
+
+def _size_order(p: dict, low: str, high: str) -> None:
+    """`p[low]` is no larger than `p[high]` (both sizes)."""
+    if parse_size(p[low], low) > parse_size(p[high], high):
+        raise SsdlabError(f"{low} {p[low]} is larger than {high} {p[high]}; accepted: {low} <= {high}")
 
 
 def _frac(v):
@@ -611,7 +614,7 @@ PROCEDURES: dict[str, Procedure] = {
         "min_bs": Param("512", "smallest transfer", _size("min_bs")),
         "max_bs": Param("8m", "largest transfer", _size("max_bs")),
         "qd": Param(4, "queue depth", _positive("qd")),
-    }, lambda p: [1.0]),
+    }, lambda p: [1.0], check=lambda p: _size_order(p, "min_bs", "max_bs")),
     "trim": Procedure("trim", trim, {
         "random_s": Param(1200, "seconds of 4 KiB QD32 random writes (methodology: 20-30 minutes)", _positive("random_s")),
         "positions": Param(50, "slices of the LBA span the passes are measured in", _positive("positions")),
@@ -659,6 +662,11 @@ def resolve_params(procedure: str, overrides: dict | None = None) -> dict:
                 p[k] = spec[k].check(v)
             except SsdlabError as e:
                 raise SsdlabError(f"{procedure}: {e}") from None
+    if PROCEDURES[procedure].check is not None:
+        try:
+            PROCEDURES[procedure].check(p)
+        except SsdlabError as e:
+            raise SsdlabError(f"{procedure}: {e}") from None
     return p
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from .. import __version__, _ssdlab
 from ..drive import config_text, dump_toml
-from ..errors import SsdlabError
+from ..errors import SsdlabError, read_text
 from ..job import Job
 
 TOP_KEYS = {"drives", "procedure", "job", "params", "seeds", "replicates", "grid", "zip", "name"}
@@ -61,11 +61,7 @@ class Point:
 def load_spec(spec: "str | Path | dict") -> dict:
     if isinstance(spec, dict):
         return spec
-    path = Path(spec)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise SsdlabError(f"{spec}: cannot read: {e.strerror}") from None
+    text = read_text(spec, "a sweep spec TOML file (the README's Sweeps section)")
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

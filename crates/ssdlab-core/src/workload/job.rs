@@ -5,6 +5,11 @@ use crate::power::LinkPolicy;
 use crate::time::NS_PER_S;
 use serde::{Deserialize, Serialize};
 
+/// The shortest interval of the per-interval series, seconds (fio's `log_avg_msec` unit).
+pub const MIN_LOG_INTERVAL_S: f64 = 0.001;
+/// The most intervals a timed job's series may have (one row each, kept in memory).
+pub const MAX_INTERVALS: u64 = 1_000_000;
+
 /// A job as a user writes it, in fio's option names and units (sizes as fio strings: "4k",
 /// "128KiB", "8g", offsets also as "25%").
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -783,8 +788,24 @@ impl Job {
                 self.startdelay_s
             ));
         }
-        if self.log_interval_s.is_nan() || self.log_interval_s <= 0.0 {
-            return Err("log_interval: must be a positive number of seconds".into());
+        // The series keeps one row per interval: bounded so that a typo (1e-9) cannot grow it
+        // past memory. The shortest is fio's log_avg_msec unit; a timed run has at most
+        // MAX_INTERVALS of them.
+        if !(self.log_interval_s >= MIN_LOG_INTERVAL_S && self.log_interval_s.is_finite()) {
+            return Err(format!(
+                "log_interval: {} s; accepted: a finite number of seconds of at least {MIN_LOG_INTERVAL_S} (fio's log_avg_msec is in whole milliseconds)",
+                self.log_interval_s
+            ));
+        }
+        if let Some(r) = runtime_ns {
+            let intervals = r as f64 / NS_PER_S as f64 / self.log_interval_s;
+            if intervals > MAX_INTERVALS as f64 {
+                return Err(format!(
+                    "log_interval: {} s over a {} s runtime is {intervals:.0} intervals; accepted: at most {MAX_INTERVALS} (each is a row of the series kept in memory): a longer interval",
+                    self.log_interval_s,
+                    r as f64 / NS_PER_S as f64
+                ));
+            }
         }
         if self.loops == 0 {
             return Err("loops: 0; accepted: 1 or more".into());

@@ -130,6 +130,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_empty_store_path_is_refused_not_the_current_directory() {
+        // Issue 73 item 13: `--store "$DIR"` with DIR unset.
+        let e = crypto_erase_store(Path::new("")).unwrap_err();
+        assert!(e.contains("an empty path"), "{e}");
+        assert!(super::super::take_lock(Path::new("")).is_err());
+    }
+
+    #[test]
     fn a_unit_encrypts_to_other_bytes_and_decrypts_back_and_the_tweak_matters() {
         let dir = std::env::temp_dir().join(format!("ssdlab-crypt-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

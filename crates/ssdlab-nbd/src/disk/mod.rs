@@ -179,12 +179,23 @@ fn at(dir: &Path, name: &str, e: impl std::fmt::Display) -> String {
     format!("{}: {e}", dir.join(name).display())
 }
 
+/// A store directory may not be the empty path: that would put the store's files (`data`,
+/// `oob`, ...) in the current directory, over any of the user's files of those names, or take
+/// a `store.json` there for the store (issue 73, item 13).
+pub fn check_store_dir(dir: &Path) -> Result<(), String> {
+    if dir.as_os_str().is_empty() {
+        return Err("store directory '': an empty path (an unset shell variable?); accepted: the path of a directory".into());
+    }
+    Ok(())
+}
+
 /// The store's advisory lock (`DIR/lock`, an exclusive `flock` held while the store is open,
 /// the holder's process id written in it): a second server or crashtest on the same store is
 /// refused with the holder named, instead of two processes writing one store (issue 25, item 3).
 /// The kernel drops the lock when the holder exits, however it exits.
 pub fn take_lock(dir: &Path) -> Result<File, String> {
     use std::io::{Seek, Write};
+    check_store_dir(dir)?;
     let mut f = OpenOptions::new()
         .read(true)
         .write(true)

@@ -12,6 +12,7 @@ pub fn mount(
     drive: &str,
     fast_fill: bool,
 ) -> Result<(DiskUnits, Mount), String> {
+    check_store_dir(dir)?;
     let meta_path = dir.join("store.json");
     let wanted = StoreMeta::of(drive, &dev.geometry);
     if !meta_path.exists() {
