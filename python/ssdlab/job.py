@@ -193,6 +193,8 @@ _IGNORED |= {
     # command alike, as a drive without priority support does; the options change nothing.
     "prio", "prioclass", "priohint", "cmdprio", "cmdprio_class", "cmdprio_hint", "cmdprio_percentage",
     "cmdprio_bssplit",
+    # When the host creates its files: serialised or in parallel (files, not the drive).
+    "create_serialize", "create_fsync",
 }
 # Options ssdlab refuses, by why.
 _ENGINE = "belongs to an I/O engine's own target (network, GPU, cloud or passthrough); ssdlab runs on one modelled drive"
@@ -206,11 +208,12 @@ _REFUSED = {
                                                              "ignore_zone_limits", "zone_reset_frequency",
                                                              "read_beyond_wp")},
     **{k: "`ssdlab run` models timing, not data; check data through `ssdlab serve` with fio's verify"
-       for k in ("verify", "verify_pattern", "verify_fatal", "do_verify", "verify_only", "buffer_pattern",
+       for k in ("verify", "verify_pattern", "verify_fatal", "do_verify", "verify_only", "verify_interval",
+                 "verify_offset", "verify_backlog", "verify_async", "buffer_pattern",
                  "dedupe_percentage", "dedupe_mode", "buffer_compress_chunk")},
     **{k: "rate limits and think time are not modelled (the job runs as fast as the drive allows)"
-       for k in ("rate", "rate_iops", "rate_min", "rate_process", "thinktime", "thinktime_blocks", "flow",
-                 "flow_id", "flow_sleep", "cpuload", "cpuchunks")},
+       for k in ("rate", "rate_iops", "rate_min", "rate_iops_min", "ratemin", "rate_cycle", "rate_process",
+                 "thinktime", "thinktime_blocks", "flow", "flow_id", "flow_sleep", "cpuload", "cpuchunks")},
     "latency_run": "fio's continuous queue-depth adjustment is not modelled; latency_target alone finds the depth and "
                    "stops, as fio does by default",
     "program": "runs an external program",

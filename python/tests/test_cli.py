@@ -107,6 +107,10 @@ def test_review_checks_out_before_running_anything(tmp_path):
     (["crypto-erase", "--store", ""], "--store '': empty"),
     (["run", "--drive", "SMALL", "--rw", "read", "--number-ios", "10", "--faults", ""], "--faults '': empty"),
     (["validate", "--groups", "theory", "--out", "/proc/v"], "--out /proc/v: cannot make it"),
+    # Item 7: a negative value reaches the option's own check (was argparse's "expected one argument").
+    (["run", "--drive", "SMALL", "--rw", "randwrite", "--bs", "-4k"], "bs"),
+    (["run", "--drive", "SMALL", "--rw", "randwrite", "--size", "-1g"], "size"),
+    (["run", "--drive", "SMALL", "--rw", "randrw", "--rwmixread", "-5"], "--rwmixread -5: must be between 0 and 100"),
 ])
 def test_issue_73_bad_inputs_are_one_clear_line(tmp_path, small_toml, monkeypatch, args, message):
     """Issue 73 items 5, 6, 13, 18: tracebacks, a bound on the series, an empty --store that

@@ -31,6 +31,11 @@ def test_parse_standard_job_file():
     assert jobs[1].random_distribution == "zipf:1.1"
 
 
+def test_host_side_file_creation_options_are_ignored():
+    # Issue 73 item 7: how fio creates its files changes nothing the drive sees.
+    assert parse_fio("[a]\nrw=write\ncreate_serialize=0\ncreate_fsync=1\n")[0].rw == "write"
+
+
 def test_units_of_time():
     assert parse_fio("[a]\nruntime=2m\n")[0].runtime_s == 120
     assert parse_fio("[a]\nruntime=1500ms\n")[0].runtime_s == 1.5
@@ -41,6 +46,9 @@ def test_units_of_time():
     ("[a]\nrw=read\nbogus_opt=1\n", r"c.fio:3: option 'bogus_opt' is not supported; accepted:"),
     ("[a]\nzonemode=zbd\n", r"c.fio:2: option 'zonemode' is not supported: zoned block devices"),
     ("[a]\nioengine=falloc\n", r"c.fio:2: ioengine=falloc is not supported: it performs file-system operations"),
+    # Issue 73 item 7: refused with why, not only the list of what is accepted.
+    ("[a]\nrw=write\nratemin=1m\n", r"c.fio:3: option 'ratemin' is not supported: rate limits"),
+    ("[a]\nrw=write\nverify_interval=4k\n", r"c.fio:3: option 'verify_interval' is not supported: `ssdlab run` models timing"),
     ("rw=read\n", r"c.fio:1: option 'rw=read' before any \[section\]"),
     ("[a\n", r"c.fio:1: '\[a' is not a section header"),
     ("[global]\nbs=4k\n", r"c.fio: no job section"),

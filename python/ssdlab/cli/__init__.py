@@ -27,9 +27,22 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _negative_values_joined(argv: list[str]) -> list[str]:
+    """`--bs -4k` as `--bs=-4k`: argparse takes a value starting with '-' for an option and
+    says only "expected one argument"; joined, the option's own check names what is wrong
+    with the value (issue 73 item 7). Only a long option followed by '-' and a digit."""
+    out: list[str] = []
+    for a in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and len(a) > 1 and a[0] == "-" and (a[1].isdigit() or a[1] == "."):
+            out[-1] = f"{out[-1]}={a}"
+        else:
+            out.append(a)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    args, extra = parser.parse_known_args(_negative_values_joined(sys.argv[1:] if argv is None else list(argv)))
     if extra and args.command != "run":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     # `ssdlab run` takes any fio option as fio's command line spells it (--bsrange=512-4k,

@@ -10,7 +10,7 @@ from .. import fio_logs
 from ..drive import FAULTS_HELP, LINK_POLICIES, Drive, Result, describe_preset, format_faults, preset_names
 from ..errors import SsdlabError
 from ..job import _OPTIONS, Job, _apply, _seconds, job_error, schedule
-from .common import FAULTS_SPEC, SEED, add_precondition, out_dir, positive, power_line, whole
+from .common import FAULTS_SPEC, SEED, add_precondition, in_range, out_dir, positive, power_line, whole
 
 
 def _drives(args: argparse.Namespace) -> int:
@@ -284,7 +284,7 @@ def add_parsers(sub) -> None:
     r.add_argument("--offset", help="start of the LBA span (bytes, 1g, or 25%%)")
     r.add_argument("--size", help="length of the LBA span (bytes, 8g, or 75%%)")
     r.add_argument("--io-size", "--io_size", help="bytes to transfer")
-    r.add_argument("--rwmixread", type=whole("--rwmixread"), help="percent reads for randrw/rw")
+    r.add_argument("--rwmixread", type=in_range("--rwmixread", 0, 100), help="percent reads for randrw/rw")
     r.add_argument("--random-distribution", "--random_distribution", help="random, zipf:THETA, pareto:H")
     r.add_argument("--link-power", "--link_power", choices=LINK_POLICIES,
                    help="the host's link power management during the job (default none; drives with a power model)")

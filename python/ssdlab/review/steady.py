@@ -104,6 +104,7 @@ def consistency_summary(s: pd.DataFrame, window_s: float, waf: float | None, win
         "steady_window_s": window_s,
         "write_amplification": waf,
         **({"steady_write_amplification": window_waf(steady)} if window_waf else {}),
-        **({"warning": f"a {t[-1]:.0f} s run is too short for a {asked:.0f} s steady-state window: "
-                       f"steady state taken over its last {window_s:.0f} s (30%)"} if window_s < asked else {}),
+        **({"warning": f"steady state taken over the last {window_s:.0f} s, not the {asked:.0f} s asked: in a "
+                       f"{t[-1]:.0f} s run the window is at most the last 30% (earlier seconds take in the fresh "
+                       "peak)"} if window_s < asked else {}),
     }
