@@ -1,18 +1,19 @@
 """ssdlab side by side with MQSim (the reference simulator) on the same drive. Prints figures; never fails.
 
-    python benches/bench_mqsim.py --build-mqsim DIR [--drive crucial-m500-960] [--requests 200000]
-    python benches/bench_mqsim.py --mqsim PATH/TO/MQSim ...
+    python benches/bench_mqsim.py --mqsim PATH/TO/MQSim [--drive crucial-m500-960] [--requests 200000]
+    python benches/bench_mqsim.py          (ssdlab's side only)
 
-MQSim (https://github.com/CMU-SAFARI/MQSim, FAST 2018, MIT licence) is not part of ssdlab and
-none of its source is kept here. Asked with --build-mqsim DIR, the script fetches it from its
-public repository (`git clone`, then the pinned commit below; --mqsim-repo names another clone
-URL or a local mirror) into DIR, applies the three fixes in MQSIM_FIXES (each with what it
-mends) and builds it with its own Makefile (`make`, g++); a DIR already holding the clone is
-reused. Or pass a binary you built with --mqsim. Without either only ssdlab's side is measured.
-Without the fixes MQSim at 7ec40e3 stops on this workload once GC starts ("Inconsistency found
-when moving a page for GC/WL!", or later "Locking an LPA that has already been locked!"): its
-GC/WL unit is built with static wear levelling on whatever the configuration says, and static
-wear levelling marks the wrong block as under collection, whose pages are then moved twice.
+MQSim (https://github.com/CMU-SAFARI/MQSim, FAST 2018, MIT licence) is not part of ssdlab: none
+of its source, no patch to it and no recipe that builds it are kept here. Pass a binary you
+built from its repository with --mqsim. MQSim as of commit 7ec40e3 does not finish this
+workload once GC starts ("Inconsistency found when moving a page for GC/WL!", or later "Locking
+an LPA that has already been locked!", or the writes of a plane waiting for ever); its issue
+tracker and pull requests describe the causes: the GC/WL unit is constructed without the
+configuration's wear-levelling settings, so static wear levelling runs whatever the
+configuration says; static wear levelling marks the wrong block as under collection, whose pages
+are then moved twice; and a collection deferred behind user requests never submits its erase
+(pull request #67). A binary with those defects mended upstream or by you finishes it; the
+script reports a run that did not finish and prints no ratio.
 
 Both simulators get the same drive and workload, written from the ssdlab preset: channels, dies
 (two per package, so MQSim's chips and dies multiply to the preset's), planes, blocks, pages, page
@@ -46,8 +47,6 @@ from ssdlab.drive import config_text
 from ssdlab.errors import SsdlabError
 
 TARGET_RATIO = 1000.0
-MQSIM_REPO = "https://github.com/CMU-SAFARI/MQSim"
-MQSIM_COMMIT = "7ec40e3b198e8bd117f992f051cd610e330e079e"  # its head since 2022-10
 DIES_PER_PACKAGE = 2  # MQSim counts dies per chip; the M500's packages hold two or more
 
 
@@ -116,66 +115,6 @@ def workload(requests: int, channels: int, chips: int, dies: int, planes: int) -
             "\t</IO_Scenario>\n</MQSim_IO_Scenarios>\n")
 
 
-# What MQSim at MQSIM_COMMIT needs to finish this workload, applied by --build-mqsim to the
-# fetched source: (file, text there, replacement, why). Each text occurs once; a file already
-# fixed is left as it is.
-MQSIM_FIXES = [
-    ("src/exec/SSD_Device.cpp",
-     "max_rho, 10,\n",
-     "max_rho, 10, parameters->Dynamic_Wearleveling_Enabled, parameters->Static_Wearleveling_Enabled, "
-     "parameters->Static_Wearleveling_Threshold,\n",
-     "the GC/WL unit is built without the wear-levelling settings: the seed lands in "
-     "dynamic_wearleveling_enabled and static wear levelling runs with its defaults (on, threshold "
-     "100) whatever the configuration says"),
-    ("src/ssd/GC_and_WL_Unit_Base.cpp",
-     "block_manager->GC_WL_started(wl_candidate_block_id);",
-     "block_manager->GC_WL_started(wl_candidate_address);",
-     "static wear levelling marks the wrong block as under collection (the block number becomes "
-     "an address: channel = the number, block 0); that block's pages are later moved twice, once "
-     "by the deferred GC path and once when greedy picks it: 'Inconsistency found when moving a "
-     "page for GC/WL!'"),
-    ("src/ssd/GC_and_WL_Unit_Base.cpp",
-     "\t\t\t\t\t\tblock->Erase_transaction = gc_wl_erase_tr;\n\t\t\t\t\t\t_my_instance->tsu->Schedule();",
-     "\t\t\t\t\t\tblock->Erase_transaction = gc_wl_erase_tr;\n\t\t\t\t\t\t_my_instance->tsu->Submit_transaction(gc_wl_erase_tr);"
-     "\n\t\t\t\t\t\t_my_instance->tsu->Schedule();",
-     "a collection deferred behind user requests never submits its erase (MQSim pull request "
-     "#67): the block is never freed and the plane's writes wait for ever"),
-]
-
-
-def fix_mqsim(src: Path) -> None:
-    """Apply MQSIM_FIXES to the source tree `src`."""
-    for name, old, new, why in MQSIM_FIXES:
-        path = src / name
-        text = path.read_text()
-        if new in text:
-            continue
-        if text.count(old) != 1:
-            raise SystemExit(f"--build-mqsim: {name} is not as at {MQSIM_COMMIT[:7]}; cannot fix: {why}")
-        path.write_text(text.replace(old, new))
-
-
-def build_mqsim(repo: str, into: Path) -> Path:
-    """Fetch MQSim's source at `MQSIM_COMMIT` from `repo` into `into`, fix it (MQSIM_FIXES) and
-    build it; the binary. A directory already holding that commit is fixed and made again
-    (make rebuilds only what changed)."""
-    binary = into / "MQSim"
-    if not (into / ".git").is_dir():
-        if into.exists() and any(into.iterdir()):
-            raise SystemExit(f"--build-mqsim {into}: exists and is not an MQSim clone; give an empty or new directory")
-        subprocess.run(["git", "clone", "--quiet", repo, str(into)], check=True)
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=into, capture_output=True, text=True).stdout.strip()
-    if head != MQSIM_COMMIT:
-        subprocess.run(["git", "checkout", "--quiet", MQSIM_COMMIT], cwd=into, check=True)
-    fix_mqsim(into)
-    t = time.perf_counter()
-    made = subprocess.run(["make", f"-j{os.cpu_count() or 1}"], cwd=into, capture_output=True, text=True)
-    if made.returncode != 0:
-        raise SystemExit(f"--build-mqsim {into}: make failed (exit {made.returncode}):\n{made.stderr[-2000:]}")
-    print(f"MQSim {MQSIM_COMMIT[:7]} with {len(MQSIM_FIXES)} fixes, made in {time.perf_counter() - t:.0f} s: {binary}")
-    return binary
-
-
 def run_mqsim(binary: Path, cfg: dict, requests: int, work: Path, timeout: float) -> dict:
     """One MQSim run of `requests` requests: wall seconds in all and from the end of its
     preconditioning (the line it prints then) to its exit, and what it reports."""
@@ -231,11 +170,10 @@ def run_ssdlab(name: str, requests: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    which = ap.add_mutually_exclusive_group()
-    which.add_argument("--mqsim", type=Path, help="an MQSim binary you built (without it or --build-mqsim: ssdlab's side only)")
-    which.add_argument("--build-mqsim", type=Path, metavar="DIR",
-                       help=f"fetch MQSim's source into DIR (git clone, commit {MQSIM_COMMIT[:7]}) and build it")
-    ap.add_argument("--mqsim-repo", default=MQSIM_REPO, help="where --build-mqsim clones from (default: %(default)s)")
+    ap.add_argument("--mqsim", type=Path,
+                    help="an MQSim binary you built (https://github.com/CMU-SAFARI/MQSim; as of 7ec40e3 it stops on "
+                         "this workload once GC starts unless its GC/WL defects are mended: see this script's "
+                         "docstring); without it, ssdlab's side only")
     ap.add_argument("--drive", default="crucial-m500-960", help="the preset both simulators model")
     ap.add_argument("--requests", type=int, default=200_000, help="host requests MQSim runs after its preconditioning (ssdlab runs 10x)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds an MQSim run may take")
@@ -247,15 +185,10 @@ def main() -> None:
         cfg = tomllib.loads(config_text(args.drive)[0])
     except SsdlabError as e:
         ap.error(f"--drive: {e}")
-    if args.build_mqsim:
-        try:
-            args.mqsim = build_mqsim(args.mqsim_repo, args.build_mqsim.resolve())
-        except (OSError, subprocess.CalledProcessError) as e:
-            raise SystemExit(f"--build-mqsim {args.build_mqsim}: could not fetch or build MQSim: {e}") from None
     ours = run_ssdlab(args.drive, 10 * args.requests)
     print(json.dumps({"ssdlab": ours}, indent=2))
     if not args.mqsim:
-        print("no --mqsim or --build-mqsim: MQSim's side not measured")
+        print("no --mqsim: MQSim's side not measured")
         return
     with tempfile.TemporaryDirectory(prefix="bench-mqsim-") as tmp:
         theirs = run_mqsim(args.mqsim.resolve(), cfg, args.requests, Path(tmp), args.timeout)

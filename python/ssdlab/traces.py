@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from . import _ssdlab
 from .errors import SsdlabError
 
 
-def trace_stats(paths: list[str], *, format: str | None = None, columns: str | None = None,
+def trace_stats(paths: "str | os.PathLike | list", *, format: str | None = None, columns: str | None = None,
                 device: "int | str | None" = None, skip_bad_lines: bool = False,
                 time_unit: "str | float | None" = None, blkparse_arrivals: str = "D",
                 fio_wait: str = "absolute", align_starts: bool = False) -> dict:
     """What trace files hold: counts, bytes, size mix, sequentiality, inter-arrival times,
-    recorded queue depth, time span, LBA span and footprint (ssdlab_trace::stats)."""
+    recorded queue depth, time span, LBA span and footprint (ssdlab_trace::stats). `paths`:
+    one file (a str or path, as `Drive.replay` takes it) or a list of them."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
     if blkparse_arrivals not in ("D", "Q"):
         raise SsdlabError(f"blkparse arrivals '{blkparse_arrivals}'; accepted: D, Q")
     try:

@@ -127,3 +127,20 @@ def test_issue_73_bad_inputs_are_one_clear_line(tmp_path, small_toml, monkeypatc
     assert message in p.stderr and "Traceback" not in p.stderr, p.stderr
     # Nothing was written where the user stands, nor an output directory.
     assert not list(here.iterdir()) and not (tmp_path / "o").exists()
+
+
+def test_fio_habits_output_file_and_review_drive(tmp_path, small_toml):
+    """Issue 73 item 8: fio's --output=FILE (was refused as ambiguous), and --drive on review
+    as every other command takes it."""
+    out = tmp_path / "run.txt"
+    p = run_cli("run", "--drive", str(small_toml), "--rw", "randread", "--number-ios", "200", "--quiet",
+                "--intervals", "none", f"--output={out}")
+    assert p.returncode == 0, p.stderr
+    assert "read" in out.read_text() and "IOPS" in out.read_text() and "IOPS" not in p.stdout
+    p = run_cli("run", "--drive", str(small_toml), "--rw", "randread", "--number-ios", "10", "--output",
+                str(tmp_path / "no" / "such" / "f"))
+    assert p.returncode == 2 and "--output" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    taken = tmp_path / "taken"
+    taken.write_text("x")
+    p = run_cli("review", "--drive", str(small_toml), "--out", str(taken))
+    assert p.returncode == 2 and "is a file" in p.stderr, p.stderr  # --drive taken; --out checked first

@@ -26,6 +26,18 @@ def test_the_power_procedure_orders_idle_states_and_writes_as_physics_says(tmp_p
     assert row["4K random write QD32 (W)"] > idle_none
 
 
+def test_the_power_procedure_measures_only_the_idle_states_a_drive_has():
+    """Issue 73 item 3: a PCIe drive showed SATA's HIPM+DIPM and DevSleep rows (8 W each); a
+    drive without DevSleep showed DevSleep equal to Slumber without a word."""
+    from ssdlab.review.procedures import idle_states
+    pcie = Drive.preset("micron-p320h-175").config
+    assert [n for n, _ in idle_states(pcie)] == ["idle (PCIe: link power states not modelled)"]
+    m4 = [n for n, _ in idle_states(Drive.preset("crucial-m4-128").config)]
+    assert m4[1] == "idle, HIPM+DIPM" and "not supported: stays in Slumber" in m4[2]
+    m500 = [n for n, _ in idle_states(Drive.preset("crucial-m500-120").config)]
+    assert m500[2] == "idle, DevSleep"
+
+
 def test_a_run_on_a_drive_with_a_power_model_has_power_in_its_series_and_summary():
     d = Drive.preset("crucial-m500-120")
     r = d.run(Job(rw="randwrite", bs="4k", iodepth=32, runtime_s=2, time_based=True, link_power="hipm+dipm"))

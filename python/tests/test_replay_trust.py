@@ -327,6 +327,10 @@ def test_fio_v2_wait_lines_say_which_meaning_is_used(tmp_path):
         spans[meaning] = st["stats"]["span_s"]
     # Absolute: both waits say "500 ms after the start"; relative: 500 us, then 500 us more.
     assert spans["absolute"] == pytest.approx(0.5) and spans["relative"] == pytest.approx(0.001)
+    # One file as a plain string or path, as Drive.replay takes it (issue 73 item 11: a string
+    # was read as a list of one-character paths).
+    for one in (str(tmp_path / "v2.log"), tmp_path / "v2.log"):
+        assert ssdlab.trace_stats(one)["stats"] == ssdlab.trace_stats([one])["stats"]
 
 
 def test_arrivals_recorded_before_the_first_request_are_kept(tmp_path):

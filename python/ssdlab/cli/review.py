@@ -77,6 +77,7 @@ def _review(args) -> int:
     if args.spare is not None:
         overrides.setdefault("consistency", {})["spare"] = _spare(args.spare)
     targets = _targets(args)
+    args.drives = list(args.drives) + args.more_drives
     if not args.drives and not targets:
         raise SsdlabError("name at least one drive (see `ssdlab drives`) or a --target")
     if args.jobs is not None and args.jobs < 1:
@@ -160,6 +161,8 @@ def add_parsers(sub) -> None:
     r = sub.add_parser("review", help="run the review suite on drives and write one report (HTML, PNG, CSV/Parquet)",
                        description=f"Run the review procedures ({names}) on each drive, in parallel, and write report.html, png/, data/ and summary.csv into --out.")
     r.add_argument("drives", nargs="*", help="preset names or drive .toml files")
+    r.add_argument("--drive", action="append", default=[], dest="more_drives", metavar="DRIVE",
+                   help="a drive, as every other command takes it (repeatable; with the positional ones)")
     r.add_argument("--out", required=True, help="report directory")
     r.add_argument("--procedures", help=f"comma-separated subset (default all: {names})")
     r.add_argument("--spare", help="spare-area variants of the consistency test, e.g. 0,12,25 (default 0)")

@@ -166,6 +166,21 @@ def _print_summary(result: Result) -> None:
         print(faults)
 
 
+def _run_to_output(args: argparse.Namespace) -> int:
+    """`_run`, its output into `--output FILE` when given (as fio writes it); errors and the
+    progress bar stay on stderr. The file is opened first: a typo costs no run."""
+    if not args.output:
+        return _run(args)
+    import contextlib
+
+    try:
+        f = open(args.output, "w")
+    except OSError as e:
+        raise SsdlabError(f"--output {args.output}: cannot write it: {e.strerror}") from None
+    with f, contextlib.redirect_stdout(f):
+        return _run(args)
+
+
 def _run(args: argparse.Namespace) -> int:
     drive = Drive.open(args.drive, seed=args.seed or 0, faults=args.faults)
     jobs = _job_from_args(args)
@@ -294,11 +309,12 @@ def add_parsers(sub) -> None:
     r.add_argument("--output-format", "--output_format", default="normal", choices=("normal", "json", "json+"),
                    help="json: print only fio's JSON output (jobs[].read/write/trim with iops, bw, clat_ns percentiles); "
                         "json+: with the latency histograms (clat_ns bins), as fio_jsonplus_clat2csv reads them")
+    r.add_argument("--output", metavar="FILE", help="write what the run prints to FILE instead (fio's --output)")
     r.add_argument("--interval", type=positive("--interval"), help="seconds per time-series interval (default 1; at least 0.001)")
     r.add_argument("--intervals", default="chart", choices=("chart", "all", "none"), help="print the per-interval series as a chart (default), in full, or not")
     r.add_argument("--out", help="directory for summary.json, timeseries.parquet/.csv and erase_counts.parquet")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
-    r.set_defaults(func=_run)
+    r.set_defaults(func=_run_to_output)
     y = sub.add_parser("synth-trace", help="write a look-alike of a review trace (heavy-2011, light-2011, destroyer-2013) as a fio iolog",
                        description="Synthesise a trace from the published statistics of a review's client trace (see ssdlab/synth.py for how each is met).")
     y.add_argument("name", help="heavy-2011, light-2011 or destroyer-2013")

@@ -519,6 +519,20 @@ POWER_IDLE_STATES = (("idle, no link power management", "none"),
                      ("idle, DevSleep", "devsleep"))
 
 
+def idle_states(cfg: dict) -> list[tuple[str, str]]:
+    """The idle states the power procedure measures on a drive (label, link policy): SATA's link
+    power states only on a SATA drive, DevSleep named as unsupported where the drive stays in
+    Slumber (its DevSleep power is its Slumber power); a PCIe drive has its idle alone, its link
+    power states (ASPM) not being modelled (issue 73 item 3)."""
+    if cfg.get("host", {}).get("interface", "sata") != "sata":
+        return [("idle (PCIe: link power states not modelled)", "none")]
+    pw = cfg.get("power", {})
+    states = list(POWER_IDLE_STATES)
+    if pw.get("idle_devsleep_w") is not None and pw.get("idle_devsleep_w") == pw.get("idle_slumber_w"):
+        states[2] = ("idle, DevSleep asserted (not supported: stays in Slumber)", "devsleep")
+    return states
+
+
 def power(source: str | DriveText, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
     """Drive power (methodology.md section 8): idle without and with link power management
     (HIPM+DIPM, and DevSleep where the host asserts it), then average power during 128 KiB
@@ -534,7 +548,7 @@ def power(source: str | DriveText, p: dict, tracker: Tracker, seed: int = 0) -> 
         return [Outcome("power", label, "", {"power model": note},
                         {"results": pd.DataFrame({"state": [], "watts": []})}, time.perf_counter() - t0)]
     rows = []
-    for name, policy in POWER_IDLE_STATES:
+    for name, policy in idle_states(d.config):
         tracker.step(name)
         d.secure_erase()
         rows.append({"state": name, "watts": d.idle_power_w(policy, p["idle_s"])})
