@@ -100,6 +100,19 @@ FIRMWARE = {
 # with host writes (measurements.md: the M500 holds a floor "with the per-second values
 # consistent around it"); ASSUMED for the drives without a measurement.
 GC_MODE = {"crucial-m4": ("deferred", "drives.toml m4 note: not defragmenting on the fly")}
+# The enterprise families (issue 71): no source names their schedulers, so GENERIC, the same form
+# and constants for every one of them: a victim collected whole in one non-preemptive bite once
+# the pace's credit covers it (the baseline collector of Lee et al., "A Semi-Preemptive Garbage
+# Collector for Solid State Drives", ISPASS 2011), host data placed on the next die in turn or,
+# when that die has collection queued, on the one after it (dynamic allocation with two
+# candidate dies: Tavakkol et al., "Performance Evaluation of Dynamic Page Allocation
+# Strategies in SSDs", ACM TOMPECS 2016, its "degree of freedom"; the two ASSUMED). The bites
+# are the per-second spread's named cause (`--ablate gc-scheduling` takes them out); with every
+# die a candidate the dies fall into step on the M500DC 800GB (docs/fidelity.md). The M500's
+# client firmware stays paced: measurements.md's floor "with the per-second values consistent
+# around it" rules bites out there.
+ENTERPRISE_GC = ("burst", "GENERIC: whole-victim bites (Lee et al., ISPASS 2011); see docs/fidelity.md")
+HOST_DIE_CANDIDATES = 2
 # How much paced collection copies per host write (ftl.gc_pace) and its free-block watermarks.
 # GENERIC (no source names these firmwares' schedulers): a pacer sized for the drive's own
 # spare, not for what the victims hold (US 9,645,924, "garbage collection scaling": a
@@ -566,7 +579,8 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
     sheet, sheet_notes = datasheet_lines(key, i, d)
     family = FAMILY[key]
     fw = firmware(d["controller"], family)
-    gc_mode, gc_mode_src = GC_MODE.get(key, ("paced", "ASSUMED: collects paced with host writes (see docs/fidelity.md)"))
+    gc_mode, gc_mode_src = GC_MODE.get(key, ENTERPRISE_GC if key in ENTERPRISE else
+                                       ("paced", "ASSUMED: collects paced with host writes (see docs/fidelity.md)"))
     page_bytes = page
     block_bytes = planes * ppb * page_bytes
     logical_units = cap * 10**9 // 4096
@@ -616,6 +630,9 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
         'gc_policy = "greedy"',
         "gc_foreground_free_blocks_min = 3",
         f'gc_foreground_mode = "{gc_mode}"     # {gc_mode_src}',
+        *(['host_die_choice = "skip-collecting"   # GENERIC: dynamic allocation (Tavakkol et al., TOMPECS 2016): a die with collection queued is passed over',
+           f"host_die_candidates = {HOST_DIE_CANDIDATES}        # ASSUMED: the next die in turn or the one after it"]
+          if key in ENTERPRISE else []),
         *([f'gc_pace = "nominal"          # {GC_PACE_NOTE}',
            f"gc_free_blocks_low = {GC_FREE_BLOCKS_LOW}          # GENERIC watermarks, free blocks per die over the drive: ASSUMED, the foreground minimum",
            f"gc_free_blocks_high = {GC_FREE_BLOCKS_HIGH}         # ASSUMED: the background target"]

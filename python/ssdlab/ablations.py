@@ -14,8 +14,9 @@ ABLATIONS = {
                 "garbage collection costs the controller's processor nothing"),
     "gc-pacer": ({"ftl": {"gc_pace": "victim"}},
                  "collection copies what each victim needs (no pace sized for the nominal spare, no watermarks)"),
-    "gc-scheduling": ({"ftl": {"gc_foreground_mode": "paced"}},
-                      "every preset collects paced with host writes (no deferred or burst collection)"),
+    "gc-scheduling": ({"ftl": {"gc_foreground_mode": "paced", "host_die_choice": "round-robin", "host_die_candidates": 0}},
+                      "every preset collects paced with host writes, host data striped in turn (no deferred "
+                      "collection, no whole-victim bites)"),
     "map-persistence": ({"ftl": {"map_journal_entry_bytes": 0, "block_summary_pages": False, "map_blocks_per_die": 0}},
                         "no map journal, checkpoints or block summaries, and their blocks serve garbage collection"),
     "held-spare": ({"ftl": {"rain_data_pages_per_parity": 0, "reserved_blocks_per_die": 0}},

@@ -13,7 +13,10 @@ datasheet rows of both presets, the theory rows not at all: the 128 Gbit part's 
 array times (M500 120GB sequential write 152 -> 131 MB/s, random read 55.3K -> 62.0K), the P320h
 built as its datasheet has it (16 Gb dies, RAIN 7:1), PCIe command frames of 100 ns instead of
 1 us (random reads at QD256 442K -> 735K), rating conditions per preset (QD256 for the P320h)
-and garbage collection's copies on the write data path."""
+and garbage collection's copies on the write data path. Issue 71 (second round) moved the
+P320h 175GB's steady-state rows: the enterprise presets collect a victim whole in one bite,
+host data placed on the next die or the one after it (docs/fidelity.md, "The enterprise
+drives' spread")."""
 
 import json
 from dataclasses import asdict

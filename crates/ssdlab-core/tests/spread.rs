@@ -37,12 +37,28 @@ fn mean_cv(w: &[f64]) -> (f64, f64) {
     (mean, var.sqrt() / mean)
 }
 
+/// The M500DC 480GB as its preset has it (bites, two candidate dies), or with collection and
+/// host data placed otherwise.
 fn with(mode: GcForegroundMode, choice: HostDieChoice) -> DriveConfig {
-    let mut cfg = preset("micron-m500dc-120");
+    let mut cfg = preset(PRESET);
+    assert_eq!(
+        (
+            cfg.ftl.gc_foreground_mode,
+            cfg.ftl.host_die_choice,
+            cfg.ftl.host_die_candidates
+        ),
+        (GcForegroundMode::Burst, HostDieChoice::SkipCollecting, 2),
+        "the enterprise presets collect in bites (tools/gen_presets.py ENTERPRISE_GC)"
+    );
     cfg.ftl.gc_foreground_mode = mode;
     cfg.ftl.host_die_choice = choice;
+    if choice == HostDieChoice::RoundRobin {
+        cfg.ftl.host_die_candidates = 0;
+    }
     cfg
 }
+
+const PRESET: &str = "micron-m500dc-480";
 
 #[test]
 fn victim_sized_bites_spread_the_steady_state_and_dynamic_allocation_keeps_its_level() {

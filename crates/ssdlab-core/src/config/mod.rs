@@ -372,6 +372,10 @@ pub struct FtlConfig {
     /// Which die the host stream's next program unit goes to. Default `round-robin`.
     #[serde(default = "default_host_die_choice")]
     pub host_die_choice: HostDieChoice,
+    /// `skip-collecting`: how many dies in turn the choice looks at (the next in turn and the
+    /// ones after it; Tavakkol et al.'s degree of freedom). 0: every die. Default 0.
+    #[serde(default)]
+    pub host_die_candidates: u32,
     /// Nominal pace: paced collection starts when the drive's free blocks fall to this many
     /// per die (summed over the dies) and, once started, runs until they reach
     /// `gc_free_blocks_high` per die. >= gc_foreground_free_blocks_min.

@@ -51,6 +51,7 @@ pub fn small() -> DriveConfig {
             gc_foreground_mode: GcForegroundMode::Paced,
             gc_pace: GcPace::Victim,
             host_die_choice: super::HostDieChoice::RoundRobin,
+            host_die_candidates: 0,
             gc_free_blocks_low: 3,
             gc_free_blocks_high: 6,
             gc_background_free_blocks_target: 6,

@@ -373,6 +373,12 @@ impl DriveConfig {
         if f.gc_d_choices == 0 {
             return Err(err("ftl.gc_d_choices", "accepted: 1 or more"));
         }
+        if f.host_die_candidates != 0 && f.host_die_choice != super::HostDieChoice::SkipCollecting {
+            return Err(err(
+                "ftl.host_die_candidates",
+                "applies to ftl.host_die_choice = \"skip-collecting\"; accepted: 0 (or leave it out) with round-robin",
+            ));
+        }
         Ok(())
     }
 

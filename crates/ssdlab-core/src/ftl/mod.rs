@@ -316,8 +316,9 @@ pub struct Ftl {
     /// Die receiving the next host PU (host data is striped PU by PU across dies).
     host_die: u32,
     /// `ftl.host_die_choice = "skip-collecting"`: the next host die is one with no
-    /// collection queued, if there is one.
-    host_skips_collecting: bool,
+    /// collection queued among this many in turn (`ftl.host_die_candidates`), if there is
+    /// one; 1: the next in turn (round robin).
+    host_die_candidates: u32,
     sequence: u32,
     /// Room for one PU's physical unit numbers (garbage collection's valid units).
     scratch: Vec<u32>,
@@ -380,8 +381,15 @@ impl Ftl {
                 g.dies as usize
             ],
             host_die: 0,
-            host_skips_collecting: cfg.host_die_choice
-                == crate::config::HostDieChoice::SkipCollecting,
+            host_die_candidates: match cfg.host_die_choice {
+                crate::config::HostDieChoice::RoundRobin => 1,
+                crate::config::HostDieChoice::SkipCollecting if cfg.host_die_candidates == 0 => {
+                    geometry.dies
+                }
+                crate::config::HostDieChoice::SkipCollecting => {
+                    cfg.host_die_candidates.min(geometry.dies)
+                }
+            },
             sequence: 0,
             scratch: vec![0; g.units_per_pu as usize],
             counters: FtlCounters::default(),

@@ -152,16 +152,16 @@ impl Ftl {
     }
 
     /// The die that takes the host's next PU after `die`: the next in turn, or with
-    /// `ftl.host_die_choice = "skip-collecting"` the next in turn with no collection queued
-    /// (the next in turn if every die has some).
+    /// `ftl.host_die_choice = "skip-collecting"` the first with no collection queued of the
+    /// `ftl.host_die_candidates` dies in turn (the next in turn if each of them has some).
     #[inline]
     fn next_host_die_for<S: NandSink>(&self, die: u32, sink: &S) -> u32 {
         let next = self.next_host_die(die);
-        if !self.host_skips_collecting || !sink.die_collecting(next) {
+        if self.host_die_candidates <= 1 || !sink.die_collecting(next) {
             return next;
         }
         let mut d = next;
-        for _ in 1..self.geometry.dies {
+        for _ in 1..self.host_die_candidates {
             d = self.next_host_die(d);
             if !sink.die_collecting(d) {
                 return d;
