@@ -373,9 +373,25 @@ class Drive:
             result = Result._from_json(summary, series)
             # What produced it, so a summary.json stands on its own.
             result.summary["run"] = self._provenance() | {"job": json.loads(job.to_json())}
-            if len(jobs) > 1:
-                result.summary["run"]["ran_with"] = [j.name for j in jobs if j is not job]
             results.append(result)
+        # Which jobs ran at the same time as which: each job's span from its start (its
+        # startdelay after the group's start, or after the end of the job it waits for) over
+        # its own elapsed time; jobs staggered so as never to overlap did not run together.
+        spans: list[tuple[float, float]] = []
+        for i, (job, r) in enumerate(zip(jobs, results)):
+            start = (spans[after[i]][1] if after[i] is not None else 0.0) + (job.startdelay_s or 0.0)
+            spans.append((start, start + r.summary["elapsed_s"]))
+        for i, r in enumerate(results):
+            together = [jobs[k].name for k, (s0, s1) in enumerate(spans)
+                        if k != i and s0 < spans[i][1] and spans[i][0] < s1]
+            if len(jobs) > 1:
+                r.summary["run"]["span_s"] = list(spans[i])
+            if together:
+                r.summary["run"]["ran_with"] = together
+                if r.summary.get("power"):
+                    # The drive's energy over this job's span is every job's: per this job's own
+                    # bytes or IOs it would count the others' work as its own.
+                    r.summary["power"] |= {"shared_with": together, "joules_per_gb": None, "iops_per_w": None}
         return results
 
     def find_latency_depth(self, job: Job, target_s: float, window_s: float = 1.0, percentile: float = 100.0,

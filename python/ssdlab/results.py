@@ -67,7 +67,8 @@ class _JobSummary(TypedDict):
     nand_page_programs: int
     host_units_written: int
     faults: FaultCounters
-    #: drive, drive_source, faults, job, seed, ssdlab_version.
+    #: drive, drive_source, faults, job, seed, ssdlab_version; for jobs run together span_s (the
+    #: job's [start, end] from the group's start) and ran_with (the jobs whose spans overlap it).
     run: dict
 
 
@@ -77,8 +78,10 @@ class PowerSummary(TypedDict):
     energy_j: float
     average_w: float
     peak_w: float
-    joules_per_gb: float
-    iops_per_w: float
+    #: None for a job run at once with others (`shared_with`): the drive's energy over its span
+    #: is theirs too, so per this job's bytes or IOs it would count their work as its own.
+    joules_per_gb: float | None
+    iops_per_w: float | None
 
 
 class JobSummary(_JobSummary, total=False):

@@ -66,3 +66,30 @@ def test_a_bad_link_policy_names_the_accepted_ones():
     with pytest.raises((ssdlab.SsdlabError, ValueError)) as e:
         d.run(Job(rw="randread", number_ios=10, link_power="sometimes"))
     assert "link_power" in str(e.value) and "hipm+dipm" in str(e.value)
+
+
+def test_concurrent_jobs_share_the_drives_power_and_staggered_ones_did_not_run_together():
+    """Issue 73 item 2: every concurrent job reported the whole drive's energy as its own (J/GB
+    per its own bytes), and jobs staggered by startdelay so as never to overlap were labelled
+    "at once with" each other."""
+    d = Drive.preset("crucial-m500-120")
+    jobs = [Job(name="a", rw="randread", runtime_s=0.2, time_based=True),
+            Job(name="b", rw="randread", runtime_s=0.2, time_based=True, startdelay_s=0.5),
+            Job(name="c", rw="randread", runtime_s=0.2, time_based=True, startdelay_s=0.1)]
+    a, b, c = d.run_together(jobs)
+    assert a.summary["run"]["ran_with"] == ["c"] and c.summary["run"]["ran_with"] == ["a"]
+    assert "ran_with" not in b.summary["run"]
+    assert b.summary["run"]["span_s"] == pytest.approx([0.5, 0.7], abs=1e-3)
+    assert a.summary["power"]["shared_with"] == ["c"] and a.summary["power"]["joules_per_gb"] is None
+    assert b.summary["power"]["joules_per_gb"] > 0 and "shared_with" not in b.summary["power"]
+
+
+def test_the_run_prints_one_group_line_for_jobs_run_together(tmp_path):
+    job = tmp_path / "two.fio"
+    job.write_text("[global]\nrw=randread\nbs=4k\nruntime=0.2\ntime_based\n[a]\n[b]\n")
+    p = subprocess.run([sys.executable, "-m", "ssdlab.cli", "run", "--drive", "crucial-m500-120", str(job),
+                        "--precondition", "fast-fill", "--quiet", "--intervals", "none"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    group = [line for line in p.stdout.splitlines() if line.startswith("group: 2 jobs")]
+    assert len(group) == 1 and "READ: " in group[0], p.stdout
+    assert p.stdout.count("power (the drive's, shared with") == 2

@@ -110,8 +110,13 @@ def power_line(summary: dict) -> str | None:
     p = summary.get("power")
     if not p:
         return None
-    line = (f"  power: average {p['average_w']:.2f} W, peak {p['peak_w']:.2f} W, {p['energy_j']:,.1f} J, "
-            f"{p['joules_per_gb']:.2f} J/GB moved, {p['iops_per_w']:,.0f} IOPS/W")
+    if p.get("shared_with"):
+        # Concurrent jobs: the drive's power while this job ran, which the others' IO shares.
+        line = (f"  power (the drive's, shared with {', '.join(p['shared_with'])}): average {p['average_w']:.2f} W, "
+                f"peak {p['peak_w']:.2f} W, {p['energy_j']:,.1f} J over this job's span")
+    else:
+        line = (f"  power: average {p['average_w']:.2f} W, peak {p['peak_w']:.2f} W, {p['energy_j']:,.1f} J, "
+                f"{p['joules_per_gb']:.2f} J/GB moved, {p['iops_per_w']:,.0f} IOPS/W")
     if p.get("temperature_c_max") is not None:
         line += f"; up to {p['temperature_c_max']:.1f} C, throttled {p['throttled_s']:.0f} s"
     return line

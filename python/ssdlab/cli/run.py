@@ -141,6 +141,21 @@ def _chart(result: Result, rows: int = 24, width: int = 50, column: str = "write
     return "\n".join(lines)
 
 
+def _group_line(results: list[Result]) -> str:
+    """fio's "Run status group" line for jobs run together: each direction's bytes of every job
+    over the span from the first start to the last end (per-job MB/s of concurrent jobs on one
+    drive do not add up to the drive's)."""
+    spans = [r.summary["run"].get("span_s", [0.0, r.summary["elapsed_s"]]) for r in results]
+    t0, t1 = min(s[0] for s in spans), max(s[1] for s in spans)
+    span = max(t1 - t0, 1e-12)
+    parts = []
+    for op in ("read", "write", "trim"):
+        b = sum(r.summary[op]["mb_per_s"] * r.summary["elapsed_s"] for r in results)
+        if b > 0:
+            parts.append(f"{op.upper()}: {b / span:.1f} MB/s ({b:,.1f} MB)")
+    return f"group: {len(results)} jobs over {span:.2f} simulated s: " + ", ".join(parts)
+
+
 def _print_summary(result: Result) -> None:
     s = result.summary
     if s.get("latency_target"):
@@ -238,6 +253,8 @@ def _run(args: argparse.Namespace) -> int:
             if out:
                 paths = result.write(out, prefix)
                 print(f"  wrote {', '.join(str(p) for p in paths)}")
+        if not as_json and len(results) > 1:
+            print(_group_line(results))
     if out:
         drive.erase_count_histogram().to_parquet(out / "erase_counts.parquet", index=False)
     if as_json:
