@@ -508,12 +508,19 @@ fn detect_lines(lines: &[&str], tolerant: bool) -> Option<TraceFormat> {
             fit == head.len()
         }
     };
+    // MSR Cambridge's shape. A Type damaged by a byte that is not UTF-8 (read as U+FFFD) keeps
+    // the shape: the file is still MSR, and the parser names that line (issue 73 item 11).
+    let msr_type = |t: &str| {
+        matches!(t.trim().to_ascii_lowercase().as_str(), "read" | "write") || t.contains('\u{fffd}')
+    };
     if all(&|l| {
         let f: Vec<&str> = l.split(',').collect();
-        f.len() == 7
-            && f[0].trim().parse::<u64>().is_ok()
-            && matches!(f[3].trim().to_ascii_lowercase().as_str(), "read" | "write")
-    }) {
+        f.len() == 7 && f[0].trim().parse::<u64>().is_ok() && msr_type(f[3])
+    }) && lines
+        .iter()
+        .take(20)
+        .any(|l| l.split(',').nth(3).is_some_and(|t| !t.contains('\u{fffd}')))
+    {
         return Some(TraceFormat::MsrCsv);
     }
     if all(&|l| {

@@ -237,6 +237,28 @@ fn byte_order_mark_and_latin1_process_names_are_tolerated() {
 }
 
 #[test]
+fn a_damaged_msr_type_is_detected_as_msr_and_named_by_its_line() {
+    // Issue 73 item 11: one non-UTF-8 byte in a Type field defeated detection without
+    // --format msr; the file is MSR and the parser says which line is bad.
+    let mut bytes =
+        b"128166372003061629,hm,0,Read,8192,4096,100\n128166372003061630,hm,0,Wr".to_vec();
+    bytes.push(0xe9);
+    bytes.extend(b"te,12288,4096,100\n128166372003061631,hm,0,Write,16384,4096,100\n");
+    let text = String::from_utf8_lossy(&bytes).to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(detect(&lines), Some(TraceFormat::MsrCsv));
+    let mut r = TraceReader::new(&bytes[..], opts(TraceFormat::MsrCsv));
+    let e = r.by_ref().collect::<Result<Vec<_>, _>>().unwrap_err();
+    assert!(
+        e.to_string().contains("line 2") && e.to_string().contains("Type"),
+        "{e}"
+    );
+    // A file of nothing but damaged types is not taken for MSR.
+    let bad = "1,h,0,R\u{fffd}ad,0,4096,1\n";
+    assert_eq!(detect(&bad.lines().collect::<Vec<_>>()), None);
+}
+
+#[test]
 fn column_maps_read_any_layout_and_name_bad_keys() {
     let spec = ColumnSpec::parse_spec(
         "time=0:us,op=3:0/1,offset=1:sectors,size=2:sectors,device=4,skip=1",
@@ -471,13 +493,19 @@ fn skip_bad_lines_lets_detection_pass_over_a_damaged_line() {
     }
     let lossy = String::from_utf8_lossy(&text).into_owned();
     let lines: Vec<&str> = lossy.lines().collect();
-    assert_eq!(detect(&lines), None);
+    // Issue 73 item 11: the damaged Type keeps MSR's shape, so strict detection takes the file
+    // too (it used to give None) and the strict reader stops at the damaged line instead.
+    assert_eq!(detect(&lines), Some(TraceFormat::MsrCsv));
     assert_eq!(detect_tolerant(&lines), Some(TraceFormat::MsrCsv));
     let dir = std::env::temp_dir().join(format!("ssdlab-detect-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = write_file(&dir, "damaged.csv", &text);
     let strict = ReaderOptions::default();
-    assert!(Records::open(&p, strict, true).is_err());
+    let e = Records::open(&p, strict, true)
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap_err();
+    assert!(e.to_string().contains("line 4"), "{e}");
     let skip = ReaderOptions {
         skip_bad_lines: true,
         ..ReaderOptions::default()
