@@ -113,6 +113,17 @@ def _seconds(value: str) -> float:
     return float(m.group(1)) * scale
 
 
+def _log_avg_msec(value: str) -> float:
+    """fio's log_avg_msec as seconds per interval. 0 is fio's one log line per IO, which ssdlab
+    does not write (its logs and series are interval averages): said in fio's words, not the
+    internal field's (issue 73 item 9)."""
+    ms = _int(value)
+    if ms < 1:
+        raise ValueError("fio's per-IO logging (0) is not supported, ssdlab logs interval averages; "
+                         "accepted: 1 or more milliseconds")
+    return ms / 1000.0
+
+
 def _int(value: str) -> int:
     v = value.strip().lower()
     mult = 1
@@ -162,7 +173,7 @@ _OPTIONS = {
     "rwmixwrite": ("rwmixread", lambda v: 100 - _int(v)),
     "random_distribution": ("random_distribution", str),
     "randseed": ("randseed", _int),
-    "log_avg_msec": ("log_interval_s", lambda v: _int(v) / 1000.0),
+    "log_avg_msec": ("log_interval_s", lambda v: _log_avg_msec(v)),
     "name": ("name", str),
 }
 _IGNORED = {
