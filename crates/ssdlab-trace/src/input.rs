@@ -155,7 +155,7 @@ pub fn detect_file(path: &Path, tolerant: bool) -> Result<TraceFormat, String> {
     }
     let refs: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
     let found = if tolerant {
-        crate::formats::detect_tolerant(&refs)
+        crate::detect::detect_tolerant(&refs)
     } else {
         detect(&refs)
     };

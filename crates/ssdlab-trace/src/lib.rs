@@ -19,6 +19,7 @@
 mod blk;
 pub mod blktrace;
 pub mod columns;
+mod detect;
 mod formats;
 pub mod input;
 pub mod replay;
@@ -28,7 +29,8 @@ use std::fmt;
 use std::io::BufRead;
 
 pub use columns::ColumnSpec;
-pub use formats::{detect, detect_tolerant, header, write_record};
+pub use detect::{detect, detect_tolerant};
+pub use formats::{header, write_record};
 
 /// Trace formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

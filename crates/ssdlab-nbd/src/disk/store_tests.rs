@@ -1,0 +1,248 @@
+use super::*;
+use crate::store::{DataStore, WriteData};
+use ssdlab_core::config::DriveConfig;
+use ssdlab_core::ftl::{HostWrite, NullSink};
+use ssdlab_core::rng::Rng;
+
+/// With full power-loss protection: a kill loses nothing acknowledged, so what is checked
+/// is the store's own consistency at any write.
+fn device() -> Device {
+    let mut cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
+    cfg.controller.power_loss_protection = ssdlab_core::config::PowerLossProtection::Full;
+    Device::new(&cfg, 5).unwrap()
+}
+
+fn unit_data(lba: u32, version: u32) -> Vec<u8> {
+    let mut d = vec![0u8; 4096];
+    d[..4].copy_from_slice(&lba.to_le_bytes());
+    d[4..8].copy_from_slice(&version.to_le_bytes());
+    d[8] = 1;
+    d
+}
+
+/// One store, one holder: a second mount while the first is open is refused with the
+/// holder's process named; once the first is closed (or its process gone) it opens.
+#[test]
+fn a_store_open_elsewhere_is_refused_with_its_holder_named() {
+    let dir = std::env::temp_dir().join(format!("ssdlab-disk-lock-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut dev = device();
+    let (first, _) = mount(&dir, &mut dev, "example-small", false).unwrap();
+    let mut other = device();
+    let Err(err) = mount(&dir, &mut other, "example-small", false) else {
+        panic!("a second mount of an open store succeeded");
+    };
+    assert!(
+        err.contains(&format!("in use by process {}", std::process::id())),
+        "{err}"
+    );
+    assert!(crypto_erase_store(&dir).is_err());
+    drop(first);
+    let mut again = device();
+    mount(&dir, &mut again, "example-small", false).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Kill the store at arbitrary file writes (between a unit's data and its record, between
+/// the new record and the old one's stale mark, mid garbage collection, mid erase): the
+/// rebuilt drive reads every unit as its last completed write, or, for the unit being
+/// written, as the new data; nothing else, never another unit's data.
+/// Issue 25, item 5: a store whose `data` or `oob` was truncated or deleted used to start
+/// (and answer EIO, or come up as an empty drive); it is refused at start, naming the file.
+#[test]
+fn a_damaged_store_is_refused_at_start() {
+    let base = std::env::temp_dir().join(format!("ssdlab-disk-damage-{}", std::process::id()));
+    for (name, damage) in [
+        ("data", "truncate"),
+        ("oob", "truncate"),
+        ("data", "delete"),
+        ("erase_counts", "delete"),
+    ] {
+        let dir = base.join(format!("{name}-{damage}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut dev = device();
+        let n = dev.geometry.logical_units as u32;
+        dev.fill_untimed(0, n);
+        let (mut disk, _) = mount(&dir, &mut dev, "example-small", true).unwrap();
+        // Some unit data on the store (a zero fill leaves `data` a hole).
+        disk.data.write_all_at(&[0x5a; 8192], 0).unwrap();
+        disk.close().unwrap();
+        drop(disk);
+        // Undamaged, it opens again.
+        let mut again = device();
+        let (mut disk, _) = mount(&dir, &mut again, "example-small", false).unwrap();
+        disk.close().unwrap();
+        drop(disk);
+        let path = dir.join(name);
+        match damage {
+            "truncate" => std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_len(0)
+                .unwrap(),
+            _ => std::fs::remove_file(&path).unwrap(),
+        }
+        let mut dev = device();
+        let Err(err) = mount(&dir, &mut dev, "example-small", false) else {
+            panic!("{name} {damage}: a damaged store opened");
+        };
+        assert!(err.contains(&path.display().to_string()), "{err}");
+        let why = if damage == "truncate" {
+            "truncated"
+        } else {
+            "missing"
+        };
+        assert!(err.contains(why) && err.contains("damaged"), "{err}");
+        assert!(
+            !dir.join(name).exists() || damage == "truncate",
+            "nothing recreated: {err}"
+        );
+    }
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
+#[test]
+fn a_store_killed_at_any_write_rebuilds_to_the_last_completed_state() {
+    let base = std::env::temp_dir().join(format!("ssdlab-disk-kill-{}", std::process::id()));
+    for cut in 0..3u64 {
+        let dir = base.join(format!("cut{cut}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut dev = device();
+        let n = dev.geometry.logical_units as u32;
+        dev.fill_untimed(0, n);
+        let (disk, _) = mount(&dir, &mut dev, "example-small", true).unwrap();
+        let mut store = DataStore::on_disk(disk);
+        dev.ftl.record_map_changes();
+        let mut rng = Rng::new(100 + cut);
+        let mut version = vec![0u32; n as usize];
+        let kill_after = 3 * n as u64 / 2 * 3 + rng.below(4000);
+        store.disk().unwrap().writes_left = Some(kill_after);
+        let mut killed_at = None;
+        for tag in 1..=4 * n as u64 {
+            let lba = rng.below(n as u64 / 2) as u32;
+            let bytes = unit_data(lba, version[lba as usize] + 1);
+            let w = WriteData {
+                offset: lba as u64 * 4096,
+                length: 4096,
+                bytes: Some(bytes),
+            };
+            dev.ftl.write_unit(
+                HostWrite {
+                    lba,
+                    tag,
+                    data_ready: Default::default(),
+                },
+                &mut NullSink,
+            );
+            let changes = dev.ftl.take_map_changes();
+            if store.apply(changes, |t| (t == tag).then_some(&w)).is_err() {
+                killed_at = Some(lba);
+                break;
+            }
+            version[lba as usize] += 1;
+        }
+        let killed_lba = killed_at.expect("the store was killed");
+        assert!(
+            dev.ftl.counters.gc_units_copied > 0,
+            "no GC before the kill"
+        );
+        drop(store);
+        let mut back = device();
+        let (disk, m) = mount(&dir, &mut back, "example-small", false).unwrap();
+        assert!(!m.clean);
+        let mut store = DataStore::on_disk(disk);
+        let mut buf = vec![0u8; 4096];
+        for lba in 0..n {
+            store
+                .read(lba as u64 * 4096, &mut buf, |l| back.ftl.lookup(l))
+                .unwrap();
+            let v = version[lba as usize];
+            let expect = |v: u32| {
+                if v == 0 {
+                    vec![0u8; 4096]
+                } else {
+                    unit_data(lba, v)
+                }
+            };
+            let ok = buf == expect(v) || (lba == killed_lba && buf == expect(v + 1));
+            assert!(
+                ok,
+                "cut {cut}: lba {lba} (version {v}) reads {:?}",
+                &buf[..9]
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
+/// A kill while an upper page's program runs, judged by the protection class: `map`
+/// completes the running program and loses only units not yet programming; `none` loses
+/// both and corrupts the paired lower page (programmed earlier; no RAIN here).
+#[test]
+fn a_kill_mid_program_loses_and_corrupts_as_the_protection_class_says() {
+    use ssdlab_core::config::PowerLossProtection as P;
+    for protection in [P::Map, P::None] {
+        let dir = std::env::temp_dir().join(format!(
+            "ssdlab-disk-running-{}-{protection:?}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
+        cfg.controller.power_loss_protection = protection;
+        let mut dev = Device::new(&cfg, 5).unwrap();
+        let g = dev.geometry.clone();
+        assert_eq!(g.rain_period, 0);
+        let (mut disk, _) = mount(&dir, &mut dev, "example-small", false).unwrap();
+        let base = (g.blocks_per_die - 1) * g.units_per_block;
+        let page = |p: u32| base + p * g.units_per_pu..base + (p + 1) * g.units_per_pu;
+        // Page 0 (lower) programmed and durable; page 3 (upper, paired with 0) programming;
+        // page 5 (upper over page 2, unwritten) queued.
+        for (p, lba0, pending) in [(0, 0, false), (3, 100, true), (5, 200, true)] {
+            for (k, ppn) in page(p).enumerate() {
+                let lba = lba0 + k as u32;
+                disk.store(ppn, lba, Some(&unit_data(lba, 1)), UNMAPPED, false, pending)
+                    .unwrap();
+            }
+        }
+        disk.mark_running(&page(3).collect::<Vec<_>>()).unwrap();
+        drop(disk); // killed: no close
+        let mut back = Device::new(&cfg, 5).unwrap();
+        let (disk, m) = mount(&dir, &mut back, "example-small", false).unwrap();
+        assert!(!m.clean);
+        let mut store = DataStore::on_disk(disk);
+        let mut buf = vec![0u8; 4096];
+        let mut read = |lba: u32| {
+            store
+                .read(lba as u64 * 4096, &mut buf, |l| back.ftl.lookup(l))
+                .map(|_| buf == unit_data(lba, 1))
+                .map_err(|e| e.kind())
+        };
+        let n = g.units_per_pu;
+        match protection {
+            P::Map => {
+                assert_eq!(m.lost_at_kill, n as u64);
+                assert!((0..n).all(|k| read(k) == Ok(true)));
+                assert!(
+                    (0..n).all(|k| read(100 + k) == Ok(true)),
+                    "the running program completed"
+                );
+                assert!(
+                    (0..n).all(|k| read(200 + k) == Ok(false)),
+                    "the queued one is lost"
+                );
+            }
+            _ => {
+                assert_eq!(m.lost_at_kill, 2 * n as u64);
+                assert!((0..n).all(|k| read(100 + k) == Ok(false)));
+                assert!((0..n).all(|k| read(200 + k) == Ok(false)));
+                assert!(
+                    (0..n).all(|k| read(k) == Err(io::ErrorKind::InvalidData)),
+                    "the paired lower page reads as uncorrectable"
+                );
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
