@@ -7,7 +7,7 @@ pub fn detect(lines: &[&str]) -> Option<TraceFormat> {
     detect_lines(lines, false)
 }
 
-/// [`detect`], tolerating a few malformed lines among the first ones (`--skip-bad-lines`:
+/// [`detect()`], tolerating a few malformed lines among the first ones (`--skip-bad-lines`:
 /// a format whose pattern fits at least three in four of them, used to be refused for one
 /// bad byte; issue 25, item 22).
 pub fn detect_tolerant(lines: &[&str]) -> Option<TraceFormat> {

@@ -2,7 +2,7 @@
 //! for the same formats (round trips, synthetic traces).
 //!
 //! [`TraceReader`] turns lines from any `BufRead` into [`TraceRecord`]s one at a time, so a
-//! trace of any size streams; [`detect`] recognises the format from the first lines. A
+//! trace of any size streams; [`detect()`] recognises the format from the first lines. A
 //! malformed line is a [`TraceError`] with the line number, the line and what was expected.
 //! [`blktrace`] reads blktrace's binary per-CPU files; [`input`] opens files (plain, gzip,
 //! bzip2, xz, zstd); [`stats`] summarises a trace before it is replayed.
