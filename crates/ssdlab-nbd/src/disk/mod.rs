@@ -695,5 +695,4 @@ impl DiskUnits {
 }
 
 #[cfg(test)]
-#[path = "store_tests.rs"]
 mod tests;
