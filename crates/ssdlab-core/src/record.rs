@@ -119,20 +119,24 @@ impl Recorder {
     }
 
     /// Close the interval series up to interval `upto` (exclusive) with device samples. The
-    /// deltas go to the last interval closed now (intervals in which no event happened keep
-    /// zeros).
+    /// deltas go to the first interval closed now: what happened since the last close
+    /// happened in it, since intervals close before every event and every submission past
+    /// their end (the intervals after it, in which nothing happened, keep zeros; the free
+    /// blocks they end with are the first's).
     pub fn close_intervals(&mut self, dev: &Device, upto: usize) {
         if upto <= self.intervals_closed {
             return;
         }
         let s = Sample::of(dev);
+        let first = self.intervals_closed;
         self.series.ensure(upto - 1);
-        self.series.nand_page_programs[upto - 1] = s.page_programs - self.at_interval.page_programs;
-        self.series.gc_units_copied[upto - 1] = s.gc_units - self.at_interval.gc_units;
-        self.series.free_blocks[upto - 1] = dev.ftl.free_blocks_total();
+        self.series.nand_page_programs[first] = s.page_programs - self.at_interval.page_programs;
+        self.series.gc_units_copied[first] = s.gc_units - self.at_interval.gc_units;
+        let free = dev.ftl.free_blocks_total();
+        self.series.free_blocks[first..upto].fill(free);
         if dev.has_power_model() {
             // Static energy by each interval's own span (the link's state is known at any
-            // instant); the work started since the last close in the last interval closed.
+            // instant); the work started since the last close in the first interval closed.
             // Every edge closed now is after the last event, so after the link's last change.
             let interval = self.series.interval_ns;
             for i in self.intervals_closed..upto {
@@ -140,7 +144,7 @@ impl Recorder {
                 let static_j = dev.static_energy_j(edge);
                 let mut j = static_j - self.static_j_at_close;
                 self.static_j_at_close = static_j;
-                if i == upto - 1 {
+                if i == first {
                     j += s.dynamic_energy_j - self.at_interval.dynamic_energy_j;
                 }
                 self.series.energy_uj[i] = (j * 1e6).round() as u64;

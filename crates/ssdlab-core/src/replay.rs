@@ -660,6 +660,90 @@ mod tests {
         }
     }
 
+    /// A drive short of free blocks collects in the idle gaps of a timed replay, as events of
+    /// the replay's own loop: each interval's GC column holds the copies made in it (not the
+    /// next busy interval's), the collection stops while a request is in the drive, and
+    /// the same requests give the same series.
+    #[test]
+    fn background_collection_lands_in_the_idle_intervals_where_it_runs() {
+        let reqs: Vec<_> = (0..2u64)
+            .map(|i| ReplayRequest {
+                arrival_ns: i * 6 * NS_PER_S,
+                kind: IoKind::Write,
+                offset_bytes: 4096 * 7919 * (i + 1),
+                length_bytes: 4096,
+                recorded_depth: 0,
+            })
+            .collect();
+        let run_it = || {
+            let mut d = dev();
+            let n = d.geometry.logical_units as u32;
+            d.random_writes_untimed(0, n, 2 * n as u64, 9);
+            let free_before = d.ftl.free_blocks_total();
+            let mut run = ReplayRun::new(
+                &d,
+                reqs.clone().into_iter(),
+                ReplayMode::Timed { scale: 1.0 },
+                NS_PER_S,
+            );
+            assert!(run.advance(&mut d, SimTime(u64::MAX)));
+            let (_, series) = run.finish(&d);
+            (free_before, d.ftl.free_blocks_total(), series)
+        };
+        let (before, after, series) = run_it();
+        let target = {
+            let d = dev();
+            d.config.ftl.gc_background_free_blocks_target as u64 * d.geometry.dies as u64
+        };
+        assert!(
+            before < target && after >= target,
+            "{before} -> {after}, target {target}"
+        );
+        // The idle timer runs out soon after the first write: collection runs from then until
+        // the target is reached (2.7 s on this drive), and only then.
+        let gc = &series.gc_units_copied;
+        let busy = gc.iter().take_while(|&&c| c > 0).count();
+        assert!((2..6).contains(&busy), "{gc:?}");
+        assert!(gc[busy..].iter().all(|&c| c == 0), "{gc:?}");
+        // Each interval ends with the free blocks it ended with (none is left at 0).
+        assert!(
+            series.free_blocks.windows(2).all(|w| w[1] >= w[0]),
+            "{:?}",
+            series.free_blocks
+        );
+        assert_eq!(*series.free_blocks.last().unwrap(), after);
+        assert_eq!(
+            serde_json::to_string(&series).unwrap(),
+            serde_json::to_string(&run_it().2).unwrap()
+        );
+        // A command in the drive drops the plan; it comes back once the drive is idle again.
+        let mut d = dev();
+        let n = d.geometry.logical_units as u32;
+        d.random_writes_untimed(0, n, 2 * n as u64, 9);
+        let t = d.now() + crate::time::SimDuration::from_secs_f64(1.0);
+        d.pass_time_to(t);
+        let far = SimTime(u64::MAX);
+        assert!(d.background_step_before(far).is_some());
+        d.submit(
+            HostIo {
+                kind: IoKind::Read,
+                offset_bytes: 0,
+                length_bytes: 4096,
+                fua: false,
+                tag: 1,
+            },
+            t,
+        );
+        assert!(d.background_step_before(far).is_none());
+        d.run_until(far);
+        assert_eq!(d.outstanding(), 0);
+        let (at, _) = d.background_step_before(far).expect("idle again");
+        assert!(
+            at >= d.now(),
+            "not before the idle timer of the last completion"
+        );
+    }
+
     #[test]
     fn timed_keeps_gaps_afap_removes_idle() {
         let timed = replay(ReplayMode::Timed { scale: 1.0 }, burst(1000));

@@ -14,7 +14,10 @@
 //!
 //! Time: a submission due before the next event goes first (ties too: a closed loop refills
 //! at once); while nothing is outstanding and the next submission lies ahead, the drive is
-//! idle and background collection may use the gap ([`Device::idle_until`]). A session that
+//! idle and its background collection steps are events of the loop like the others
+//! ([`Device::background_step_before`]: planned afresh at every turn, dropped when a command
+//! comes; the meter closes its intervals before them). [`idle`] runs the same loop for a host
+//! that sends nothing for a while. A session that
 //! measures from a later time (fio's `ramp_time`) records nothing before it and takes the
 //! device's counters again when it is reached.
 
@@ -182,21 +185,35 @@ impl Session {
             let now = dev.now();
             let submit_at = source.next_submission(now);
             let event_at = dev.next_event_time();
+            if submit_at.is_some() || source.open_ended() {
+                // The host is idle until its next submission (or, for a source without an end
+                // of its own, until this slice's): the drive's background collection may take
+                // a step before it and before the drive's next event (those first at the
+                // same instant), while nothing is in the drive.
+                let before = submit_at
+                    .unwrap_or(SimTime(u64::MAX))
+                    .min(event_at.unwrap_or(SimTime(u64::MAX)))
+                    .min(until);
+                if let Some((at, die)) = dev.background_step_before(before) {
+                    self.meter.before_event(dev, at);
+                    source.before_event(dev, at);
+                    dev.collect_in_background(at, die);
+                    source.stepped(dev);
+                    continue;
+                }
+            }
             match (submit_at, event_at) {
                 (Some(s), e) if e.is_none_or(|e| s <= e) => {
                     if s > until {
-                        if source.outstanding() == 0 {
-                            // An idle gap reaching past this slice: background collection may
-                            // use it, and the session's clock moves through it.
-                            dev.idle_until(until);
-                        }
+                        // An idle gap reaching past this slice: the session's clock moves
+                        // through it.
                         self.clock = self.clock.max(until);
                         return false;
                     }
-                    if source.outstanding() == 0 && s > now {
-                        dev.idle_until(s); // background collection may use the gap
-                    }
                     let at = s.max(dev.now());
+                    // The intervals before it close first: what the command does lands in its own.
+                    self.meter.before_event(dev, at);
+                    source.before_event(dev, at);
                     source.submit(dev, at);
                 }
                 (_, Some(e)) => {
@@ -250,7 +267,7 @@ impl Session {
         let mut quiet = if dev.has_completions() {
             0
         } else {
-            self.quiet_until(source, until)
+            self.quiet_until(dev, source, until)
         };
         loop {
             if !dev.has_completions() {
@@ -293,7 +310,7 @@ impl Session {
             // here: before it no submission is due, and `before_event`, `stepped` and
             // `may_step` would do nothing (crucial-m500-240's random writes: one return to the
             // loop per completion, ~50 instructions each).
-            quiet = self.quiet_until(source, until);
+            quiet = self.quiet_until(dev, source, until);
             if dev.next_event_time().is_none_or(|t| t.ns() >= quiet) {
                 return false;
             }
@@ -302,14 +319,47 @@ impl Session {
     }
 
     /// Until when (ns, exclusive) events that complete nothing need neither the source nor the
-    /// meter: [`Source::quiet_until`], the meter's next interval end, and past `until` never.
+    /// meter: [`Source::quiet_until`], the meter's next interval end, while the drive is idle
+    /// the end of its idle timer (background collection is planned at every event from then),
+    /// and past `until` never.
     #[inline]
-    fn quiet_until(&self, source: &mut impl Source, until: SimTime) -> u64 {
+    fn quiet_until(&self, dev: &Device, source: &mut impl Source, until: SimTime) -> u64 {
         source
             .quiet_until()
             .min(self.meter.quiet_until())
+            .min(dev.background_from_ns())
             .min(until.ns().saturating_add(1))
     }
+}
+
+/// The host sends nothing until `until`: the drive goes on with what it has queued and its
+/// background collection may use the time (the session's loop, with a source that submits
+/// nothing), then the clock moves to `until` (the link's state, the energy and temperature
+/// follow it). `Drive.idle` from Python; a driver that idles between submissions of its own
+/// is a [`Source`] instead.
+pub fn idle(dev: &mut Device, until: SimTime) {
+    struct Idle;
+    impl Source for Idle {
+        fn next_submission(&mut self, _now: SimTime) -> Option<SimTime> {
+            None
+        }
+        fn submit(&mut self, _dev: &mut Device, _at: SimTime) {
+            unreachable!("an idle host submits nothing")
+        }
+        fn outstanding(&self) -> u64 {
+            0
+        }
+        fn completed(&mut self, _c: &Completion, _dev: &Device) -> bool {
+            false
+        }
+        fn open_ended(&self) -> bool {
+            true
+        }
+    }
+    // One interval that never closes: nothing is recorded.
+    let mut session = Session::new(dev, dev.now(), u64::MAX);
+    session.advance(dev, &mut Idle, until);
+    dev.pass_time_to(until);
 }
 
 /// A source asked at every event, as the session did before it stepped through quiet

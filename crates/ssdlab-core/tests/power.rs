@@ -111,7 +111,7 @@ fn idle_power_falls_with_each_deeper_link_policy() {
         let from = dev.now();
         let e0 = energy_j(&dev);
         let until = from + SimDuration::from_secs_f64(5.0);
-        dev.idle_until(until);
+        ssdlab_core::session::idle(&mut dev, until);
         let e1 = dev.energy_j(until);
         watts.push((e1 - e0) / 5.0);
     }
@@ -133,7 +133,7 @@ fn read_after_idle(policy: LinkPolicy, idle: SimDuration) -> (u64, LinkState) {
     dev.fill_untimed(0, 1024);
     dev.set_link_policy(policy);
     let at = dev.now() + idle;
-    dev.idle_until(at);
+    ssdlab_core::session::idle(&mut dev, at);
     let state = dev.link_state(at);
     dev.submit(
         HostIo {
@@ -236,7 +236,7 @@ fn throttling_engages_when_hot_lowers_throughput_and_recovers_once_cool() {
     // Left idle for a minute (settles near 60 C at idle), it cools and throttling ends.
     assert!(hot.throttling().unwrap().0);
     let until = hot.now() + SimDuration::from_secs_f64(60.0);
-    hot.wait_until(until);
+    ssdlab_core::session::idle(&mut hot, until);
     let r = run(&mut hot, "randread", 0.5, "none");
     assert!(r.summary.read.ios > 0);
     assert!(!hot.throttling().unwrap().0);

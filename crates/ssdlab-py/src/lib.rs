@@ -150,7 +150,7 @@ impl Simulation {
     fn idle(&mut self, seconds: f64) -> PyResult<()> {
         self.idle_check()?;
         let until = self.dev.now() + SimDuration::from_secs_f64(seconds);
-        self.dev.wait_until(until);
+        ssdlab_core::session::idle(&mut self.dev, until);
         Ok(())
     }
 
@@ -179,7 +179,7 @@ impl Simulation {
         let from = self.dev.now();
         let until = from + SimDuration::from_secs_f64(seconds);
         let e0 = self.dev.energy_j(from);
-        self.dev.wait_until(until);
+        ssdlab_core::session::idle(&mut self.dev, until);
         let e1 = self.dev.energy_j(until);
         Ok(self
             .dev

@@ -236,44 +236,50 @@ impl Device {
         }
     }
 
-    /// The host will send nothing before `until`: let background garbage collection use the
-    /// idle time. Call only with no command outstanding.
-    pub fn idle_until(&mut self, until: SimTime) {
+    /// When (ns) background collection could take its next step: `ftl.gc_background_idle_us`
+    /// after the last command completed, while no command is in the drive (`u64::MAX` while
+    /// one is). A session's quiet stretches end there.
+    #[inline]
+    pub fn background_from_ns(&self) -> u64 {
         if self.outstanding() > 0 {
-            self.run_until(until);
-            return;
+            return u64::MAX;
         }
-        let from = self.controller.idle_since.max(self.now()) + self.ftl.gc_idle_delay();
-        loop {
-            // Next background decision: the collector's, for the die that can start soonest.
-            let now = self.now();
-            let best = self
-                .ftl
-                .gc_on_idle(from.max(now), |die| self.sched.die_idle_from(die));
-            match (best, self.next_event_time()) {
-                (_, Some(t)) if t < until && best.is_none_or(|(b, _)| t <= b) => {
-                    self.step();
-                }
-                (Some((at, die)), _) if at < until => {
-                    self.kernel.advance_to(at);
-                    let mut flash = Flash {
-                        sched: &mut self.sched,
-                        kernel: &mut self.kernel,
-                        processor: &mut self.controller.processor,
-                    };
-                    self.ftl.collect_background_step(die, &mut flash);
-                }
-                _ => break,
-            }
-        }
+        (self.controller.idle_since + self.ftl.gc_idle_delay()).ns()
     }
 
-    /// The host sends nothing until `until` and then goes on from there: as `idle_until`, and
-    /// the clock moves to `until` (the link's state, the drive's energy and temperature
-    /// follow it). What `Drive.idle` does; a driver that idles between its own submissions
-    /// calls `idle_until` and submits at its time.
-    pub fn wait_until(&mut self, until: SimTime) {
-        self.idle_until(until);
+    /// The drive's next background collection step, if it comes before `before`: (when, die).
+    /// The firmware's idle-time collection as an event of its own: planned from the state at
+    /// this instant (of the dies with background work, the one whose array and queue are free
+    /// soonest, not before the idle timer ends), so a caller asks again after every event, and
+    /// dropped as soon as a command is in the drive (the host is back). At the same instant
+    /// the drive's queued events go first. [`crate::session::Session`] takes the steps while
+    /// its source is idle; [`crate::session::idle`] when the host sends nothing for a while.
+    pub fn background_step_before(&self, before: SimTime) -> Option<(SimTime, u32)> {
+        let from = self.background_from_ns();
+        if from >= before.ns() || self.now() >= before {
+            return None;
+        }
+        let from = SimTime(from).max(self.now());
+        self.ftl
+            .gc_on_idle(from, |die| self.sched.die_idle_from(die))
+            .filter(|&(at, _)| at < before)
+    }
+
+    /// Take the background collection step `background_step_before` planned on `die` at `at`.
+    pub fn collect_in_background(&mut self, at: SimTime, die: u32) {
+        debug_assert_eq!(self.outstanding(), 0, "background collection while busy");
+        self.kernel.advance_to(at);
+        let mut flash = Flash {
+            sched: &mut self.sched,
+            kernel: &mut self.kernel,
+            processor: &mut self.controller.processor,
+        };
+        self.ftl.collect_background_step(die, &mut flash);
+    }
+
+    /// Move the clock to `until` with nothing pending before it (the host sent nothing and
+    /// the drive had nothing to do): the link's state, the energy and temperature follow it.
+    pub(crate) fn pass_time_to(&mut self, until: SimTime) {
         if until > self.now() {
             self.kernel.advance_to(until);
         }

@@ -126,8 +126,11 @@ impl Device {
         self.ftl.crypto_erase();
         self.controller.secure_erased();
         let took = crate::time::SimDuration::from_us(self.config.controller.crypto_erase_us);
+        // The command takes `took`; the drive's idle timer (background collection) runs from
+        // its end, as from any command's.
         let until = self.now() + took;
-        self.wait_until(until);
+        self.pass_time_to(until);
+        self.controller.idle_since = until;
         Ok(took)
     }
 }

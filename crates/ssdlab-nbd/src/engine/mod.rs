@@ -524,11 +524,8 @@ impl Engine {
         let at = match self.io.pace {
             Pace::Model => {
                 let t = self.io.sim_of(req.arrived).max(self.dev.now());
-                if self.dev.outstanding() == 0 {
-                    // Idle until now: background garbage collection may use the gap.
-                    self.dev.idle_until(t);
-                    self.settle();
-                }
+                // Up to now (an idle drive's background collection included: the session's
+                // loop takes its steps and applies their map changes).
                 self.advance_to(t);
                 t.max(self.dev.now())
             }
@@ -538,6 +535,8 @@ impl Engine {
             IoKind::Flush => (0, 0),
             _ => (req.offset, req.length),
         };
+        // The intervals before it close first: what the command does lands in its own.
+        self.session.meter.before_event(&self.dev, at);
         self.dev.submit(
             HostIo {
                 kind,
