@@ -481,9 +481,11 @@ class Drive:
         """Replay block traces (plain, gzip, bzip2, xz or zstd; format detected unless given).
 
         trace : a file, or several merged in time order.
-        mode : "afap" (idle gaps removed, the storage benches' way), "timed" (recorded
-            arrival times, gaps x `scale`) or "qd" (closed loop at `qd` outstanding; with qd=0,
-            at the queue depth the trace recorded, from its service times).
+        mode : "afap" (idle gaps removed, the storage benches' way; with qd > 0 the host has
+            at most `qd` requests outstanding: one held back goes when one completes and the
+            recorded gaps after it count from then), "timed" (recorded arrival times, gaps x
+            `scale`) or "qd" (closed loop at `qd` outstanding; with qd=0, at the queue depth
+            the trace recorded, from its service times).
         format : msr, spc, blkparse, blktrace, fio-iolog, disksim, alibaba, tencent, fiu, msprod.
         columns : a column map for any other delimited text, e.g.
             "time=0:us,op=1,offset=2:bytes,size=3:sectors" (see `ssdlab replay --help`).

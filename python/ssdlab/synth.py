@@ -75,6 +75,13 @@ def _size_table(stats: TraceStats, mean_bytes: float | None) -> tuple[np.ndarray
     return np.asarray(sizes, dtype=np.int64), np.asarray(probs) / sum(probs)
 
 
+def burst_size(name: str) -> int:
+    """The requests a look-alike issues at once (its bursts): the most it ever has outstanding
+    as recorded, so the depth a replay's host queue is bounded to (issue 73 item 4)."""
+    st = TRACES[name]
+    return max(2, int(round(2 * (st.mean_qd - st.qd1_share) / (1 - st.qd1_share) - 1)))
+
+
 def synthesize(name: str, *, fraction: float = 0.01, span_bytes: int = 128 * 10**9, seed: int = 0):
     """Requests of a look-alike: (timestamps_us, is_write, offsets, lengths) as numpy arrays.
 
@@ -110,7 +117,7 @@ def synthesize(name: str, *, fraction: float = 0.01, span_bytes: int = 128 * 10*
                 o = offsets[idx[j - 1]] + lengths[idx[j - 1]]
                 offsets[idx[j]] = o if o + lengths[idx[j]] <= span_bytes else 0
     # Arrival groups: singles (QD 1) and bursts of B at the same instant.
-    burst = max(2, int(round(2 * (st.mean_qd - st.qd1_share) / (1 - st.qd1_share) - 1)))
+    burst = burst_size(name)
     group_sizes = []
     remaining = n
     while remaining > 0:

@@ -158,6 +158,9 @@ def test_qd_scaling_endurance_and_storage_bench(small_toml):
         resolve_params("endurance", {"workload": "jedec"})
     sb = run_procedure("storage-bench", str(small_toml), SHORT["storage-bench"])[0].tables["results"]
     assert len(sb) == 6 and (sb.data_rate_mb_per_s > 0).all()
+    # The host's queue is bounded at each look-alike's own burst depth (issue 73 item 4).
+    from ssdlab.synth import burst_size
+    assert set(sb.host_qd_max) == {burst_size("heavy-2011")} == {19}
 
 
 @pytest.mark.parametrize("proc, params, message", [

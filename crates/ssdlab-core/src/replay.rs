@@ -152,8 +152,12 @@ pub enum ReplayMode {
     Timed { scale: f64 },
     /// Open loop with idle gaps removed: whenever nothing is outstanding, the next request is
     /// sent at once; within a busy period the recorded gaps (and so the queue depth) are kept.
-    /// What the reviews' storage benches do.
-    Afap,
+    /// What the reviews' storage benches do. With `max_outstanding` > 0 the host has that many
+    /// requests outstanding at most (an application's IO waits on the drive): a request held
+    /// back goes once one completes, and the recorded gaps after it count from then, so a
+    /// drive that stalls meets a bounded queue instead of one that grows without end (issue
+    /// 73 item 4). 0: unbounded.
+    Afap { max_outstanding: u32 },
     /// Closed loop: keep `depth` requests outstanding.
     QueueDepth { depth: u32 },
     /// Closed loop at the queue depth the trace recorded: a request is sent once fewer than its
@@ -268,6 +272,8 @@ struct ReplaySource<I: Iterator<Item = ReplayRequest>> {
     origin_ns: Option<u64>,
     /// Idle time removed so far (Afap), nanoseconds.
     removed_ns: u64,
+    /// Time requests were held back by a bounded host queue so far (Afap), nanoseconds.
+    held_ns: u64,
     /// Timed mode: recorded arrivals to replay times.
     clock: TimedClock,
     outstanding: u64,
@@ -330,6 +336,7 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
             start: dev.now(),
             origin_ns: None,
             removed_ns: 0,
+            held_ns: 0,
             clock: TimedClock::default(),
             outstanding: 0,
             submitted: 0,
@@ -428,6 +435,18 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
     }
 }
 
+impl<I: Iterator<Item = ReplayRequest>> ReplaySource<I> {
+    /// Afap: when a request recorded `since_origin` after the first is due (ns), the idle
+    /// time removed and the time held back by a bounded queue accounted.
+    fn afap_due(&self, since_origin: u64) -> u64 {
+        self.start
+            .ns()
+            .saturating_add(since_origin)
+            .saturating_add(self.held_ns)
+            .saturating_sub(self.removed_ns)
+    }
+}
+
 impl<I: Iterator<Item = ReplayRequest>> Source for ReplaySource<I> {
     /// When the next request should be submitted, if there is one and it may be.
     fn next_submission(&mut self, now: SimTime) -> Option<SimTime> {
@@ -448,11 +467,11 @@ impl<I: Iterator<Item = ReplayRequest>> Source for ReplaySource<I> {
                 )
                 .max(now),
             ),
-            ReplayMode::Afap => {
-                let at = start
-                    .ns()
-                    .saturating_add(since_origin)
-                    .saturating_sub(self.removed_ns);
+            ReplayMode::Afap { max_outstanding } => {
+                if max_outstanding > 0 && self.outstanding >= max_outstanding as u64 {
+                    return None; // the host waits for a completion
+                }
+                let at = self.afap_due(since_origin);
                 if self.outstanding == 0 && at > now.ns() {
                     self.removed_ns += at - now.ns();
                     return Some(now);
@@ -464,8 +483,15 @@ impl<I: Iterator<Item = ReplayRequest>> Source for ReplaySource<I> {
 
     fn submit(&mut self, dev: &mut Device, at: SimTime) {
         let r = self.requests.next().expect("a request announced");
-        if let ReplayMode::Timed { scale } = self.mode {
-            self.clock.submitted(r.arrival_ns, scale);
+        match self.mode {
+            ReplayMode::Timed { scale } => self.clock.submitted(r.arrival_ns, scale),
+            ReplayMode::Afap { max_outstanding } if max_outstanding > 0 => {
+                // Held back by the bounded queue: what follows it is recorded after it.
+                let origin = self.origin_ns.unwrap_or(r.arrival_ns);
+                let due = self.afap_due(r.arrival_ns.saturating_sub(origin));
+                self.held_ns += at.ns().saturating_sub(due);
+            }
+            _ => {}
         }
         let tag = self.submitted;
         dev.submit(
@@ -634,7 +660,7 @@ mod tests {
             .collect();
         for mode in [
             ReplayMode::Timed { scale: 0.5 },
-            ReplayMode::Afap,
+            ReplayMode::Afap { max_outstanding: 0 },
             ReplayMode::QueueDepth { depth: 4 },
             ReplayMode::RecordedDepth,
         ] {
@@ -747,7 +773,7 @@ mod tests {
     #[test]
     fn timed_keeps_gaps_afap_removes_idle() {
         let timed = replay(ReplayMode::Timed { scale: 1.0 }, burst(1000));
-        let afap = replay(ReplayMode::Afap, burst(1000));
+        let afap = replay(ReplayMode::Afap { max_outstanding: 0 }, burst(1000));
         assert_eq!(timed.requests, 16);
         assert!(timed.elapsed_s > 10.0, "{}", timed.elapsed_s);
         assert!(afap.elapsed_s < 0.01, "{}", afap.elapsed_s);
@@ -755,6 +781,62 @@ mod tests {
         assert!((timed.all.busy_s - afap.all.busy_s).abs() < 1e-4);
         let half = replay(ReplayMode::Timed { scale: 0.5 }, burst(1000));
         assert!(half.elapsed_s > 5.0 && half.elapsed_s < 5.1);
+    }
+
+    /// Afap with a bounded host queue (issue 73 item 4): requests that arrive faster than the
+    /// drive serves them never have more than the bound outstanding, the recorded gaps after a
+    /// held request count from when it went, and the service time stays that of a bounded
+    /// queue while the open loop's grows with the backlog.
+    #[test]
+    fn a_bounded_afap_replay_never_has_more_than_its_bound_outstanding() {
+        let reqs: Vec<_> = (0..3000u64)
+            .map(|i| ReplayRequest {
+                arrival_ns: i * 1_000,
+                kind: IoKind::Write,
+                offset_bytes: (i * 7919 % 100_000) * 4096,
+                length_bytes: 4096,
+                recorded_depth: 0,
+            })
+            .collect();
+        let run = |bound: u32| {
+            let mut d = dev();
+            let mode = ReplayMode::Afap {
+                max_outstanding: bound,
+            };
+            let mut run =
+                ReplayRun::new(&d, reqs.clone().into_iter(), mode, NS_PER_S).with_request_log();
+            assert!(run.advance(&mut d, SimTime(u64::MAX)));
+            let log = run.take_log();
+            (run.finish(&d).0, log)
+        };
+        let (open, _) = run(0);
+        let (bounded, log) = run(4);
+        assert_eq!(bounded.requests, 3000);
+        let mut events: Vec<(u64, i32)> = log.submit_ns.iter().map(|&t| (t, 1)).collect();
+        events.extend(log.complete_ns.iter().map(|&t| (t, -1)));
+        events.sort(); // a completion at the same instant as a submission goes first
+        let mut outstanding = 0;
+        let most = events
+            .iter()
+            .map(|&(_, d)| {
+                outstanding += d;
+                outstanding
+            })
+            .max()
+            .unwrap();
+        assert_eq!(
+            most, 4,
+            "at most the bound outstanding, and the bound reached"
+        );
+        assert!(
+            bounded.all.ops.latency_us_mean * 5.0 < open.all.ops.latency_us_mean,
+            "bounded {} us, open loop {} us",
+            bounded.all.ops.latency_us_mean,
+            open.all.ops.latency_us_mean
+        );
+        // The same work either way; the bounded host waits, so it takes no less time.
+        assert_eq!(bounded.host_units_written, open.host_units_written);
+        assert!(bounded.elapsed_s >= open.elapsed_s * 0.95);
     }
 
     #[test]
@@ -907,8 +989,13 @@ mod tests {
             .collect();
         reqs.push(req(30_000, IoKind::Trim, 1 << 26, 1 << 26));
         let mut d = dev();
-        let mut run =
-            ReplayRun::new(&d, reqs.into_iter(), ReplayMode::Afap, NS_PER_S).with_request_log();
+        let mut run = ReplayRun::new(
+            &d,
+            reqs.into_iter(),
+            ReplayMode::Afap { max_outstanding: 0 },
+            NS_PER_S,
+        )
+        .with_request_log();
         assert!(run.advance(&mut d, SimTime(u64::MAX)));
         let log = run.take_log();
         let (s, series) = run.finish(&d);

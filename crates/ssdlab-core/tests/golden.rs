@@ -216,7 +216,7 @@ fn synthetic_trace(user_bytes: u64) -> Vec<ReplayRequest> {
 fn replays_on_the_example_drive_are_unchanged() {
     let modes = [
         ReplayMode::Timed { scale: 1.0 },
-        ReplayMode::Afap,
+        ReplayMode::Afap { max_outstanding: 0 },
         ReplayMode::QueueDepth { depth: 4 },
         ReplayMode::RecordedDepth,
     ];

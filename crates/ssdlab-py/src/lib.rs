@@ -300,7 +300,9 @@ impl Simulation {
     ) -> PyResult<Vec<String>> {
         self.idle_check()?;
         let mode = match mode {
-            "afap" => ReplayMode::Afap,
+            "afap" => ReplayMode::Afap {
+                max_outstanding: depth,
+            },
             "timed" if scale > 0.0 && scale.is_finite() => ReplayMode::Timed { scale },
             "timed" => {
                 return Err(PyValueError::new_err(format!(

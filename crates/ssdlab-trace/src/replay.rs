@@ -433,7 +433,12 @@ mod tests {
         let (requests, formats) =
             TraceRequests::open(&paths, TraceOptions::default(), dev.user_bytes()).unwrap();
         let outcome = requests.outcome.clone();
-        let mut run = ReplayRun::new(&dev, requests, ReplayMode::Afap, NS_PER_S);
+        let mut run = ReplayRun::new(
+            &dev,
+            requests,
+            ReplayMode::Afap { max_outstanding: 0 },
+            NS_PER_S,
+        );
         let mut until = dev.now();
         loop {
             until = SimTime(until.ns() + NS_PER_S);

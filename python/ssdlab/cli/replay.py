@@ -184,7 +184,7 @@ def add_parsers(sub) -> None:
                    help="afap (idle removed, default), timed (recorded arrivals), qd (closed loop)")
     t.add_argument("--scale", type=positive("--scale"), default=1.0, help="timed mode: multiply recorded gaps by this")
     t.add_argument("--qd", type=in_range("--qd", 0, 2**32 - 1), default=0,
-                   help="qd mode: requests kept outstanding (default: the depth the trace recorded; needs service times, as in MSR, blkparse and blktrace traces)")
+                   help="qd mode: requests kept outstanding (default: the depth the trace recorded; needs service times, as in MSR, blkparse and blktrace traces); afap mode: the most the host has outstanding (a request waits for a completion, the recorded gaps after it count from then; default 0: no bound)")
     t.add_argument("--sort", action="store_true",
                    help="read the whole trace and replay it in time order (default: file order; a note says when timestamps go backwards)")
     t.add_argument("--wrap", action="store_true", help="fold requests past the end of the drive onto it (default: stop with an error)")

@@ -160,7 +160,7 @@ pub(crate) struct Engine {
     /// what the host saw in model time (service times per operation, per-second series).
     session: Session,
     io: Io,
-    /// Completions taken outside the loop (after a submission, after idle time); the buffer is
+    /// Completions taken outside the loop (after a submission); the buffer is
     /// reused, swapped with the controller's.
     completions: Vec<Completion>,
 }
@@ -574,7 +574,7 @@ impl Engine {
         self.io.pause_on_completion = false;
     }
 
-    /// Outside the loop (after a submission, after idle time): apply the FTL's map changes
+    /// Outside the loop (after a submission): apply the FTL's map changes
     /// to the data, then reply to what completed. Returns how many completed.
     fn settle(&mut self) -> usize {
         self.io.stepped(&mut self.dev);
