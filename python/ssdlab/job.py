@@ -40,7 +40,10 @@ class Job:
     ss, ss_dur_s, ss_ramp_s : fio's steady-state detection ("iops:0.3%", "iops_slope:0.1%",
         "bw:..", "bw_slope:.."): the job stops once the last ss_dur_s meet it
     random_distribution : random, zipf:THETA, pareto:H, zoned:50/5:30/15:20/ (ACCESS%/SPAN%),
-        zoned_abs:50/10g:50/ (ACCESS%/SIZE); with READ,WRITE[,TRIM] lists after commas
+        zoned_abs:50/10g:50/ (ACCESS%/SIZE); with READ,WRITE[,TRIM] lists after commas;
+        sequence:2,0,1 (fio's fixed order of block indices, up to 64)
+    random_sequence_stride : with sequence: the pattern relative to a block group that
+        advances by its length after each cycle (the job ends at the span's end), as fio
     link_power : the host's link power management during the job (none, hipm, dipm,
         hipm+dipm, devsleep); only a drive with a power model changes link state
     loops : fio's loops: the job's passes, one after another (each from the span's start once
@@ -65,6 +68,7 @@ class Job:
     number_ios: int | None = None
     rwmixread: int = 50
     random_distribution: str = "random"
+    random_sequence_stride: bool = False
     randseed: int = 0
     log_interval_s: float = 1.0
     ramp_time_s: float = 0.0
@@ -172,6 +176,7 @@ _OPTIONS = {
     "rwmixread": ("rwmixread", _int),
     "rwmixwrite": ("rwmixread", lambda v: 100 - _int(v)),
     "random_distribution": ("random_distribution", str),
+    "random_sequence_stride": ("random_sequence_stride", _bool),
     "randseed": ("randseed", _int),
     "log_avg_msec": ("log_interval_s", lambda v: _log_avg_msec(v)),
     "name": ("name", str),

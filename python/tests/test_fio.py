@@ -132,6 +132,37 @@ def test_sections_of_a_file_run_at_once_and_share_the_drive(tmp_path, small_toml
     assert all(b < 0.8 * a for b, a in zip(bw(together), bw(apart))), (bw(together), bw(apart))
 
 
+# fio's examples/sequence-distribution.fio (issue 73 item 10), as its comments describe it.
+SEQUENCE = """[global]
+ioengine=libaio
+rw=randread
+bs=4k
+size=48k
+io_size=24k
+
+[repeating_sequence]
+random_distribution=sequence:2,0,1
+random_sequence_stride=0
+
+[strided_sequence]
+stonewall
+random_distribution=sequence:2,0,1
+random_sequence_stride=1
+"""
+
+
+def test_fios_sequence_distribution_example_runs_as_fio_runs_it(tmp_path, small_toml):
+    jobs = parse_fio(SEQUENCE, "sequence-distribution.fio")
+    assert [j.random_sequence_stride for j in jobs] == [False, True]
+    assert [j["read"]["total_ios"] for j in _fio_json(tmp_path, small_toml, SEQUENCE)] == [6, 6]
+    # Without io_size the strided pattern runs to the span's end (12 blocks) and ends the job.
+    strided = SEQUENCE.replace("io_size=24k\n", "")
+    assert [j["read"]["total_ios"] for j in _fio_json(tmp_path, small_toml, strided)][1] == 12
+    with pytest.raises(AssertionError, match=r"j.fio:9: job 'repeating_sequence': random_distribution: "
+                                             r"sequence block 12 lies beyond the job's span \(12 blocks"):
+        _fio_json(tmp_path, small_toml, SEQUENCE.replace("2,0,1", "12,0"))
+
+
 def test_wait_for_starts_a_job_when_the_named_one_ends(tmp_path, small_toml):
     text = ("[global]\nrw=randread\nbs=4k\niodepth=32\nnumber_ios=20000\n"
             "[a]\n[b]\nwait_for=a\n[c]\n")

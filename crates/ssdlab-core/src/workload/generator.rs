@@ -18,6 +18,11 @@ pub(super) struct Generator {
     /// zonemode=strided: the current zone's start and the bytes transferred in it.
     zone_start: u64,
     zone_bytes: u64,
+    /// random_distribution=sequence: each direction's IOs so far (read, write, trim), over the
+    /// whole job as fio counts them.
+    sequence_ios: [u64; 3],
+    /// A strided sequence has passed the span's end: the job issues no more (fio ends it).
+    pub(super) ended: bool,
     /// IOs drawn before they are issued (`LOOKAHEAD` of them), so the drive can start loading
     /// their map entries while earlier ones run. Only jobs whose IOs depend on the random
     /// stream alone draw ahead (random offsets, no `:nr`, no zones): the same IOs come out in
@@ -69,9 +74,13 @@ impl Generator {
             issued: 0,
             zone_start: 0,
             zone_bytes: 0,
+            sequence_ios: [0; 3],
+            ended: false,
+            // A sequence is not drawn ahead: the IO that passes the span's end ends the job.
             ahead: (job.pattern == Pattern::Random
                 && job.ios_per_offset <= 1
-                && job.zones.is_none())
+                && job.zones.is_none()
+                && !matches!(job.distribution, Distribution::Sequence { .. }))
             .then(|| Drawn {
                 ios: Box::new([(IoKind::Read, 0, 0); RING]),
                 head: 0,
@@ -190,6 +199,20 @@ impl Generator {
                             ((self.slots - 1) as f64 * self.rng.unit_f64().powf(power)) as u64;
                         self.scattered(rank)
                     }
+                    Distribution::Sequence { blocks, stride } => {
+                        let n = &mut self.sequence_ios[kind as usize % 3];
+                        let len = blocks.len() as u64;
+                        let mut b = blocks[(*n % len) as usize];
+                        if *stride {
+                            b += *n / len * len;
+                        }
+                        *n += 1;
+                        if b.saturating_mul(job.align_bytes).saturating_add(size) > job.span_bytes {
+                            self.ended = true;
+                            return (kind, job.span_start, size);
+                        }
+                        b
+                    }
                 };
                 // The slot's offset, or the last aligned one the IO fits at: only that needs
                 // a division (one per host IO otherwise, 10 to 18 cycles on Zen 4).
@@ -273,6 +296,58 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
 mod tests {
     use super::*;
     use crate::workload::Job;
+
+    /// fio's sequence distribution (examples/sequence-distribution.fio): blocks 2, 0, 1 again
+    /// and again; with random_sequence_stride, 2, 0, 1, then 5, 3, 4 (the group advancing by
+    /// the sequence's length), and the IO past the span's end ends the job. Each direction
+    /// counts its own IOs.
+    #[test]
+    fn a_sequence_distribution_goes_to_its_blocks_in_order_as_fio_does() {
+        let blocks = |stride: bool, rw: &str, n: usize| {
+            let job = Job {
+                rw: rw.into(),
+                bs: "4k".into(),
+                size: Some("48k".into()),
+                random_distribution: "sequence:2,0,1".into(),
+                random_sequence_stride: stride,
+                ..Job::default()
+            };
+            let c = job.compile(1 << 30).unwrap();
+            let mut g = Generator::new(&c, 1, 0);
+            assert!(g.ahead.is_none(), "a sequence is not drawn ahead");
+            let mut ios = Vec::new();
+            for _ in 0..n {
+                let (k, o, _) = g.next(&c);
+                if g.ended {
+                    break;
+                }
+                ios.push((k, o / 4096));
+            }
+            ios
+        };
+        let reads = |ios: Vec<(IoKind, u64)>| ios.into_iter().map(|(_, b)| b).collect::<Vec<_>>();
+        assert_eq!(reads(blocks(false, "randread", 6)), [2, 0, 1, 2, 0, 1]);
+        assert_eq!(
+            reads(blocks(false, "randread", 300)).len(),
+            300,
+            "no end without a stride"
+        );
+        // 48 KiB is 12 blocks: four groups of three, then the job ends.
+        assert_eq!(
+            reads(blocks(true, "randread", 100)),
+            [2, 0, 1, 5, 3, 4, 8, 6, 7, 11, 9, 10]
+        );
+        // A read/write mix: each direction walks the pattern on its own count.
+        let mixed = blocks(true, "randrw", 8);
+        for kind in [IoKind::Read, IoKind::Write] {
+            let own: Vec<u64> = mixed
+                .iter()
+                .filter(|io| io.0 == kind)
+                .map(|io| io.1)
+                .collect();
+            assert_eq!(own, [2, 0, 1, 5, 3, 4, 8, 6][..own.len()], "{kind:?}");
+        }
+    }
 
     /// Drawing ahead (for the map prefetches) changes nothing a job issues: the same IOs in
     /// the same order as drawing each when it is issued, across a restart (fio's next pass),

@@ -49,8 +49,12 @@ pub struct Job {
     /// Stop after this many IOs per stream; 0 means no limit, as in fio.
     pub number_ios: Option<u64>,
     pub rwmixread: u32,
-    /// random (uniform), zipf:theta, pareto:h.
+    /// random (uniform), zipf:theta, pareto:h, zoned, zoned_abs, sequence:B,B,...
     pub random_distribution: String,
+    /// fio's random_sequence_stride: `sequence:...` as a pattern relative to a block group that
+    /// advances by the sequence's length after each cycle (the job ends at the span's end),
+    /// instead of the same absolute blocks again and again.
+    pub random_sequence_stride: bool,
     pub randseed: u64,
     /// Interval of the time series, simulated seconds.
     pub log_interval_s: f64,
@@ -178,7 +182,12 @@ pub const JOB_FIELDS: &[JobField] = &[
     JobField {
         name: "random_distribution",
         unit: "",
-        accepted: "random, zipf:THETA, pareto:H, zoned:A/S:..., zoned_abs:A/SIZE:...",
+        accepted: "random, zipf:THETA, pareto:H, zoned:A/S:..., zoned_abs:A/SIZE:..., sequence:B,B,... (up to 64 block indices)",
+    },
+    JobField {
+        name: "random_sequence_stride",
+        unit: "",
+        accepted: "true, false",
     },
     JobField {
         name: "randseed",
@@ -277,6 +286,7 @@ impl Default for Job {
             number_ios: None,
             rwmixread: 50,
             random_distribution: "random".into(),
+            random_sequence_stride: false,
             randseed: 0,
             log_interval_s: 1.0,
             ramp_time_s: 0.0,
@@ -336,6 +346,48 @@ pub(super) enum Distribution {
     /// fio's zoned and zoned_abs, per direction (read, write, trim): zones of the span as
     /// (cumulative access percent, first slot, slots), each uniform within.
     Zoned(Box<[Vec<Zone>; 3]>),
+    /// fio's sequence:B,B,...: the n-th IO of a direction goes to block `blocks[n % len]`
+    /// (blocks of `blockalign`), or with `stride` to that block of group `n / len` (groups of
+    /// `len` blocks); fio counts each direction's IOs over the whole job, so the pattern does
+    /// not start again with a loop, and a strided pattern that passes the span's end ends the
+    /// job (fio's io_u.c, `__get_next_rand_offset_sequence`).
+    Sequence {
+        blocks: Vec<u64>,
+        stride: bool,
+    },
+}
+
+/// The most block indices fio's `sequence` distribution takes (fio's FIO_SEQ_MAX).
+const SEQUENCE_MAX: usize = 64;
+
+/// fio's `sequence:B,B,...`: block indices (whole numbers), each within the span.
+fn parse_sequence(list: &str, slots: u64, stride: bool) -> Result<Distribution, String> {
+    let mut blocks = Vec::new();
+    for part in list.split(',') {
+        let part = part.trim();
+        if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!(
+                "random_distribution: sequence element '{part}' is not a block index; accepted: whole numbers 0 or more, e.g. sequence:2,0,1"
+            ));
+        }
+        let b: u64 = part
+            .parse()
+            .map_err(|_| format!("random_distribution: sequence element '{part}' is too large"))?;
+        if b >= slots {
+            return Err(format!(
+                "random_distribution: sequence block {b} lies beyond the job's span ({slots} blocks of blockalign); accepted: 0 to {}",
+                slots.saturating_sub(1)
+            ));
+        }
+        blocks.push(b);
+    }
+    if blocks.len() > SEQUENCE_MAX {
+        return Err(format!(
+            "random_distribution: sequence has {} elements; accepted: up to {SEQUENCE_MAX} (as fio)",
+            blocks.len()
+        ));
+    }
+    Ok(Distribution::Sequence { blocks, stride })
 }
 
 /// One zone of a zoned distribution (cumulative access percent, first slot, slots).
@@ -575,6 +627,7 @@ impl Job {
             return Err("bs: every block size must be a positive multiple of 512 bytes".into());
         }
         let bs_max = all_sizes().max().unwrap();
+        let bs_min = all_sizes().min().unwrap();
         let align_bytes = match &self.blockalign {
             Some(a) => {
                 let a = parse_size(a).map_err(|e| format!("blockalign: {e}"))?;
@@ -656,13 +709,25 @@ impl Job {
                 span_bytes / align_bytes,
                 align_bytes,
             )?)),
+            // A block is usable when the smallest IO fits in the span from it.
+            Some(("sequence", v)) => parse_sequence(
+                v,
+                (span_bytes - bs_min) / align_bytes + 1,
+                self.random_sequence_stride,
+            )?,
+            None if self.random_distribution == "sequence" => {
+                return Err("random_distribution: sequence needs its block indices, e.g. sequence:2,0,1".into())
+            }
             _ => {
                 return Err(format!(
-                    "random_distribution: '{}' is not supported; accepted: random, zipf:THETA, pareto:H, zoned:A/S:..., zoned_abs:A/SIZE:...",
+                    "random_distribution: '{}' is not supported; accepted: random, zipf:THETA, pareto:H, zoned:A/S:..., zoned_abs:A/SIZE:..., sequence:B,B,...",
                     self.random_distribution
                 ))
             }
         };
+        if self.random_sequence_stride && !matches!(distribution, Distribution::Sequence { .. }) {
+            return Err("random_sequence_stride: applies to random_distribution=sequence:...; accepted: false otherwise".into());
+        }
         let runtime_ns = match self.runtime_s {
             Some(r) if !(r > 0.0 && r.is_finite()) => {
                 return Err(format!("runtime: {r} must be a positive number of seconds"))

@@ -324,7 +324,7 @@ fn slot_result(
 
 impl JobSlot {
     fn may_issue(&self, now: SimTime, s: &JobStream) -> bool {
-        if !matches!(self.phase, Phase::Running(_)) {
+        if !matches!(self.phase, Phase::Running(_)) || s.generator.ended {
             return false;
         }
         if self.stop_issuing_at.is_some_and(|t| now >= t) {
@@ -473,6 +473,9 @@ impl JobSource {
             return false;
         }
         let (kind, offset, length) = s.generator.next(&slot.job);
+        if s.generator.ended {
+            return false; // a strided sequence passed the span's end: fio ends the job
+        }
         // Two stages of loading ahead, a batch of IOs at a time (so the loads overlap): the
         // map entries of the IOs `LOOKAHEAD` places on, and what overwriting the ones half as
         // far on will touch (their map entries have landed).
@@ -645,6 +648,65 @@ mod tests {
             out += &serde_json::to_string(&r.series).unwrap();
         }
         out
+    }
+
+    /// A strided sequence ends the job at the span's end, time_based or not (fio counts each
+    /// direction's IOs over the whole job, so nothing starts the pattern again); refused
+    /// forms name what is accepted.
+    #[test]
+    fn a_strided_sequence_ends_the_job_at_the_span_end() {
+        let cfg = DriveConfig::from_toml_str(crate::EXAMPLE_DRIVE_TOML).unwrap();
+        let mut dev = Device::new(&cfg, 3).unwrap();
+        dev.fill_untimed(0, 64);
+        let job = Job {
+            rw: "randread".into(),
+            bs: "4k".into(),
+            size: Some("48k".into()),
+            iodepth: 4,
+            runtime_s: Some(5.0),
+            time_based: true,
+            random_distribution: "sequence:2,0,1".into(),
+            random_sequence_stride: true,
+            ..Job::default()
+        };
+        let compiled = job.compile(dev.user_bytes()).unwrap();
+        let r = run_job(&mut dev, &compiled, &mut |_| {});
+        assert_eq!(r.summary.read.ios, 12);
+        assert!(r.summary.elapsed_s < 0.01, "{}", r.summary.elapsed_s);
+        for (distribution, stride, message) in [
+            (
+                "sequence:2,x",
+                false,
+                "sequence element 'x' is not a block index",
+            ),
+            ("sequence", false, "sequence needs its block indices"),
+            (
+                "sequence:12",
+                false,
+                "sequence block 12 lies beyond the job's span (12 blocks",
+            ),
+            (
+                "random",
+                true,
+                "random_sequence_stride: applies to random_distribution=sequence",
+            ),
+        ] {
+            let bad = Job {
+                random_distribution: distribution.into(),
+                random_sequence_stride: stride,
+                ..job.clone()
+            };
+            let e = bad.compile(dev.user_bytes()).unwrap_err();
+            assert!(e.contains(message), "{e}");
+        }
+        let long = Job {
+            random_distribution: format!("sequence:{}", vec!["0"; 65].join(",")),
+            ..job
+        };
+        assert!(long
+            .compile(dev.user_bytes())
+            .unwrap_err()
+            .contains("up to 64"));
     }
 
     /// Stepping through the events that complete nothing without asking the source (between
