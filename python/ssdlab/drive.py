@@ -400,14 +400,25 @@ class Drive:
         `percentile`% of a window's IOs complete within `target_s`. Each probe runs the job for
         `window_s` simulated seconds at one depth (doubling from 1, then bisecting between the
         last depth that met the target and the first that did not), on the drive as the probes
-        before left it. Returns the last window run at the depth found, its summary's
-        "latency_target" holding the depth, whether it met the target and every probe."""
+        before left it. A job with a runtime probes within it, as fio's job does (issue 73 item
+        9): the search stops, with the best depth so far, when the probes have used it up (the
+        last window cut to what is left). Returns the last window run at the depth found, its
+        summary's "latency_target" holding the depth, whether it met the target and every
+        probe."""
         import dataclasses
         from .fio_json import _percentiles
         probes, results = [], {}
+        left = [job.runtime_s if job.runtime_s else float("inf")]
+
+        class _OutOfTime(Exception):
+            pass
 
         def meets(depth: int) -> bool:
-            r = self.run(dataclasses.replace(job, iodepth=depth, runtime_s=window_s, time_based=True, number_ios=None,
+            window = min(window_s, left[0])
+            if window <= 1e-9:
+                raise _OutOfTime
+            left[0] -= window
+            r = self.run(dataclasses.replace(job, iodepth=depth, runtime_s=window, time_based=True, number_ios=None,
                                              io_size=None), progress=progress)
             bins: dict = {}
             for op in r.bins.values():
@@ -418,23 +429,27 @@ class Drive:
             results[depth] = r
             return lat_s <= target_s
 
-        top, best, d = max(1, job.iodepth), 0, 1
-        while d <= top and meets(d):
-            best, d = d, d * 2
-        hi = d  # the first depth that missed (or past the top)
-        if best and d > top:
-            hi = top + 1
-            if best < top:
-                if meets(top):
-                    best = top
+        top, best = max(1, job.iodepth), 0
+        try:
+            d = 1
+            while d <= top and meets(d):
+                best, d = d, d * 2
+            hi = d  # the first depth that missed (or past the top)
+            if best and d > top:
+                hi = top + 1
+                if best < top:
+                    if meets(top):
+                        best = top
+                    else:
+                        hi = top
+            while best and hi - best > 1:  # bisect between the last depth met and the first missed
+                mid = (best + hi) // 2
+                if meets(mid):
+                    best = mid
                 else:
-                    hi = top
-        while best and hi - best > 1:  # bisect between the last depth met and the first missed
-            mid = (best + hi) // 2
-            if meets(mid):
-                best = mid
-            else:
-                hi = mid
+                    hi = mid
+        except _OutOfTime:
+            pass  # the job's runtime is used up: the best depth found so far
         depth = best or 1
         r = results[depth] if depth in results else results[min(results)]
         r.summary["latency_target"] = {"depth": depth, "met": bool(best), "target_us": target_s * 1e6,

@@ -224,6 +224,24 @@ def test_latency_target_finds_the_deepest_queue_within_the_target(tmp_path, smal
         parse_fio("[a]\nlatency_target=1000\nlatency_percentile=200\n", "c.fio")
 
 
+def test_latency_target_probes_within_the_jobs_runtime(small_toml):
+    """A latency_target job with a runtime probes within it, as fio's job does (issue 73 item
+    9): 0.5 s with 0.2 s windows is three probes (the last cut to 0.1 s), not a search that
+    runs past it."""
+    from ssdlab import Drive
+    d = Drive.from_toml(str(small_toml))
+    d.precondition("fast-fill")
+    t0 = d.now_s
+    r = d.find_latency_depth(Job(rw="randread", bs="4k", iodepth=64, runtime_s=0.5, time_based=True), 400e-6, 0.2, 99.0)
+    probes = r.summary["latency_target"]["probes"]
+    assert len(probes) == 3, probes
+    assert d.now_s - t0 == pytest.approx(0.5, abs=0.01)
+    unbounded = Drive.from_toml(str(small_toml))
+    unbounded.precondition("fast-fill")
+    r = unbounded.find_latency_depth(Job(rw="randread", bs="4k", iodepth=64), 400e-6, 0.2, 99.0)
+    assert len(r.summary["latency_target"]["probes"]) > 3
+
+
 def test_arithmetic_in_values_as_fio_reads_it(monkeypatch):
     """fio evaluates + - * / % ^ in numeric values (page_fault.fio: size=5*1024*1024*$mb_memory/8);
     a range such as bsrange's 512-4096 stays a range."""
