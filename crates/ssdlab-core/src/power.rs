@@ -295,6 +295,11 @@ impl Link {
         e
     }
 
+    /// The link's last change of state (static energy is known from then on).
+    pub fn last_change(&self) -> SimTime {
+        self.accounted_to
+    }
+
     /// Static energy up to `t` (no earlier than the last change), joules.
     pub fn static_energy_j(&self, t: SimTime) -> f64 {
         debug_assert!(
@@ -384,18 +389,30 @@ pub struct PowerSummary {
 
 impl PowerSummary {
     /// None when the drive has no power model (`has_power_model`) or the series is empty.
-    pub fn of(series: &crate::stats::IntervalSeries, has_power_model: bool) -> Option<Self> {
+    /// `elapsed_s`: the run's span (its last interval ends with it, `Recorder::close_all`).
+    pub fn of(
+        series: &crate::stats::IntervalSeries,
+        has_power_model: bool,
+        elapsed_s: f64,
+    ) -> Option<Self> {
         if !has_power_model || series.energy_uj.is_empty() {
             return None;
         }
         let interval_s = series.interval_ns as f64 * 1e-9;
         let energy_j = series.energy_uj.iter().sum::<u64>() as f64 * 1e-6;
-        let span_s = interval_s * series.energy_uj.len() as f64;
+        let whole_s = interval_s * series.energy_uj.len() as f64;
+        let span_s = if elapsed_s > 0.0 {
+            elapsed_s.min(whole_s)
+        } else {
+            whole_s
+        };
         let peak_uj = series.energy_uj.iter().copied().max().unwrap_or(0);
         let bytes: u64 = series.read_bytes.iter().chain(&series.write_bytes).sum();
         let ios: u64 = series.read_ios.iter().chain(&series.write_ios).sum();
+        let over = PowerSummary::over(energy_j, span_s, bytes, ios);
         Some(PowerSummary {
-            peak_w: peak_uj as f64 * 1e-6 / interval_s,
+            // A run within one interval (or a last interval cut short) averages over its span.
+            peak_w: (peak_uj as f64 * 1e-6 / interval_s).max(over.average_w),
             temperature_c_max: series
                 .temperature_mc
                 .iter()
@@ -408,7 +425,7 @@ impl PowerSummary {
                 .iter()
                 .any(|&t| t > 0)
                 .then(|| series.throttled.iter().sum::<u64>() as f64 * interval_s),
-            ..PowerSummary::over(energy_j, span_s, bytes, ios)
+            ..over
         })
     }
 

@@ -124,6 +124,12 @@ impl Recorder {
     /// their end (the intervals after it, in which nothing happened, keep zeros; the free
     /// blocks they end with are the first's).
     pub fn close_intervals(&mut self, dev: &Device, upto: usize) {
+        self.close_intervals_until(dev, upto, SimTime(u64::MAX));
+    }
+
+    /// `close_intervals`, the static energy counted no further than `end` (the run's end, for
+    /// its last interval).
+    fn close_intervals_until(&mut self, dev: &Device, upto: usize, end: SimTime) {
         if upto <= self.intervals_closed {
             return;
         }
@@ -141,7 +147,7 @@ impl Recorder {
             let interval = self.series.interval_ns;
             for i in self.intervals_closed..upto {
                 let edge = SimTime(self.start.ns() + (i as u64 + 1) * interval);
-                let static_j = dev.static_energy_j(edge);
+                let static_j = dev.static_energy_j(edge.min(end));
                 let mut j = static_j - self.static_j_at_close;
                 self.static_j_at_close = static_j;
                 if i == first {
@@ -191,10 +197,14 @@ impl Recorder {
         self.last_completion.ns().saturating_sub(self.start.ns())
     }
 
-    /// Close every interval up to the last completion; the series covers the run.
+    /// Close every interval up to the last completion; the series covers the run, and the
+    /// last interval's static energy ends with it (a run of 0.3 ms is not charged a second's
+    /// idle power).
     pub fn close_all(&mut self, dev: &Device) {
         let n = self.elapsed_ns().div_ceil(self.series.interval_ns).max(1) as usize;
-        self.close_intervals(dev, n);
+        // No earlier than the link's last change (a source's own final flush completes later).
+        let end = self.last_completion.max(dev.link_changed_at());
+        self.close_intervals_until(dev, n, end);
     }
 }
 

@@ -429,7 +429,7 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
             gc_units_copied: s.gc_units - at.gc_units,
             blocks_erased: s.erases - at.erases,
             host_units_written: host_units,
-            power: crate::power::PowerSummary::of(&rec.series, dev.has_power_model()),
+            power: crate::power::PowerSummary::of(&rec.series, dev.has_power_model(), elapsed_s),
         };
         (summary, rec.series)
     }

@@ -301,3 +301,35 @@ fn a_ramp_under_link_power_management_is_not_counted_in_the_measured_energy() {
         "{plain:?} vs {ramped:?}"
     );
 }
+
+/// A job shorter than its interval is charged its own span, not the whole interval's idle
+/// power: six 4 KiB reads take a fraction of a millisecond, and the energy, average power and
+/// IOPS per watt say so (they said 1 J, 1 W and 6 IOPS/W: a second of idle power).
+#[test]
+fn a_job_shorter_than_its_interval_is_charged_its_own_span() {
+    let mut dev = drive(true);
+    dev.fill_untimed(0, 1024);
+    let job = Job {
+        rw: "randread".into(),
+        bs: "4k".into(),
+        size: Some("4m".into()),
+        number_ios: Some(6),
+        ..Job::default()
+    };
+    let compiled = job.compile(dev.user_bytes()).unwrap();
+    let r = run_job(&mut dev, &compiled, &mut |_| {});
+    let s = &r.summary;
+    let p = s.power.as_ref().expect("a power model");
+    assert_eq!(s.read.ios, 6);
+    assert!(s.elapsed_s < 0.01, "{}", s.elapsed_s);
+    assert!(p.energy_j < 0.01, "{} J", p.energy_j);
+    // Idle-active 1 W plus the reads' NAND and processor work.
+    assert!(p.average_w > 1.0 && p.average_w < 2.0, "{} W", p.average_w);
+    assert!(p.peak_w >= p.average_w, "peak {} W", p.peak_w);
+    let iops_per_w = s.read.iops / p.average_w;
+    assert!(
+        (p.iops_per_w - iops_per_w).abs() < 1e-6 * iops_per_w,
+        "{} vs {iops_per_w}",
+        p.iops_per_w
+    );
+}

@@ -60,6 +60,14 @@ impl Device {
             .map_or(0.0, |l: &Link| l.static_energy_j(t))
     }
 
+    /// The host link's last change of state (`static_energy_j` needs a time no earlier).
+    pub fn link_changed_at(&self) -> SimTime {
+        self.controller
+            .link
+            .as_ref()
+            .map_or(SimTime::ZERO, |l: &Link| l.last_change())
+    }
+
     /// The drive's energy (joules) from power-on to `t` (as for `static_energy_j`): static
     /// and dynamic.
     pub fn energy_j(&self, t: SimTime) -> f64 {

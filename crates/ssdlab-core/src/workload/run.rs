@@ -316,7 +316,7 @@ fn slot_result(
             host_units_written: host_units,
             faults: s.faults.since(&at_start.faults),
             steady_state: steady,
-            power: crate::power::PowerSummary::of(&rec.series, dev.has_power_model()),
+            power: crate::power::PowerSummary::of(&rec.series, dev.has_power_model(), elapsed_s),
         },
         series: rec.series,
     }

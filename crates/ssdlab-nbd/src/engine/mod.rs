@@ -652,7 +652,9 @@ impl Engine {
             s.bytes_read + s.bytes_written,
             s.reads + s.writes,
         );
-        let series = ssdlab_core::power::PowerSummary::of(&self.session.meter.rec.series, true);
+        // Only the highest interval is taken from the series (its span does not matter).
+        let series =
+            ssdlab_core::power::PowerSummary::of(&self.session.meter.rec.series, true, 0.0);
         Some(ssdlab_core::power::PowerSummary {
             peak_w: series.map_or(over.peak_w, |p| p.peak_w.max(over.average_w)),
             temperature_c_max: self.dev.temperature_c(),
