@@ -165,11 +165,21 @@ def test_reading_an_unwritten_drive_warns():
 def test_numjobs_runs_copies_together():
     f_args = ["run", "--drive", "crucial-m4-128", "--precondition", "fast-fill", "--rw", "randread",
               "--number-ios", "3000", "--quiet", "--output-format", "json"]
-    four = json.loads(cli(*f_args, "--numjobs", "4").stdout)["jobs"][0]
+    four = json.loads(cli(*f_args, "--numjobs", "4", "--group_reporting").stdout)["jobs"]
     one = json.loads(cli(*f_args).stdout)["jobs"][0]
+    assert len(four) == 1, "group_reporting: the copies reported together"
+    four = four[0]
     assert four["read"]["total_ios"] == 4 * one["read"]["total_ios"] == 12_000
     assert four["read"]["iops"] > 2 * one["read"]["iops"]  # four queues of one, not one
     assert four["job options"]["numjobs"] == "4"
+    # Without group_reporting fio reports each clone as a job of its own (issue 73 item 9):
+    # three entries of one name, each with its own 3000 IOs, run at once (one group).
+    three = json.loads(cli(*f_args, "--numjobs", "3").stdout)["jobs"]
+    assert [j["jobname"] for j in three] == ["randread"] * 3
+    assert [j["read"]["total_ios"] for j in three] == [3000] * 3
+    assert {j["groupid"] for j in three} == {0}
+    # At once, not one after another: each takes about the time one alone takes.
+    assert all(j["read"]["runtime"] < 1.5 * one["read"]["runtime"] for j in three), [j["read"]["runtime"] for j in three]
 
 
 def test_steady_state_detection_from_a_job_file(tmp_path):

@@ -9,7 +9,7 @@ import sys
 from .. import fio_logs
 from ..drive import FAULTS_HELP, LINK_POLICIES, Drive, Result, describe_preset, format_faults, preset_names
 from ..errors import SsdlabError
-from ..job import _OPTIONS, Job, _apply, _seconds, job_error, schedule
+from ..job import _OPTIONS, Job, _apply, _seconds, expand_clones, job_error, schedule
 from .common import FAULTS_SPEC, SEED, add_precondition, in_range, out_dir, positive, power_line, whole
 
 
@@ -215,7 +215,7 @@ def _run(args: argparse.Namespace) -> int:
     out = out_dir(args.out)
     fio_jobs = []
     i = 0
-    for step in schedule(jobs):
+    for step in schedule(expand_clones(jobs)):
         for job in step.jobs:
             _warn_unwritten_reads(drive, job)
         latency = [j for j in step.jobs if getattr(j, "_latency", {}).get("latency_target")]
@@ -310,7 +310,7 @@ def add_parsers(sub) -> None:
     r.add_argument("--bssplit", help="block size mix, e.g. 4k/50:64k/50")
     r.add_argument("--iodepth", type=whole("--iodepth"), help="commands in flight")
     r.add_argument("--runtime", help="simulated time (implies time_based): seconds, or with a unit us, ms, s, m, h (e.g. 1m)")
-    r.add_argument("--numjobs", type=whole("--numjobs"), help="copies of the job at once, each its own stream and queue (reported together)")
+    r.add_argument("--numjobs", type=whole("--numjobs"), help="copies of the job at once, each its own stream and queue (with --group_reporting reported together, else each as a job of its own, as fio)")
     r.add_argument("--ramp-time", "--ramp_time", help="simulated time run before measuring (fio's ramp_time), e.g. 30s")
     r.add_argument("--number-ios", "--number_ios", type=whole("--number-ios"), help="stop after this many IOs")
     r.add_argument("--offset", help="start of the LBA span (bytes, 1g, or 25%%)")
