@@ -389,3 +389,16 @@ def test_consistency_from_random_write_steady_state(small_toml):
     assert steady.summary["peak_iops"] < 0.5 * fresh.summary["peak_iops"], (steady.summary, fresh.summary)
     with pytest.raises(SsdlabError, match="precondition"):
         run_procedure("consistency", str(small_toml), {"precondition": "purge"})
+
+
+def test_the_linear_zoom_keeps_methodologys_40k_unless_a_run_goes_above_it():
+    """methodology.md's zoom is linear to 40K IOPS; an enterprise drive's steady state above it
+    (the M500DC 480GB's halo at 37-41K, the P420m at 80K+) is not cut off: the top goes to the
+    next 10K above the highest second."""
+    import pandas as pd
+
+    from ssdlab.review.report import linear_zoom_top
+    assert linear_zoom_top(pd.Series([2_600.0, 39_000.0])) == 40_000
+    assert linear_zoom_top(pd.Series([37_500.0, 40_756.0])) == 50_000
+    assert linear_zoom_top(pd.Series([82_447.0, 83_428.0])) == 90_000
+    assert linear_zoom_top(pd.Series([], dtype=float)) == 40_000
