@@ -597,12 +597,34 @@ impl Geometry {
 impl DriveConfig {
     /// Parse a TOML document. Errors carry the line and the field.
     pub fn from_toml_str(text: &str) -> Result<DriveConfig, String> {
-        toml::from_str::<DriveConfig>(text).map_err(|e| e.to_string())
+        toml::from_str::<DriveConfig>(text).map_err(|e| {
+            let message = e.to_string();
+            match (e.message().contains("wanted string or table"), e.span()) {
+                (true, Some(span)) => match choices_at(text, span) {
+                    Some(accepted) => format!("{}; accepted: {accepted}", message.trim_end()),
+                    None => message,
+                },
+                _ => message,
+            }
+        })
     }
 
     pub fn to_toml_string(&self) -> String {
         toml::to_string(self).expect("a DriveConfig always serialises")
     }
+}
+
+/// A choice (an enum field) given as something other than a quoted name ("wanted string or
+/// table" is all toml says): the names it takes, as serde lists them for an unknown name put in
+/// its place.
+fn choices_at(text: &str, span: std::ops::Range<usize>) -> Option<String> {
+    let mut probe = text.to_string();
+    probe.replace_range(span, "\"\"");
+    let e = toml::from_str::<DriveConfig>(&probe).err()?;
+    let (_, expected) = e.message().split_once("expected ")?;
+    e.message()
+        .starts_with("unknown variant")
+        .then(|| expected.trim().to_string())
 }
 
 #[cfg(test)]

@@ -236,3 +236,24 @@ fn sata_link_rate() {
     // 6 Gb/s, 8b/10b: 600 MB/s encoded; 95% after FIS framing.
     assert_eq!(small().host.link_bytes_per_s(), 570_000_000);
 }
+
+/// A choice given as a number (or any other non-string) names the choices it takes, where toml
+/// alone says only "wanted string or table"; the line and column stay.
+#[test]
+fn a_choice_given_as_a_number_names_its_accepted_values() {
+    let text = crate::EXAMPLE_DRIVE_TOML.replace("[ftl]\n", "[ftl]\nhost_die_choice = 7\n");
+    let e = DriveConfig::from_toml_str(&text).unwrap_err();
+    assert!(e.contains("wanted string or table"), "{e}");
+    assert!(e.contains("host_die_choice = 7"), "{e}");
+    assert!(
+        e.contains("accepted: `round-robin` or `skip-collecting`"),
+        "{e}"
+    );
+    // A misspelt name keeps serde's own list.
+    let text = crate::EXAMPLE_DRIVE_TOML.replace("[ftl]\n", "[ftl]\nhost_die_choice = \"fast\"\n");
+    let e = DriveConfig::from_toml_str(&text).unwrap_err();
+    assert!(
+        e.contains("unknown variant `fast`, expected `round-robin` or `skip-collecting`"),
+        "{e}"
+    );
+}
