@@ -2,6 +2,7 @@
 //! [`generator`]: the IOs in order); and the closed-loop runner that keeps `iodepth` commands
 //! in flight and records what the host sees ([`run`]).
 
+mod distribution;
 mod generator;
 mod job;
 mod run;
