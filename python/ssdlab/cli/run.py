@@ -317,7 +317,8 @@ def add_parsers(sub) -> None:
     r.add_argument("--size", help="length of the LBA span (bytes, 8g, or 75%%)")
     r.add_argument("--io-size", "--io_size", help="bytes to transfer")
     r.add_argument("--rwmixread", type=in_range("--rwmixread", 0, 100), help="percent reads for randrw/rw")
-    r.add_argument("--random-distribution", "--random_distribution", help="random, zipf:THETA, pareto:H")
+    r.add_argument("--random-distribution", "--random_distribution",
+                   help="random, zipf:THETA, pareto:H, zoned:A/S:..., zoned_abs:A/SIZE:..., sequence:B,B,... (fio's forms)")
     r.add_argument("--link-power", "--link_power", choices=LINK_POLICIES,
                    help="the host's link power management during the job (default none; drives with a power model)")
     add_precondition(r, "the job")
