@@ -130,11 +130,27 @@ GC_PACE = {
 GC_PACE_NOTE = ("GENERIC: a pace sized for the drive's own spare (US 9,645,924) between free-block "
                 "watermarks with hysteresis (US 9,213,637); see docs/fidelity.md")
 GC_FREE_BLOCKS_LOW, GC_FREE_BLOCKS_HIGH = 3, 6
-# Host command latency outside the drive's serialised resources (host.command_latency_ns).
-# ASSUMED: SATA 20 us = AHCI driver path about 6 us (Intel's NVMe-versus-AHCI comparison:
-# 6 us AHCI, 2.8 us NVMe) plus the FPDMA queued protocol's frames and the firmware's command
-# and completion handling; PCIe 10 us.
-COMMAND_LATENCY_NS = {"sata": 20_000, "pcie": 10_000}
+# The command path in parts (docs/model.md "The command path"). The host's software stack per
+# command (host.driver_ns): Linux's AHCI stack 6.0 us against NVMe's 2.8 us (Intel's
+# comparison, AnandTech "Testing SATA Express", 2014: AHCI needs four uncachable register
+# reads per command, about 2.5 us of it). The P320h/P420m controller "provides an embedded
+# ATA host bus adapter" (datasheets) driven by Micron's own driver with AHCI-style command
+# slots (Linux mtip32xx): the AHCI figure is taken for it too.
+DRIVER_NS = {
+    "sata": (6_000, "Linux AHCI stack 6.0 us (Intel's AHCI-versus-NVMe comparison)"),
+    "pcie": (6_000, "the controller's embedded ATA host bus adapter with Micron's AHCI-style driver (mtip32xx): the AHCI stack's 6.0 us (Intel's comparison)"),
+}
+# The controller's front end outside its processor (controller.front_end_ns): fitted once per
+# controller on a published QD1 latency rating, as the rating less every other part of the
+# path the model times (driver, frames, processor, data across the link into DRAM).
+# Controllers without such a rating get none (ASSUMED 0: the processor's command_ns is their
+# whole firmware command path).
+FRONT_END_NS = {
+    "marvell-88ss9174": (22_860, "fitted: C400 (= m4) READ/WRITE latency 55 us TYP, 4KB, write cache on (realssd_c400_2_5 datasheet): 55 us less the 32.14 us of driver, frames, command_ns and the 4 KiB data crossing (validate --groups latency)"),
+    "marvell-88ss9187": (0, "ASSUMED: no TYP/MIN latency rating (the M500's and M500DC's are MAX under load)"),
+    "marvell-88ss9189": (0, "ASSUMED: no TYP/MIN latency rating (the M550's is MAX under load)"),
+    "idt-32ch-pcie": (4_550, "fitted: P420m WRITE latency 13 us posted MIN at QD1, 4KB (p420m_hhhl datasheet): 13 us less the 8.45 us of driver, doorbell packets, command_ns and the 4 KiB data crossing (validate --groups latency)"),
+}
 # Link time of a command's own frames on PCIe (host.link_command_ns; SATA keeps the default
 # 1,000 ns of FIS exchanges): submission entry, completion entry, doorbells and interrupt are
 # a few transaction-layer packets of 16-64 bytes plus about 24 bytes of header each, about
@@ -486,7 +502,59 @@ def datasheet_lines(key: str, i: int, d: dict) -> tuple[list[str], list[str]]:
     qd, workers, seq_kib, source = CONDITIONS[key]
     lines += [f"queue_depth = {qd}", f"workers = {workers}", f"seq_transfer_kib = {seq_kib}",
               f'conditions_source = "{source}"']
+    for r in LATENCY_RATINGS.get(key, []):
+        us = r["us"](d["capacities_gb"][i]) if callable(r["us"]) else r["us"]
+        lines += ["", "[[datasheet.latency]]", f'op = "{r["op"]}"', f'figure = "{r["figure"]}"']
+        if r.get("bound"):
+            lines.append("bound = true")
+        lines += [f"us = {us:g}", f"queue_depth = {r['qd']}", f"transfer_bytes = {r['bytes']}",
+                  f'state = "{r["state"]}"']
+        if not r.get("posted", True):
+            lines.append("posted = false")
+        lines.append(f'source = "{r["source"]}"')
     return lines, notes
+
+
+# Published latency ratings (not in drives.toml), each with the conditions it was measured
+# under; `ssdlab validate --groups latency` measures each one.
+_C400 = ("Micron C400 2.5-inch datasheet (MTFDDAK256MAM; pdf.datasheet.live/e3c1bb1c/micron.com/MTFDDAK256MAM-1K1.txt): "
+         "READ/WRITE latency 55us (TYP), 4K transfers, Iometer, write cache enabled; queue depth 1 ASSUMED (at QD32 no drive reaches 55 us); fresh out of box")
+_M500 = ("Micron M500 2.5-inch datasheet (m500_2_5_ssd.pdf Rev G; manualmachine.com/micron/mtfddak120mav/8099442): "
+         "READ/WRITE latency 5ms/25ms (MAX), 4KB transfers, Iometer at queue depth 32, fresh out of box, write cache enabled")
+_M550 = ("Micron M550 mSATA and M.2 datasheets (m550_m2_2280_ssd.pdf Rev E): READ/WRITE latency 5ms/25ms (MAX), 4KB, "
+         "Iometer at queue depth 32, fresh out of box, write cache enabled (the 2.5-inch's ASSUMED the same)")
+_P400M = ("Micron P400m datasheet (manualzilla.com/doc/7119476): steady state READ latency 0.57ms (100GB) / 0.51ms (200/400GB), "
+          "WRITE latency 2ms, 4KB; ASSUMED the mean at the datasheet's queue depth 32")
+_P320H = ("Micron P320h HHHL datasheet Rev V (omo-ic.com/pdf/631749), note 7: FIO, queue depth 1, random, 512-byte READ, "
+          "4KB WRITE; READ latency <47us, WRITE latency <311us (nonposted); preconditioned (note 2)")
+_P420M = ("Micron P420m HHHL datasheet Rev O (docplayer.net/amp/2931262): latency (queue depth 1), steady state (note 8): "
+          "READ latency <100us (MIN), WRITE latency 13us (posted) (MIN), 4KB")
+LATENCY_RATINGS = {
+    "crucial-m4": [
+        {"op": "read", "figure": "typ", "us": 55, "qd": 1, "bytes": 4096, "state": "fresh", "source": _C400},
+        {"op": "write", "figure": "typ", "us": 55, "qd": 1, "bytes": 4096, "state": "fresh", "source": _C400},
+    ],
+    "crucial-m500": [
+        {"op": "read", "figure": "max", "bound": True, "us": 5000, "qd": 32, "bytes": 4096, "state": "fresh", "source": _M500},
+        {"op": "write", "figure": "max", "bound": True, "us": 25000, "qd": 32, "bytes": 4096, "state": "fresh", "source": _M500},
+    ],
+    "crucial-m550": [
+        {"op": "read", "figure": "max", "bound": True, "us": 5000, "qd": 32, "bytes": 4096, "state": "fresh", "source": _M550},
+        {"op": "write", "figure": "max", "bound": True, "us": 25000, "qd": 32, "bytes": 4096, "state": "fresh", "source": _M550},
+    ],
+    "micron-p400m": [
+        {"op": "read", "figure": "mean", "us": lambda gb: 570 if gb == 100 else 510, "qd": 32, "bytes": 4096, "state": "steady", "source": _P400M},
+        {"op": "write", "figure": "mean", "us": 2000, "qd": 32, "bytes": 4096, "state": "steady", "source": _P400M},
+    ],
+    "micron-p320h": [
+        {"op": "read", "figure": "mean", "bound": True, "us": 47, "qd": 1, "bytes": 512, "state": "steady", "source": _P320H},
+        {"op": "write", "figure": "mean", "bound": True, "us": 311, "qd": 1, "bytes": 4096, "state": "steady", "posted": False, "source": _P320H},
+    ],
+    "micron-p420m": [
+        {"op": "read", "figure": "min", "bound": True, "us": 100, "qd": 1, "bytes": 4096, "state": "steady", "source": _P420M},
+        {"op": "write", "figure": "min", "us": 13, "qd": 1, "bytes": 4096, "state": "steady", "source": _P420M},
+    ],
+}
 
 
 # Published power ratings (not in drives.toml): (field, watts, source).
@@ -556,7 +624,7 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
             'interface = "sata"',
             "sata_line_gbit_per_s = 6.0      # drives.toml controller host = sata-6g",
             "queue_depth_max = 32            # NCQ",
-            f"command_latency_ns = {COMMAND_LATENCY_NS['sata']}     # ASSUMED: AHCI driver ~6 us + FPDMA frames and firmware command path (docs/model.md)",
+            f"driver_ns = {DRIVER_NS['sata'][0]}               # {DRIVER_NS['sata'][1]}",
         ]
         buffer = 4 << 20
         buffer_note = "drives.toml (M500): under 5 MB of user data is ever buffered in DRAM; the same is ASSUMED for every Marvell SATA drive"
@@ -568,7 +636,7 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
             f"pcie_lanes = {lanes}",
             "queue_depth_max = 1024          # ASSUMED",
             f"link_command_ns = {PCIE_LINK_COMMAND_NS}           # PCIe: a command, its completion and doorbells are a few small packets (about 400 bytes with headers) at 4 GB/s",
-            f"command_latency_ns = {COMMAND_LATENCY_NS['pcie']}     # ASSUMED: driver ~3 us + doorbell, interrupt and firmware command path",
+            f"driver_ns = {DRIVER_NS['pcie'][0]}               # {DRIVER_NS['pcie'][1]}",
         ]
         buffer = 16 << 20
         buffer_note = "ASSUMED: 16 MiB (enough to keep every die programming)"
@@ -611,6 +679,7 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
         "[controller]",
         f'name = "{d["controller"]}"',
         f"command_ns = {command_ns}             # calibrated per controller: {command_src}",
+        f"front_end_ns = {FRONT_END_NS[d['controller']][0]}             # per controller: {FRONT_END_NS[d['controller']][1]}",
         f"dram_bytes = {dram_bytes}",
         f"read_mb_per_s = {fw['read_mb_per_s'][0]}             # {family} firmware: {fw['read_mb_per_s'][1]}",
         f"write_mb_per_s = {fw['write_mb_per_s'][0]}            # {family} firmware: {fw['write_mb_per_s'][1]}",

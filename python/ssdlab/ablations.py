@@ -21,7 +21,7 @@ ABLATIONS = {
                         "no map journal, checkpoints or block summaries, and their blocks serve garbage collection"),
     "held-spare": ({"ftl": {"rain_data_pages_per_parity": 0, "reserved_blocks_per_die": 0}},
                    "RAIN parity and the defect reserve are spare area for garbage collection instead"),
-    "command-latency": ({"host": {"command_latency_ns": 0}}, "no per-command latency outside the drive's resources"),
+    "command-latency": ({"host": {"driver_ns": 0}, "controller": {"front_end_ns": 0}}, "no host stack or front-end latency outside the drive's serialised resources"),
     "effective-times": (lambda cfg: {"nand": {"program_page_us": cfg["nand"].get("program_page_us_typ", cfg["nand"]["program_page_us"]),
                                               "read_page_us": cfg["nand"].get("read_page_us_max", cfg["nand"]["read_page_us"])}},
                         "the NAND runs at the datasheet's typical tPROG and maximum tR instead of the part's effective times"),

@@ -100,11 +100,18 @@ def dump_toml(cfg: dict) -> str:
         if isinstance(v, str):
             return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
         return repr(v)
+    def tables(v) -> bool:  # an array of tables ([[datasheet.latency]])
+        return isinstance(v, list) and bool(v) and all(isinstance(t, dict) for t in v)
     lines = [f"{k} = {value(v)}" for k, v in cfg.items() if not isinstance(v, dict)]
     for section, table in cfg.items():
         if isinstance(table, dict):
             lines.append(f"[{section}]")
-            lines += [f"{k} = {value(v)}" for k, v in table.items()]
+            lines += [f"{k} = {value(v)}" for k, v in table.items() if not tables(v)]
+            for k, v in table.items():
+                if tables(v):
+                    for t in v:
+                        lines.append(f"[[{section}.{k}]]")
+                        lines += [f"{kk} = {value(vv)}" for kk, vv in t.items()]
     return "\n".join(lines) + "\n"
 
 

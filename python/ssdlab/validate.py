@@ -16,6 +16,9 @@ rating. Prints and writes (Markdown and JSON) a table of expected, simulated, er
   over 1400-2000 s (enterprise presets: the last third of 7200 s), and the calibration row
   (measurements.md, M500 960GB floor) with its residual. `--ablate MECHANISM` switches one
   firmware mechanism off in every preset, so each mechanism's contribution shows.
+- latency: every published latency rating ([[datasheet.latency]]) under its own conditions,
+  within 15% (an upper bound: at most 15% above it), and QD1-QD32 curves of 4 KiB random reads
+  and writes, fresh and at steady state, for every preset (ssdlab.latency).
 - power: every published power rating against the model under the rating's conditions, within
   15% (an upper bound such as "<7.5 W TYP" must not be exceeded); presets whose power is not
   published are listed with their idle and write power as ASSUMED (not counted).
@@ -652,11 +655,23 @@ def validate(groups=("theory", "physics", "datasheet"), presets: list[str] | Non
                 for (name, spare), iops in series.items():
                     per_drive.setdefault(name, {})[f"spare_{spare}_pct"] = iops
                 (Path(out) / "consistency_series.json").write_text(json.dumps(per_drive) + "\n")
+        elif g == "latency":
+            from .latency import curves_chart, curves_markdown, latency_preset
+            curves: dict = {}
+            tasks = [(p, quick, True) for p in presets]
+            for name, (part, c) in zip(presets, in_pool(latency_preset, tasks, jobs, bar("latency"))):
+                rows += [Row(**r) for r in part]
+                curves[name] = c
+            if out:
+                Path(out).mkdir(parents=True, exist_ok=True)
+                (Path(out) / "latency_curves.json").write_text(json.dumps(curves) + "\n")
+                (Path(out) / "latency_curves.md").write_text(curves_markdown(curves) + "\n")
+                curves_chart(curves, Path(out))
         elif g == "power":
             rows += power_rows(presets, write_s=2.0 if quick else 5.0, light_s=120.0 if quick else LIGHT_S,
                                progress=bar("power"))
         else:
-            raise SsdlabError(f"validate: unknown group '{g}'; accepted: theory, physics, datasheet, consistency, power")
+            raise SsdlabError(f"validate: unknown group '{g}'; accepted: theory, physics, datasheet, consistency, latency, power")
     if out:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)

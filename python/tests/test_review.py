@@ -143,6 +143,12 @@ def test_qd_scaling_endurance_and_storage_bench(small_toml):
                                "128K sequential write", "128K sequential read"}
     rr = q[q.workload == "4K random read"].set_index("qd").iops
     assert rr[32] > 3 * rr[1]
+    # Latency percentiles per step and direction: reads' p99 grows with the queue; a
+    # read-only step has no write percentiles.
+    r = q[q.workload == "4K random read"].set_index("qd")
+    assert r.read_latency_us_p50[1] <= r.read_latency_us_p99[1] <= r.read_latency_us_p99_9[1]
+    assert r.read_latency_us_p99[32] > r.read_latency_us_p99[1]
+    assert r.write_latency_us_p99.isna().all()
     e = run_procedure("endurance", str(small_toml), SHORT["endurance"])[0]
     assert _units_declared(e)["projected_tbw"] == "TB"
     e = e.summary

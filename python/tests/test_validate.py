@@ -234,3 +234,48 @@ def test_every_ablation_gives_a_valid_drive(preset):
     for mechanism in ABLATIONS:
         _ssdlab.validate_config(ablated_text(text, mechanism))
     assert "power_limit_w" not in ablated_text(text, "power-budget")
+
+
+def test_latency_ratings_are_measured_under_their_own_conditions():
+    # The m4's fitted front end reproduces the C400's 55 us TYP at QD1 (reads of a new drive
+    # touch no NAND, writes are acknowledged from DRAM); the P420m's 13 us posted MIN too.
+    from ssdlab.latency import rating_rows
+    from ssdlab.validate import Row
+    rows = {r.item: r for r in (Row(**d) for d in rating_rows("crucial-m4-256", quick=True))}
+    assert set(rows) == {"crucial-m4-256: read latency TYP, 4K QD1 fresh", "crucial-m4-256: write latency TYP, 4K QD1 fresh"}
+    for r in rows.values():
+        assert r.passed and abs(r.error_pct) < 1, (r.item, r.simulated)
+        assert "C400" in r.note
+    # An upper bound passes below it and fails 15% above it: the M500's MAX ratings at QD32.
+    for r in (Row(**d) for d in rating_rows("crucial-m500-120", quick=True)):
+        assert r.tolerance == "<= +15%" and r.passed == (r.simulated <= 1.15 * r.expected)
+
+
+def test_every_preset_declares_its_latency_ratings_with_a_source():
+    from ssdlab.drive import preset_names
+    rated = set()
+    for name in preset_names():
+        for r in _cfg(name).get("datasheet", {}).get("latency", []):
+            assert r["op"] in ("read", "write") and r["figure"] in ("typ", "mean", "min", "max")
+            assert r["state"] in ("fresh", "steady") and r["us"] > 0 and r["source"]
+            rated.add(name.rsplit("-", 1)[0])
+    # Every family with a published latency rating (docs/fidelity.md; the M500DC and P400e
+    # publish none).
+    assert rated == {"crucial-m4", "crucial-m500", "crucial-m550", "micron-p400m", "micron-p320h", "micron-p420m"}
+
+
+def test_write_cache_off_acknowledges_after_the_program(tmp_path):
+    # The P320h's "nonposted" write: with the write cache off a QD1 write waits for its SLC
+    # program (250 us), posted it is acknowledged from DRAM in microseconds.
+    import tomllib
+
+    from ssdlab.configs import dump_toml
+    from ssdlab.drive import Drive, config_text
+    from ssdlab.job import Job
+    text, source = config_text("micron-p320h-175")
+    cfg = tomllib.loads(text)
+    cfg["controller"]["write_cache"] = False
+    job = Job(rw="randwrite", bs="4k", iodepth=1, runtime_s=0.05, time_based=True)
+    posted = Drive(text, source).run(job).summary["write"]["latency_us_mean"]
+    nonposted = Drive(dump_toml(cfg), source).run(job).summary["write"]["latency_us_mean"]
+    assert posted < 20 and nonposted > 250, (posted, nonposted)

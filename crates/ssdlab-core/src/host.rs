@@ -3,9 +3,10 @@
 //! SATA: one half-duplex link (data and frames share it), NCQ depth at most 32. NVMe over
 //! PCIe: one timeline per direction, deep queues. Data crosses at the link's rate or the
 //! controller's data-path rate (`read_mb_per_s`, `write_mb_per_s`), whichever is slower. Every
-//! command also carries `host.command_latency_ns` that no resource serialises (driver,
-//! doorbell, interrupt and the firmware's command path), so low queue depths are bound by it.
-//! The firmware's processing of the command is the controller's ([`crate::device`]).
+//! command also carries the host's software stack (`host.driver_ns`: block layer, driver,
+//! interrupt and completion), which no resource of the drive serialises, so low queue depths
+//! are bound by it. The drive's part of the command path (front end, processor, data path,
+//! acknowledgement) is the controller's ([`crate::device`]).
 
 use crate::config::{ControllerConfig, HostConfig, HostInterfaceKind};
 use crate::time::{SimDuration, SimTime, TransferRate};
@@ -15,8 +16,8 @@ use crate::timeline::GapTimeline;
 pub struct HostInterface {
     pub kind: HostInterfaceKind,
     link_bytes_per_s: u64,
-    /// Data rate to the host and from the host: the link's, or the controller's data path
-    /// where that is slower.
+    /// Data rate to the host (the link's, or the controller's read data path where that is
+    /// slower) and from the host (the link's).
     read_rate: TransferRate,
     write_rate: TransferRate,
     link_command: SimDuration,
@@ -24,8 +25,8 @@ pub struct HostInterface {
     to_device: GapTimeline,
     /// Device to host (NVMe only).
     to_host: GapTimeline,
-    /// Latency of every command outside the drive's serialised resources.
-    pub command_latency: SimDuration,
+    /// The host's software stack per command (`host.driver_ns`).
+    pub driver: SimDuration,
     pub queue_depth_max: u32,
 }
 
@@ -43,11 +44,14 @@ impl HostInterface {
             kind: host.interface,
             link_bytes_per_s: link,
             read_rate: TransferRate::new(capped(controller.read_mb_per_s)),
-            write_rate: TransferRate::new(capped(controller.write_mb_per_s)),
+            // Host data crosses the link into the DRAM buffer at the link's rate; the
+            // controller's write data path (`write_mb_per_s`) is after the buffer, on the way
+            // to the NAND ([`crate::device::Processor::write_path`]).
+            write_rate: TransferRate::new(link),
             link_command: SimDuration(host.link_command_ns),
             to_device: GapTimeline::default(),
             to_host: GapTimeline::default(),
-            command_latency: SimDuration(host.command_latency_ns),
+            driver: SimDuration(host.driver_ns),
             queue_depth_max: host.queue_depth_max,
         }
     }

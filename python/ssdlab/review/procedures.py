@@ -366,9 +366,14 @@ def qd_scaling(source: str | DriveText, p: dict, tracker: Tracker, seed: int = 0
             tracker.step(f"{name} QD{qd}")
             r = d.run(Job(iodepth=qd, runtime_s=p["step_s"], time_based=True, **job), progress=tracker)
             s = r.summary
-            rows.append({"workload": name, "qd": qd, "iops": s["read"]["iops"] + s["write"]["iops"],
-                         "mb_per_s": s["read"]["mb_per_s"] + s["write"]["mb_per_s"],
-                         "latency_us_mean": _mean_latency(s)})
+            row = {"workload": name, "qd": qd, "iops": s["read"]["iops"] + s["write"]["iops"],
+                   "mb_per_s": s["read"]["mb_per_s"] + s["write"]["mb_per_s"],
+                   "latency_us_mean": _mean_latency(s)}
+            # Each direction's latency percentiles at this step (NaN where it has no IO).
+            for op in ("read", "write"):
+                for pct in ("p50", "p99", "p99_9"):
+                    row[f"{op}_latency_us_{pct}"] = s[op][f"latency_us_{pct}"] if s[op]["ios"] else float("nan")
+            rows.append(row)
     table = pd.DataFrame(rows)
     summary = {f"{w} QD{q} (IOPS)": float(v) for w, q, v in table[table.qd.isin([1, 32])][["workload", "qd", "iops"]].itertuples(index=False)}
     return [Outcome("qd-scaling", label, "", summary, {"curves": table}, time.perf_counter() - t0)]

@@ -110,6 +110,35 @@ pub struct Datasheet {
     /// Where those conditions are written.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub conditions_source: String,
+    /// Published latency ratings, each at its own conditions (`ssdlab validate --groups
+    /// latency` measures them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency: Vec<LatencyRating>,
+}
+
+/// One published latency rating (a datasheet's "READ latency <47 us", "WRITE latency 13 us
+/// (posted) MIN") and the conditions it was measured under.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LatencyRating {
+    /// "read" or "write" (random, of `transfer_bytes`).
+    pub op: String,
+    /// Which statistic: "typ" or "mean" (the mean), "min", "max"; `bound`: the figure is an
+    /// upper bound ("<47 us").
+    pub figure: String,
+    #[serde(default)]
+    pub bound: bool,
+    pub us: f64,
+    pub queue_depth: u32,
+    pub transfer_bytes: u32,
+    /// "fresh" (fresh out of box: secure-erased) or "steady" (random-write steady state).
+    pub state: String,
+    /// false: the write is acknowledged after its NAND program ("nonposted", write cache
+    /// off).
+    #[serde(default = "default_true")]
+    pub posted: bool,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
 }
 
 /// The NAND array: geometry and timing of one part, and how many dies sit on how many channels.
@@ -190,6 +219,19 @@ pub struct ControllerConfig {
     pub name: String,
     /// Firmware time to process one host command, nanoseconds. Caps IOPS at 1e9 / this.
     pub command_ns: u64,
+    /// The controller's command path outside its serialised processor, nanoseconds: what a
+    /// command waits for in the front end (the host-interface hardware's command fetch and
+    /// FIS or doorbell handling, the hand-over to the firmware, DMA set-up) while other
+    /// commands proceed. Fitted once per controller on a published QD1 latency rating; 0
+    /// where the controller has none (docs/model.md "The command path").
+    #[serde(default)]
+    pub front_end_ns: u64,
+    /// Whether writes are acknowledged from the DRAM write buffer (the volatile write cache
+    /// on, as every datasheet rates: "write cache enabled"). false: every write is
+    /// acknowledged once its NAND program is done, as a FUA write (the datasheets'
+    /// "nonposted" writes; ATA SET FEATURES write cache off). Default true.
+    #[serde(default = "default_true")]
+    pub write_cache: bool,
     /// DRAM on the drive, bytes: must hold the flat map and its persistence
     /// (`Geometry::map_dram_bytes`); 0 leaves it unchecked.
     #[serde(default)]
@@ -498,12 +540,12 @@ pub struct HostConfig {
     pub link_command_ns: u64,
     /// Commands the drive accepts at once (NCQ: at most 32). The host queues the rest.
     pub queue_depth_max: u32,
-    /// Latency every command carries that no resource of the drive serialises (host driver
-    /// and AHCI/NVMe doorbell and interrupt path, firmware command and completion handling),
-    /// nanoseconds. Commands overlap in it, so it bounds low queue depths (QD / latency) and
-    /// vanishes under the throughput caps at deep queues.
+    /// The host's software stack per command (block layer, driver, the interrupt and the
+    /// completion), nanoseconds: Linux's AHCI stack about 6.0 us, NVMe's 2.8 us (Intel's
+    /// comparison, AnandTech 7843). Commands overlap in it, so it bounds low queue depths
+    /// (QD / latency) and vanishes under the throughput caps at deep queues.
     #[serde(default)]
-    pub command_latency_ns: u64,
+    pub driver_ns: u64,
 }
 
 fn default_link_protocol_efficiency() -> f64 {

@@ -12,15 +12,21 @@
 //! the processor (`Dispatch` event) -> reads: one NAND read per run of units in a program unit
 //! (a read batch), `ReadReady`, the host link, `Complete`; writes: read-modify-write of partial
 //! units, the write buffer in arrival order, the link, the FTL (`Ftl::write_units`),
-//! `Complete` (FUA: once the programs holding the data are done); TRIM: the FTL, `Complete`;
-//! FLUSH: the FTL's open units programmed, `Complete` once every host program queued before it
-//! is done.
+//! `Complete` once the data is in the DRAM buffer (FUA, or the write cache off: once the
+//! programs holding the data are done; full power-loss protection: FUA from DRAM too); TRIM:
+//! the FTL, `Complete`; FLUSH: the FTL's open units programmed, `Complete` once every host
+//! program queued before it is done (full power-loss protection: at once, the buffer is
+//! durable).
+//!
+//! Every command reaches the processor after the host's software stack (`host.driver_ns`) and
+//! the controller's front end (`controller.front_end_ns`), which overlap other commands' work;
+//! the processor's `command_ns` is serialised (docs/model.md "The command path").
 
 use super::buffer::{FlushWaits, WriteBuffer};
 use super::processor::Processor;
 use super::scheduler::{Flash, HostRead, Scheduler};
 use super::{Completion, Event, HostIo, IoKind};
-use crate::config::{DriveConfig, Geometry};
+use crate::config::{DriveConfig, Geometry, PowerLossProtection};
 use crate::divisor::PowerOfTwo;
 use crate::faults::{ExtraReads, FaultCounters, ReadFaults};
 use crate::ftl::{Ftl, HostWrite, UNMAPPED};
@@ -107,6 +113,24 @@ pub(super) struct Controller {
     overwrite_prefetch: u32,
     /// The host link's power state and the drive's static energy (None: no `[power]`).
     pub link: Option<Link>,
+    /// The front end's part of every command's path (`controller.front_end_ns`).
+    front_end: SimDuration,
+    /// When a write is acknowledged and what a FLUSH waits for (see [`Acknowledge`]).
+    ack: Acknowledge,
+}
+
+/// Where the drive acknowledges a write, by its write cache and its hold-up energy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Acknowledge {
+    /// The write cache is on and the DRAM is not protected: a write is acknowledged once its
+    /// data is in the DRAM buffer; FUA writes and FLUSH wait for the NAND programs.
+    Buffered,
+    /// Full power-loss protection: data in the DRAM buffer is durable (the capacitors program
+    /// it at a cut), so every write, FUA included, is acknowledged from DRAM and a FLUSH has
+    /// nothing to wait for.
+    Protected,
+    /// The write cache is off: every write is acknowledged once its NAND program is done.
+    WriteThrough,
 }
 
 impl Controller {
@@ -137,6 +161,14 @@ impl Controller {
                 .power
                 .as_ref()
                 .map(|p| Link::new(p, LinkPolicy::None, SimTime::ZERO)),
+            front_end: SimDuration(config.controller.front_end_ns),
+            ack: if !config.controller.write_cache {
+                Acknowledge::WriteThrough
+            } else if config.controller.power_loss_protection == PowerLossProtection::Full {
+                Acknowledge::Protected
+            } else {
+                Acknowledge::Buffered
+            },
         }
     }
 
@@ -247,12 +279,11 @@ impl Controller {
             _ => SimDuration(0),
         };
         self.in_device += 1;
-        // The command reaches the firmware after the latency outside the drive's resources
-        // (it overlaps other commands' work), then queues for the processor.
+        // The command reaches the firmware after the host's stack and the front end (both
+        // overlap other commands' work), then queues for the processor.
         let read = self.slots[slot as usize].io.kind == IoKind::Read;
-        let done = self
-            .processor
-            .command(now, now + wake + self.host.command_latency, read);
+        let reaches = now + wake + self.host.driver + self.front_end;
+        let done = self.processor.command(now, reaches, read);
         kernel.schedule_in_lane(super::LANE_DISPATCH, done, Event::Dispatch(slot));
     }
 
@@ -300,6 +331,12 @@ impl Controller {
                 if let Some(f) = self.faults.as_mut() {
                     f.rewritten(s.next_unit..s.end_unit);
                 }
+                let end = self.host.to_device(now, now, 0, true);
+                b.kernel
+                    .schedule_in_lane(super::LANE_COMPLETE, end, Event::Complete(slot));
+            }
+            IoKind::Flush if self.ack == Acknowledge::Protected => {
+                // Everything acknowledged is durable already: the status goes back at once.
                 let end = self.host.to_device(now, now, 0, true);
                 b.kernel
                     .schedule_in_lane(super::LANE_COMPLETE, end, Event::Complete(slot));
@@ -530,14 +567,21 @@ impl Controller {
             }
             if s.next_unit == s.end_unit {
                 self.write_wait.pop_front();
-                if s.io.fua {
+                let to_nand = match self.ack {
+                    Acknowledge::Buffered => s.io.fua,
+                    Acknowledge::Protected => false,
+                    Acknowledge::WriteThrough => true,
+                };
+                if to_nand {
                     let (ftl, mut flash) = b.ftl_and_flash(&mut self.processor);
                     ftl.flush(&mut flash);
                     self.slots[slot as usize].rmw_ready = arrived;
                     self.wait_for_programs(slot, b);
                 } else {
+                    // Acknowledged once the data is in the DRAM buffer: the write path
+                    // on to the NAND (ECC encode, parity, channel DMA) is after it.
                     b.kernel
-                        .schedule_in_lane(super::LANE_COMPLETE, arrived, Event::Complete(slot));
+                        .schedule_in_lane(super::LANE_COMPLETE, crossed, Event::Complete(slot));
                 }
             }
         }

@@ -1,0 +1,144 @@
+"""`ssdlab validate --groups latency`: every published latency rating of every preset, measured
+under the rating's own conditions ([[datasheet.latency]]: operation, statistic, queue depth,
+transfer size, fresh or steady state, posted or not), and QD1-QD32 curves of 4 KiB random reads
+and writes, fresh and at steady state, for every preset (predictions: no rating to compare).
+
+A rating of a mean, typical or minimum figure passes within 15%; an upper bound ("<47 us", a
+MAX) passes when the model's figure is at most 15% above it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+
+from .configs import dump_toml
+from .drive import Drive, config_text
+from .job import Job
+
+LATENCY_TOLERANCE = 0.15
+CURVE_QDS = (1, 2, 4, 8, 16, 32)
+# The statistic each rating names, as fio's summary gives it.
+STATISTIC = {"typ": "latency_us_mean", "mean": "latency_us_mean", "min": "latency_us_min", "max": "latency_us_max"}
+
+
+def _drive(text: str, source: str, state: str, steady_drive_writes: float, posted: bool = True) -> Drive:
+    """A drive in the rating's state: fresh out of box (secure-erased: reads of it touch no
+    NAND, as an Iometer run on a new drive reads), or at random-write steady state (the
+    sequential fill, then `steady_drive_writes` drive writes of 4 KiB random writes, untimed)."""
+    if not posted:
+        cfg = tomllib.loads(text)
+        cfg.setdefault("controller", {})["write_cache"] = False
+        text = dump_toml(cfg)
+    d = Drive(text, source)
+    if state == "steady":
+        d.fill()
+        d.random_writes(steady_drive_writes)
+    return d
+
+
+def _run(d: Drive, op: str, bs: int, qd: int, seconds: float) -> dict:
+    rw = "randread" if op == "read" else "randwrite"
+    return d.run(Job(rw=rw, bs=str(bs), iodepth=qd, runtime_s=seconds, time_based=True)).summary[op]
+
+
+def rating_rows(name: str, quick: bool = False) -> list[dict]:
+    """The latency rows of one preset, one per published rating, as the fields of
+    `ssdlab.validate.Row`."""
+    text, source = config_text(name)
+    cfg = tomllib.loads(text)
+    rows = []
+    for r in cfg.get("datasheet", {}).get("latency", []):
+        seconds = (0.5 if quick else 2.0) if r["queue_depth"] > 1 else (0.3 if quick else 1.0)
+        d = _drive(text, source, r["state"], 0.5 if quick else 1.5, r.get("posted", True))
+        got = _run(d, r["op"], r["transfer_bytes"], r["queue_depth"], seconds)[STATISTIC[r["figure"]]]
+        want = r["us"]
+        bound = r.get("bound", False)
+        passed = got <= want * (1 + LATENCY_TOLERANCE) if bound else abs(got - want) <= LATENCY_TOLERANCE * want
+        size = f"{r['transfer_bytes'] // 1024}K" if r["transfer_bytes"] >= 1024 else f"{r['transfer_bytes']}B"
+        what = (f"{cfg.get('name', name)}: {r['op']} latency {r['figure'].upper()}{' bound' if bound else ''}, "
+                f"{size} QD{r['queue_depth']} {r['state']}{'' if r.get('posted', True) else ' nonposted'}")
+        rows.append({"group": "latency", "item": what, "expected": want, "simulated": got, "unit": "us",
+                     "tolerance": "<= +15%" if bound else "15%", "passed": passed, "note": r.get("source", "")})
+    return rows
+
+
+def curve(name: str, quick: bool = False) -> dict:
+    """Mean, p99 latency (us) and IOPS of 4 KiB random reads and writes at QD1-QD32, fresh
+    (writes: secure-erased; reads: after the sequential fill) and at steady state."""
+    text, source = config_text(name)
+    seconds = 0.3 if quick else 1.0
+    out: dict = {}
+    for state in ("fresh", "steady"):
+        for op in ("write", "read"):
+            d = _drive(text, source, state, 0.5 if quick else 1.5)
+            if state == "fresh" and op == "read":
+                d.fill()
+            points = []
+            for qd in CURVE_QDS:
+                s = _run(d, op, 4096, qd, seconds)
+                points.append({"qd": qd, "iops": s["iops"], "mean_us": s["latency_us_mean"], "p99_us": s["latency_us_p99"]})
+            out[f"{op} {state}"] = points
+    return out
+
+
+def latency_preset(args: tuple) -> tuple[list, dict]:
+    """Ratings and curves of one preset (module-level, so processes can run it)."""
+    name, quick, curves = args
+    return rating_rows(name, quick), (curve(name, quick) if curves else {})
+
+
+def curves_markdown(curves: dict) -> str:
+    """One table per state and operation: mean latency (us) at each queue depth, per preset."""
+    out = []
+    for key in ("write fresh", "read fresh", "write steady", "read steady"):
+        out.append(f"#### 4 KiB random {key}: mean latency, us (IOPS at QD1 and QD32)\n")
+        out.append("| preset | " + " | ".join(f"QD{q}" for q in CURVE_QDS) + " | IOPS QD1 | IOPS QD32 |")
+        out.append("|---|" + "---:|" * (len(CURVE_QDS) + 2))
+        for name, c in curves.items():
+            pts = c.get(key, [])
+            if pts:
+                out.append(f"| {name} | " + " | ".join(f"{p['mean_us']:,.1f}" for p in pts)
+                           + f" | {pts[0]['iops']:,.0f} | {pts[-1]['iops']:,.0f} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def curves_chart(curves: dict, out) -> list:
+    """A QD1-QD32 latency chart per drive family (mean and p99 of 4 KiB random reads and
+    writes, fresh and steady), as PNG files in `out`."""
+    from pathlib import Path
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    families: dict = {}
+    for name in curves:
+        families.setdefault(name.rsplit("-", 1)[0], []).append(name)
+    paths = []
+    for family, names in families.items():
+        fig, axes = plt.subplots(1, 4, figsize=(16, 4), sharex=True)
+        for ax, key in zip(axes, ("write fresh", "read fresh", "write steady", "read steady")):
+            for name in names:
+                pts = curves[name][key]
+                line, = ax.plot([p["qd"] for p in pts], [p["mean_us"] for p in pts], marker="o", label=name.rsplit("-", 1)[1])
+                ax.plot([p["qd"] for p in pts], [p["p99_us"] for p in pts], ls=":", color=line.get_color())
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.4g}"))
+            ax.yaxis.set_minor_formatter(NullFormatter())
+            ax.set_title(f"4 KiB random {key}")
+            ax.set_xlabel("queue depth")
+            ax.grid(True, which="both", alpha=0.3)
+        axes[0].set_ylabel("latency, us (solid: mean, dotted: p99)")
+        axes[0].legend(title="capacity")
+        fig.suptitle(f"{family}: latency by queue depth (ssdlab validate --groups latency)")
+        fig.tight_layout()
+        path = out / f"latency_qd_{family}.png"
+        fig.savefig(path, dpi=80)
+        plt.close(fig)
+        paths.append(path)
+    return paths
