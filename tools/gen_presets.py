@@ -515,6 +515,15 @@ def datasheet_lines(key: str, i: int, d: dict) -> tuple[list[str], list[str]]:
     return lines, notes
 
 
+def read_sector_line(part: dict) -> str:
+    """nand.read_sector_bytes: the ECC codeword a read of part of a mapping unit moves."""
+    if part.get("bits_per_cell") == 1:
+        return ("read_sector_bytes = 512        # ASSUMED: SLC pages carry their spare per 512-byte sector (Micron SLC: "
+                "2112-byte pages = 4 x (512 + 16)); a 512-byte read moves one codeword (ONFI RANDOM DATA READ)")
+    return ("read_sector_bytes = 1024       # ASSUMED: 1 KiB ECC codewords (BCH over 1 KiB sectors, as MLC controllers of "
+            "the 25-20nm generations use); a read of part of a unit moves only its codewords (ONFI RANDOM DATA READ)")
+
+
 # Published latency ratings (not in drives.toml), each with the conditions it was measured
 # under; `ssdlab validate --groups latency` measures each one.
 _C400 = ("Micron C400 2.5-inch datasheet (MTFDDAK256MAM; pdf.datasheet.live/e3c1bb1c/micron.com/MTFDDAK256MAM-1K1.txt): "
@@ -675,6 +684,7 @@ def render(name, key, i, cap, raw_gib, rain, notes, d, controllers, parts) -> st
         "multi_plane_overhead_pct = 2.0  # nand-parts.toml header: two-plane overhead about 2%",
         "cache_program = true",
         f"pe_cycles_rated = {part['pe_cycles_rated']}",
+        read_sector_line(part),
         "",
         "[controller]",
         f'name = "{d["controller"]}"',

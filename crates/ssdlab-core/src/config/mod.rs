@@ -198,6 +198,12 @@ pub struct NandConfig {
     /// that re-checks ECC on every move does not use it.
     #[serde(default)]
     pub copyback: bool,
+    /// The ECC codeword a read of part of a mapping unit moves over the channel bus, bytes:
+    /// the controller reads only the codewords holding the sectors asked for (ONFI's RANDOM
+    /// DATA READ, 05h-E0h, selects the columns of the page register). 0: a read moves its
+    /// mapping units whole.
+    #[serde(default)]
+    pub read_sector_bytes: u32,
 }
 
 fn default_bus_command_ns() -> u64 {

@@ -24,6 +24,7 @@ pub fn small() -> DriveConfig {
             cache_program: true,
             pe_cycles_rated: 3000,
             copyback: false,
+            read_sector_bytes: 0,
         },
         controller: ControllerConfig {
             name: "test".into(),

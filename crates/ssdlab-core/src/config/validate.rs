@@ -113,6 +113,13 @@ impl DriveConfig {
                 ),
             ));
         }
+        let sector = n.read_sector_bytes;
+        if sector != 0 && (sector < 512 || !sector.is_power_of_two() || sector > unit) {
+            return Err(err(
+                "nand.read_sector_bytes",
+                format!("{sector}; accepted: 0 (whole mapping units) or a power of two from 512 to ftl.mapping_unit_bytes = {unit}"),
+            ));
+        }
         let dies = n.dies;
         let units_per_page = n.page_size_bytes / unit;
         let units_per_pu = units_per_page * n.planes_per_die;

@@ -85,6 +85,8 @@ struct Shape {
     planes_per_die: u32,
     units_per_pu: u32,
     rain_period: u32,
+    /// `nand.read_sector_bytes` (0: reads move whole mapping units).
+    read_sector: u64,
 }
 
 pub(super) struct Controller {
@@ -146,6 +148,7 @@ impl Controller {
                 planes_per_die: geometry.planes_per_die,
                 units_per_pu: geometry.units_per_pu,
                 rain_period: geometry.rain_period,
+                read_sector: config.nand.read_sector_bytes as u64,
             },
             slots: Vec::new(),
             free_slots: Vec::new(),
@@ -409,13 +412,26 @@ impl Controller {
         let die = b.ftl.die_of(first_ppn);
         let planes = b.ftl.planes_spanned(first_ppn, last_ppn);
         let units = last_ppn - first_ppn + 1;
+        let io = self.slots[slot as usize].io;
+        let host_read = io.kind == IoKind::Read;
+        let unit = self.shape.unit.get();
+        let mut bytes = units as u64 * unit;
+        if host_read && self.shape.read_sector > 0 {
+            // Only the codewords holding the sectors asked for cross the bus.
+            let run = (first_lba as u64 * unit, (first_lba + units) as u64 * unit);
+            let (from, to) = (
+                io.offset_bytes.max(run.0),
+                (io.offset_bytes + io.length_bytes).min(run.1),
+            );
+            let sector = self.shape.read_sector;
+            bytes = (to.div_ceil(sector) - from / sector) * sector;
+        }
         let read = HostRead {
             batch: slot,
             die,
             planes,
-            bytes: units as u64 * self.shape.unit.get(),
+            bytes,
         };
-        let host_read = self.slots[slot as usize].io.kind == IoKind::Read;
         let extra = match self.faults.as_mut() {
             Some(f) if host_read => f.draw(die, first_lba, units, self.shape.rain_period),
             _ => ExtraReads::default(),
