@@ -351,6 +351,43 @@ fn part_unit_reads_move_only_their_codewords() {
     assert!(Device::new(&bad, 1).is_err());
 }
 
+/// A read of data still in the DRAM write buffer is served from it: no NAND read, no array
+/// time, only the command path and the link.
+#[test]
+fn reads_of_buffered_data_need_no_nand() {
+    let mut dev = Device::new(&example(), 1).unwrap();
+    let write = HostIo {
+        kind: IoKind::Write,
+        offset_bytes: 0,
+        length_bytes: 4096,
+        fua: false,
+        tag: 1,
+    };
+    dev.submit(write, SimTime::ZERO);
+    while dev.step() {}
+    assert!(dev.ftl.is_buffered(dev.ftl.lookup(0)));
+    let reads = dev.nand().counters.page_reads;
+    let t = dev.now();
+    dev.submit(
+        HostIo {
+            kind: IoKind::Read,
+            tag: 2,
+            ..write
+        },
+        t,
+    );
+    while dev.step() {}
+    let c: Vec<_> = dev.drain_completions().collect();
+    let read = c.iter().find(|c| c.io.tag == 2).unwrap();
+    assert_eq!(dev.nand().counters.page_reads, reads);
+    let t_read = (example().nand.read_page_us * 1e3) as u64;
+    assert!(
+        (read.completed - read.submitted).ns() < t_read,
+        "{:?}",
+        read
+    );
+}
+
 /// Submit a command (not FUA) at the device's current time.
 fn submit_now(dev: &mut Device, kind: IoKind, offset_bytes: u64, length_bytes: u64, tag: u64) {
     let t = dev.now();
