@@ -111,7 +111,7 @@ def curves_chart(curves: dict, out) -> list:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter, NullFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     families: dict = {}
@@ -128,7 +128,8 @@ def curves_chart(curves: dict, out) -> list:
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.4g}"))
+            ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
             ax.yaxis.set_minor_formatter(NullFormatter())
             ax.set_title(f"4 KiB random {key}")
             ax.set_xlabel("queue depth")
