@@ -22,13 +22,15 @@
 //! the controller's front end (`controller.front_end_ns`), which overlap other commands' work;
 //! the processor's `command_ns` is serialised (docs/model.md "The command path").
 
+mod reads;
+
 use super::buffer::{FlushWaits, WriteBuffer};
 use super::processor::Processor;
-use super::scheduler::{Flash, HostRead, Scheduler};
+use super::scheduler::{Flash, Scheduler};
 use super::{Completion, Event, HostIo, IoKind};
 use crate::config::{DriveConfig, Geometry, PowerLossProtection};
 use crate::divisor::PowerOfTwo;
-use crate::faults::{ExtraReads, FaultCounters, ReadFaults};
+use crate::faults::{FaultCounters, ReadFaults};
 use crate::ftl::{Ftl, HostWrite, UNMAPPED};
 use crate::host::HostInterface;
 use crate::power::{Link, LinkPolicy};
@@ -349,129 +351,6 @@ impl Controller {
                 ftl.flush(&mut flash);
                 self.wait_for_programs(slot, b);
             }
-        }
-    }
-
-    /// Read logical units `first..end` of a host read; the data goes to the host when the
-    /// last NAND read is done (`read_ready`).
-    fn read_units(&mut self, slot: u32, first: u32, end: u32, b: &mut Backend) {
-        b.sched.begin_batch(slot, b.kernel.now());
-        self.enqueue_reads(slot, first, end, b);
-        if let Some(ready) = b.sched.end_batch(slot) {
-            if ready <= b.kernel.now() {
-                self.read_ready(slot, b);
-            } else {
-                b.kernel.schedule(ready, Event::ReadReady(slot));
-            }
-        }
-    }
-
-    /// Queue one NAND read per run of units in the same PU; nothing for units in the buffer
-    /// or never written.
-    fn enqueue_reads(&mut self, slot: u32, first: u32, end: u32, b: &mut Backend) {
-        let mut run_first = UNMAPPED;
-        let mut run_last = UNMAPPED;
-        let mut run_lba = 0;
-        for lba in first..end {
-            let ppn = b.ftl.lookup(lba);
-            if ppn == UNMAPPED {
-                continue;
-            }
-            debug_assert_eq!(
-                b.ftl.reverse(ppn),
-                lba,
-                "OOB LBA disagrees with the map on read"
-            );
-            if run_first != UNMAPPED
-                && ppn == run_last + 1
-                && b.ftl.pu_of(ppn) == b.ftl.pu_of(run_first)
-            {
-                run_last = ppn;
-                continue;
-            }
-            self.enqueue_read_run(slot, run_first, run_last, run_lba, b);
-            run_first = ppn;
-            run_last = ppn;
-            run_lba = lba;
-        }
-        self.enqueue_read_run(slot, run_first, run_last, run_lba, b);
-    }
-
-    /// One NAND read of units `first_ppn..=last_ppn` (logical units from `first_lba` on).
-    fn enqueue_read_run(
-        &mut self,
-        slot: u32,
-        first_ppn: u32,
-        last_ppn: u32,
-        first_lba: u32,
-        b: &mut Backend,
-    ) {
-        if first_ppn == UNMAPPED || b.ftl.is_buffered(first_ppn) {
-            return;
-        }
-        let die = b.ftl.die_of(first_ppn);
-        let planes = b.ftl.planes_spanned(first_ppn, last_ppn);
-        let units = last_ppn - first_ppn + 1;
-        let io = self.slots[slot as usize].io;
-        let host_read = io.kind == IoKind::Read;
-        let unit = self.shape.unit.get();
-        let mut bytes = units as u64 * unit;
-        if host_read && self.shape.read_sector > 0 {
-            // Only the codewords holding the sectors asked for cross the bus.
-            let run = (first_lba as u64 * unit, (first_lba + units) as u64 * unit);
-            let (from, to) = (
-                io.offset_bytes.max(run.0),
-                (io.offset_bytes + io.length_bytes).min(run.1),
-            );
-            let sector = self.shape.read_sector;
-            bytes = (to.div_ceil(sector) - from / sector) * sector;
-        }
-        let read = HostRead {
-            batch: slot,
-            die,
-            planes,
-            bytes,
-        };
-        let extra = match self.faults.as_mut() {
-            Some(f) if host_read => f.draw(die, first_lba, units, self.shape.rain_period),
-            _ => ExtraReads::default(),
-        };
-        if extra.failed {
-            self.slots[slot as usize].failed = true;
-        }
-        if !extra.dead_die {
-            for _ in 0..1 + extra.retries {
-                b.sched
-                    .enqueue_host_read(b.kernel, &mut self.processor, read);
-            }
-        }
-        if extra.stripe_reads > 0 {
-            self.enqueue_stripe_reads(slot, die, extra.stripe_reads, b);
-        }
-    }
-
-    /// A RAIN rebuild reads every other member of the stripe, whole: parity is striped across
-    /// dies, so the members are on the dies after this one in turn (a failed die skipped),
-    /// read in parallel across dies.
-    fn enqueue_stripe_reads(&mut self, slot: u32, die: u32, reads: u32, b: &mut Backend) {
-        let shape = self.shape;
-        let dead = b.ftl.failed_die();
-        let mut members = (1..shape.dies)
-            .map(|k| (die + k) % shape.dies)
-            .filter(|&d| Some(d) != dead)
-            .cycle();
-        for _ in 0..reads {
-            let member = members
-                .next()
-                .expect("a stripe is rebuilt only with live members");
-            let read = HostRead {
-                batch: slot,
-                die: member,
-                planes: shape.planes_per_die,
-                bytes: shape.units_per_pu as u64 * shape.unit.get(),
-            };
-            b.sched
-                .enqueue_host_read(b.kernel, &mut self.processor, read);
         }
     }
 
