@@ -93,25 +93,35 @@ def description(cfg: dict) -> dict:
 
 
 def dump_toml(cfg: dict) -> str:
-    """A drive configuration (as tomllib reads it) back to TOML: top-level keys, then tables."""
+    """A drive configuration (as tomllib reads it) back to TOML: top-level keys, then tables,
+    each followed by its subtables ([power.dram]) and arrays of tables ([[datasheet.latency]])."""
     def value(v) -> str:
         if isinstance(v, bool):
             return "true" if v else "false"
         if isinstance(v, str):
             return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
         return repr(v)
+
     def tables(v) -> bool:  # an array of tables ([[datasheet.latency]])
         return isinstance(v, list) and bool(v) and all(isinstance(t, dict) for t in v)
-    lines = [f"{k} = {value(v)}" for k, v in cfg.items() if not isinstance(v, dict)]
-    for section, table in cfg.items():
+
+    def plain(table: dict) -> list[str]:
+        return [f"{k} = {value(v)}" for k, v in table.items() if not isinstance(v, dict) and not tables(v)]
+
+    def section(name: str, table: dict) -> list[str]:
+        out = [f"[{name}]", *plain(table)]
+        for k, v in table.items():
+            if isinstance(v, dict):
+                out += section(f"{name}.{k}", v)
+            elif tables(v):
+                for t in v:
+                    out += [f"[[{name}.{k}]]", *plain(t)]
+        return out
+
+    lines = plain(cfg)
+    for name, table in cfg.items():
         if isinstance(table, dict):
-            lines.append(f"[{section}]")
-            lines += [f"{k} = {value(v)}" for k, v in table.items() if not tables(v)]
-            for k, v in table.items():
-                if tables(v):
-                    for t in v:
-                        lines.append(f"[[{section}.{k}]]")
-                        lines += [f"{kk} = {value(vv)}" for kk, vv in t.items()]
+            lines += section(name, table)
     return "\n".join(lines) + "\n"
 
 

@@ -44,7 +44,9 @@ pub struct PowerConfig {
     /// from the NAND), picojoules; its idle and refresh power are in the idle figures.
     #[serde(default)]
     pub dram_pj_per_byte: f64,
-    /// The whole drive idling with its link in each state.
+    /// The drive idling with its link in each state: everything not itemised below (the
+    /// controller, its PHY and regulators; with no `[power.dram]` and no `nand_standby_ma`,
+    /// the whole drive).
     pub idle_active_w: f64,
     pub idle_partial_w: f64,
     pub idle_slumber_w: f64,
@@ -62,6 +64,34 @@ pub struct PowerConfig {
     /// left after the drive's active idle power and a busy processor (`dies_within`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_limit_w: Option<f64>,
+    /// The NAND's standby current per die (ISB, CMOS inputs), mA at `nand_vcc_v`, on every
+    /// die while the link is Active, Partial or Slumber (in DevSleep the drive powers the NAND
+    /// down).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nand_standby_ma: f64,
+    /// The DRAM's background power by state, from its datasheet's currents (`[power.dram]`),
+    /// per GiB of `controller.dram_bytes`; absent: it is in the idle figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dram: Option<DramPower>,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+/// The DRAM's background power in each state the firmware puts it in while the drive idles,
+/// W per GiB of DRAM (each figure IDD x VDD summed over the part's rails, the refresh the
+/// controller issues included where the DRAM does not refresh itself). Link Active: precharge
+/// standby, clock running (IDD2N + refresh); Partial: precharge power-down (IDD2P + refresh);
+/// Slumber: self refresh (IDD6). In DevSleep the drive has saved what it needs to the NAND and
+/// powers the DRAM down (SATA 3.2 DevSleep: the device may remove power from all but its
+/// DEVSLP detector), so it draws nothing there.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DramPower {
+    pub standby_w_per_gib: f64,
+    pub power_down_w_per_gib: f64,
+    pub self_refresh_w_per_gib: f64,
 }
 
 impl PowerConfig {
@@ -85,8 +115,21 @@ impl PowerConfig {
             ("devsleep_exit_us", self.devsleep_exit_us),
             ("dipm_partial_after_us", self.dipm_partial_after_us),
             ("dipm_slumber_after_us", self.dipm_slumber_after_us),
+            ("nand_standby_ma", self.nand_standby_ma),
         ];
-        for (name, v) in fields {
+        let dram = self.dram.as_ref().map_or([0.0; 3], |d| {
+            [
+                d.standby_w_per_gib,
+                d.power_down_w_per_gib,
+                d.self_refresh_w_per_gib,
+            ]
+        });
+        let dram_fields = [
+            ("dram.standby_w_per_gib", dram[0]),
+            ("dram.power_down_w_per_gib", dram[1]),
+            ("dram.self_refresh_w_per_gib", dram[2]),
+        ];
+        for (name, v) in fields.into_iter().chain(dram_fields) {
             if !v.is_finite() || v < 0.0 {
                 return Err((
                     format!("power.{name}"),
@@ -95,7 +138,7 @@ impl PowerConfig {
             }
         }
         if let Some(limit) = self.power_limit_w {
-            if !(limit.is_finite() && self.dies_within(limit) >= 1) {
+            if !(limit.is_finite() && self.dies_within(limit, self.idle_active_w) >= 1) {
                 return Err((
                     "power.power_limit_w".into(),
                     format!(
@@ -118,9 +161,32 @@ impl PowerConfig {
         (self.nand_vcc_v * icc + self.nand_vccq_v * self.nand_iccq_io_ma) * 1e-3
     }
 
-    /// Dies that may run at once within `limit_w`.
-    pub fn dies_within(&self, limit_w: f64) -> u32 {
-        let spare = limit_w - self.idle_active_w - self.controller_busy_w;
+    /// The drive's idle power with its link in each state (Active, Partial, Slumber,
+    /// DevSleep), W: the idle figures plus the DRAM's background power for `dram_bytes` of
+    /// DRAM and the standby current of `dies` NAND dies.
+    pub fn state_power_w(&self, dram_bytes: u64, dies: u32) -> [f64; 4] {
+        let gib = dram_bytes as f64 / (1u64 << 30) as f64;
+        let nand = dies as f64 * self.nand_standby_ma * self.nand_vcc_v * 1e-3;
+        let dram = self.dram.as_ref().map_or([0.0; 3], |d| {
+            [
+                d.standby_w_per_gib,
+                d.power_down_w_per_gib,
+                d.self_refresh_w_per_gib,
+            ]
+            .map(|w| w * gib)
+        });
+        [
+            self.idle_active_w + dram[0] + nand,
+            self.idle_partial_w + dram[1] + nand,
+            self.idle_slumber_w + dram[2] + nand,
+            self.idle_devsleep_w,
+        ]
+    }
+
+    /// Dies that may run at once within `limit_w` above `active_idle_w` (the drive's idle
+    /// power with the link active: `state_power_w(..)[0]`).
+    pub fn dies_within(&self, limit_w: f64, active_idle_w: f64) -> u32 {
+        let spare = limit_w - active_idle_w - self.controller_busy_w;
         if spare <= 0.0 || self.die_active_w() <= 0.0 {
             return if spare > 0.0 { u32::MAX } else { 0 };
         }
@@ -203,7 +269,9 @@ pub struct Link {
 }
 
 impl Link {
-    pub fn new(cfg: &PowerConfig, policy: LinkPolicy, now: SimTime) -> Link {
+    /// The link of a drive whose idle power in each state is `power_w`
+    /// ([`PowerConfig::state_power_w`]).
+    pub fn new(cfg: &PowerConfig, power_w: [f64; 4], policy: LinkPolicy, now: SimTime) -> Link {
         let us = |v: f64| SimDuration((v * 1e3).round() as u64);
         let dipm = [
             (LinkState::Partial, us(cfg.dipm_partial_after_us)),
@@ -233,12 +301,7 @@ impl Link {
         }
         Link {
             ladder,
-            power_w: [
-                cfg.idle_active_w,
-                cfg.idle_partial_w,
-                cfg.idle_slumber_w,
-                cfg.idle_devsleep_w,
-            ],
+            power_w,
             exit: [
                 SimDuration(0),
                 us(cfg.partial_exit_us),
@@ -315,7 +378,7 @@ impl Link {
     pub fn set_policy(&mut self, cfg: &PowerConfig, policy: LinkPolicy, now: SimTime) {
         self.static_j += self.static_j_to(now);
         self.accounted_to = now;
-        self.ladder = Link::new(cfg, policy, now).ladder;
+        self.ladder = Link::new(cfg, self.power_w, policy, now).ladder;
         if self.idle_since.is_some() {
             self.idle_since = Some(now); // the new timers run from now
         }
@@ -479,6 +542,8 @@ pub(crate) mod tests {
             dipm_partial_after_us: 100.0,
             dipm_slumber_after_us: 10000.0,
             power_limit_w: None,
+            nand_standby_ma: 0.0,
+            dram: None,
         }
     }
 
@@ -486,8 +551,8 @@ pub(crate) mod tests {
     fn a_power_limit_admits_the_dies_that_fit_above_idle() {
         // One die: 3.3 V x 25 mA + 1.8 V x 10 mA = 0.1005 W; 10 W - 1 W idle - 0.5 W busy.
         let c = cfg();
-        assert_eq!(c.dies_within(10.0), 84);
-        assert_eq!(c.dies_within(1.2), 0);
+        assert_eq!(c.dies_within(10.0, c.idle_active_w), 84);
+        assert_eq!(c.dies_within(1.2, c.idle_active_w), 0);
         let mut bad = cfg();
         bad.power_limit_w = Some(1.2);
         assert_eq!(bad.check().unwrap_err().0, "power.power_limit_w");
@@ -499,14 +564,24 @@ pub(crate) mod tests {
 
     #[test]
     fn without_link_power_management_the_link_idles_active_at_active_idle_power() {
-        let l = Link::new(&cfg(), LinkPolicy::None, SimTime::ZERO);
+        let l = Link::new(
+            &cfg(),
+            cfg().state_power_w(0, 0),
+            LinkPolicy::None,
+            SimTime::ZERO,
+        );
         assert_eq!(l.state_at(t_ms(5000)), LinkState::Active);
         assert!((l.static_energy_j(t_ms(2000)) - 2.0).abs() < 1e-9);
     }
 
     #[test]
     fn dipm_walks_down_to_partial_then_slumber_and_idle_power_falls_with_depth() {
-        let mut l = Link::new(&cfg(), LinkPolicy::Dipm, SimTime::ZERO);
+        let mut l = Link::new(
+            &cfg(),
+            cfg().state_power_w(0, 0),
+            LinkPolicy::Dipm,
+            SimTime::ZERO,
+        );
         assert_eq!(l.state_at(t_ms(0)), LinkState::Active);
         assert_eq!(
             l.state_at(SimTime::ZERO + SimDuration(200_000)),
@@ -517,7 +592,15 @@ pub(crate) mod tests {
         let e = l.static_energy_j(t_ms(1000));
         let want = 1.0 * 1e-4 + 0.5 * 9.9e-3 + 0.1 * 0.990;
         assert!((e - want).abs() < 1e-9, "{e} vs {want}");
-        assert!(e < Link::new(&cfg(), LinkPolicy::None, SimTime::ZERO).static_energy_j(t_ms(1000)));
+        assert!(
+            e < Link::new(
+                &cfg(),
+                cfg().state_power_w(0, 0),
+                LinkPolicy::None,
+                SimTime::ZERO
+            )
+            .static_energy_j(t_ms(1000))
+        );
         // The first command after idle pays slumber's exit latency; the next does not.
         assert_eq!(l.wake(t_ms(1000)), SimDuration(1_000_000));
         assert_eq!(l.state_at(t_ms(1500)), LinkState::Active);
@@ -526,7 +609,12 @@ pub(crate) mod tests {
 
     #[test]
     fn devsleep_is_reached_after_the_host_timer_and_costs_the_longest_wake() {
-        let mut l = Link::new(&cfg(), LinkPolicy::DevSleep, SimTime::ZERO);
+        let mut l = Link::new(
+            &cfg(),
+            cfg().state_power_w(0, 0),
+            LinkPolicy::DevSleep,
+            SimTime::ZERO,
+        );
         assert_eq!(l.state_at(t_ms(999)), LinkState::Slumber);
         assert_eq!(l.state_at(t_ms(1000)), LinkState::DevSleep);
         assert_eq!(l.wake(t_ms(3000)), SimDuration(20_000_000));
@@ -534,7 +622,12 @@ pub(crate) mod tests {
 
     #[test]
     fn energy_accounting_is_continuous_across_busy_and_idle_stretches() {
-        let mut l = Link::new(&cfg(), LinkPolicy::Hipm, SimTime::ZERO);
+        let mut l = Link::new(
+            &cfg(),
+            cfg().state_power_w(0, 0),
+            LinkPolicy::Hipm,
+            SimTime::ZERO,
+        );
         // Idle 1 s (slumber after 0.1 ms active), busy 1 s (active), idle 1 s again.
         l.wake(t_ms(1000));
         l.idle(t_ms(2000));
@@ -572,5 +665,49 @@ pub(crate) mod tests {
         let mut c = cfg();
         c.idle_slumber_w = -1.0;
         assert_eq!(c.check().unwrap_err().0, "power.idle_slumber_w");
+    }
+
+    #[test]
+    fn dram_and_nand_standby_add_to_each_idle_state_by_size_but_not_to_devsleep() {
+        let c = PowerConfig {
+            nand_standby_ma: 0.01,
+            dram: Some(DramPower {
+                standby_w_per_gib: 0.28,
+                power_down_w_per_gib: 0.10,
+                self_refresh_w_per_gib: 0.072,
+            }),
+            ..cfg()
+        };
+        // Half a GiB of DRAM, 100 dies at 10 uA and 3.3 V: 3.3 mW of NAND standby.
+        let w = c.state_power_w(1 << 29, 100);
+        let nand = 100.0 * 0.01 * 3.3e-3;
+        let want = [
+            1.0 + 0.14 + nand,
+            0.5 + 0.05 + nand,
+            0.1 + 0.036 + nand,
+            0.01,
+        ];
+        for (got, want) in w.iter().zip(want) {
+            assert!((got - want).abs() < 1e-12, "{w:?} against {want}");
+        }
+        // Twice the DRAM draws twice its part; without the table the figures are the drive's.
+        let w2 = c.state_power_w(1 << 30, 100);
+        assert!((w2[2] - w[2] - 0.036).abs() < 1e-12);
+        assert_eq!(cfg().state_power_w(1 << 30, 100), [1.0, 0.5, 0.1, 0.01]);
+        // Slumber's energy over a second follows the itemised figure.
+        let l = Link::new(&c, w, LinkPolicy::Hipm, SimTime::ZERO);
+        let e = l.static_energy_j(t_ms(1000));
+        assert!(e > w[2] * 0.9 && e < w[0], "{e} J");
+    }
+
+    #[test]
+    fn a_bad_dram_figure_is_named() {
+        let mut c = cfg();
+        c.dram = Some(DramPower {
+            standby_w_per_gib: 0.1,
+            power_down_w_per_gib: f64::NAN,
+            self_refresh_w_per_gib: 0.0,
+        });
+        assert_eq!(c.check().unwrap_err().0, "power.dram.power_down_w_per_gib");
     }
 }

@@ -30,6 +30,8 @@ fn power() -> PowerConfig {
         dipm_partial_after_us: 100.0,
         dipm_slumber_after_us: 10_000.0,
         power_limit_w: None,
+        nand_standby_ma: 0.0,
+        dram: None,
     }
 }
 
@@ -124,6 +126,77 @@ fn idle_power_falls_with_each_deeper_link_policy() {
     assert!(
         (watts[3] - (1e-4 + 0.1 * (1.0 - 1e-4) + 4.0 * 0.005) / 5.0).abs() < 1e-9,
         "{watts:?}"
+    );
+}
+
+/// Average idle power over 5 s under `policy` of the example drive with `dram_bytes` of DRAM
+/// whose background power is itemised (`[power.dram]`).
+fn idle_w_with_dram(policy: LinkPolicy, dram_bytes: u64) -> f64 {
+    let mut cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
+    cfg.controller.dram_bytes = dram_bytes;
+    cfg.power = Some(PowerConfig {
+        nand_standby_ma: 0.01,
+        dram: Some(ssdlab_core::power::DramPower {
+            standby_w_per_gib: 0.28,
+            power_down_w_per_gib: 0.10,
+            self_refresh_w_per_gib: 0.072,
+        }),
+        ..power()
+    });
+    let mut dev = Device::new(&cfg, 7).unwrap();
+    dev.set_link_policy(policy);
+    let from = dev.now();
+    let e0 = energy_j(&dev);
+    let until = from + SimDuration::from_secs_f64(5.0);
+    ssdlab_core::session::idle(&mut dev, until);
+    (dev.energy_j(until) - e0) / 5.0
+}
+
+#[test]
+fn more_dram_draws_more_in_each_idle_state_by_its_datasheet_figure_and_nothing_in_devsleep() {
+    let gib = 1u64 << 30;
+    // Link active: the standby figure per GiB, exactly.
+    let active =
+        idle_w_with_dram(LinkPolicy::None, gib) - idle_w_with_dram(LinkPolicy::None, gib / 4);
+    assert!((active - 0.75 * 0.28).abs() < 1e-9, "{active}");
+    // HIPM+DIPM: Slumber from HIPM's 0.1 ms (hiding DIPM's Partial at the same time), in
+    // self refresh from then on.
+    let slumber = idle_w_with_dram(LinkPolicy::HipmDipm, gib)
+        - idle_w_with_dram(LinkPolicy::HipmDipm, gib / 4);
+    let want = 0.75 * (0.28 * 1e-4 + 0.072 * (5.0 - 1e-4)) / 5.0;
+    // DIPM alone: Partial (power-down) from 0.1 ms to its 10 ms Slumber timer.
+    let dipm =
+        idle_w_with_dram(LinkPolicy::Dipm, gib) - idle_w_with_dram(LinkPolicy::Dipm, gib / 4);
+    let want_dipm = 0.75 * (0.28 * 1e-4 + 0.10 * (0.01 - 1e-4) + 0.072 * 4.99) / 5.0;
+    assert!(
+        (dipm - want_dipm).abs() < 1e-9,
+        "{dipm} against {want_dipm}"
+    );
+    assert!((slumber - want).abs() < 1e-9, "{slumber} against {want}");
+    // DevSleep (from the host's 1 s) powers the DRAM down: the difference is only its first second.
+    let devsleep = idle_w_with_dram(LinkPolicy::DevSleep, gib)
+        - idle_w_with_dram(LinkPolicy::DevSleep, gib / 4);
+    assert!(devsleep < slumber / 4.0, "{devsleep} against {slumber}");
+}
+
+#[test]
+fn a_dram_power_table_without_the_dram_size_is_refused_with_the_field() {
+    let mut cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
+    cfg.controller.dram_bytes = 0;
+    cfg.power = Some(PowerConfig {
+        dram: Some(ssdlab_core::power::DramPower {
+            standby_w_per_gib: 0.28,
+            power_down_w_per_gib: 0.10,
+            self_refresh_w_per_gib: 0.072,
+        }),
+        ..power()
+    });
+    let err = cfg.validate().unwrap_err();
+    assert_eq!(err.field, "power.dram");
+    assert!(
+        err.message.contains("controller.dram_bytes"),
+        "{}",
+        err.message
     );
 }
 

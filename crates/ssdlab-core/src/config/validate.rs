@@ -20,6 +20,12 @@ impl DriveConfig {
         if let Some(p) = &self.power {
             p.check()
                 .map_err(|(field, message)| ConfigError { field, message })?;
+            if p.dram.is_some() && self.controller.dram_bytes == 0 {
+                return Err(ConfigError {
+                    field: "power.dram".into(),
+                    message: "the DRAM's power is given per GiB, but controller.dram_bytes is 0; accepted: the DRAM's size in controller.dram_bytes, or no [power.dram] (its power then in the idle figures)".into(),
+                });
+            }
         }
         if let Some(t) = &self.thermal {
             if self.power.is_none() {

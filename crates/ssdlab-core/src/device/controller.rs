@@ -162,10 +162,10 @@ impl Controller {
             idle_since: SimTime::ZERO,
             faults: ReadFaults::new(&config.faults),
             overwrite_prefetch: UNMAPPED,
-            link: config
-                .power
-                .as_ref()
-                .map(|p| Link::new(p, LinkPolicy::None, SimTime::ZERO)),
+            link: config.power.as_ref().map(|p| {
+                let idle = p.state_power_w(config.controller.dram_bytes, geometry.dies);
+                Link::new(p, idle, LinkPolicy::None, SimTime::ZERO)
+            }),
             front_end: SimDuration(config.controller.front_end_ns),
             ack: if !config.controller.write_cache {
                 Acknowledge::WriteThrough

@@ -19,7 +19,8 @@ pub(super) fn new_thermal(config: &DriveConfig) -> Option<Thermal> {
 /// Dies the drive's power budget lets run at once, when it has a budget smaller than its dies.
 pub(super) fn budget_dies(config: &DriveConfig, g: &crate::config::Geometry) -> Option<u32> {
     let p = config.power.as_ref()?;
-    let dies = p.dies_within(p.power_limit_w?);
+    let idle = p.state_power_w(config.controller.dram_bytes, g.dies)[0];
+    let dies = p.dies_within(p.power_limit_w?, idle);
     (dies < g.dies).then_some(dies.max(1))
 }
 

@@ -1401,7 +1401,10 @@ fn budget_bound() -> DriveConfig {
         power_limit_w: Some(0.8 + 6.5 * 0.1185),
         ..crate::power::tests::cfg()
     };
-    assert_eq!(power.dies_within(power.power_limit_w.unwrap()), 6);
+    assert_eq!(
+        power.dies_within(power.power_limit_w.unwrap(), power.idle_active_w),
+        6
+    );
     cfg.power = Some(power);
     // Badly cooled (time constant 10 s): throttling to a quarter of the dies comes and goes.
     cfg.thermal = Some(crate::thermal::ThermalConfig {
