@@ -642,11 +642,27 @@ impl Geometry {
     }
 }
 
+/// Fields earlier versions had, with what replaced them (a drive file written for one gets
+/// this after serde's unknown-field message).
+pub const RETIRED_FIELDS: &[(&str, &str)] = &[(
+    "command_latency_ns",
+    "host.command_latency_ns (one ASSUMED per-command time) was replaced by the command path in parts: host.driver_ns (the host's driver and interrupt, 6000 for Linux's AHCI stack) and controller.front_end_ns (the controller's command decode, map look-up and DMA set-up); see docs/model.md 'The command path'",
+)];
+
 impl DriveConfig {
     /// Parse a TOML document. Errors carry the line and the field.
+    /// Read a drive file; an error names the line and field, and for a field an earlier
+    /// version had ([`RETIRED_FIELDS`]) what took its place.
     pub fn from_toml_str(text: &str) -> Result<DriveConfig, String> {
         toml::from_str::<DriveConfig>(text).map_err(|e| {
             let message = e.to_string();
+            if let Some(hint) = RETIRED_FIELDS
+                .iter()
+                .find(|(field, _)| e.message().contains(&format!("unknown field `{field}`")))
+                .map(|(_, hint)| hint)
+            {
+                return format!("{}\n{hint}", message.trim_end());
+            }
             match (e.message().contains("wanted string or table"), e.span()) {
                 (true, Some(span)) => match choices_at(text, span) {
                     Some(accepted) => format!("{}; accepted: {accepted}", message.trim_end()),

@@ -229,6 +229,18 @@ fn unknown_field_names_the_field_and_line() {
 }
 
 #[test]
+fn a_retired_field_says_what_replaced_it() {
+    let mut text = small().to_toml_string();
+    text = text.replace("[host]\n", "[host]\ncommand_latency_ns = 20000\n");
+    let e = DriveConfig::from_toml_str(&text).unwrap_err();
+    assert!(e.contains("unknown field `command_latency_ns`"), "{e}");
+    assert!(
+        e.contains("host.driver_ns") && e.contains("controller.front_end_ns"),
+        "{e}"
+    );
+}
+
+#[test]
 fn toml_round_trip() {
     let c = small();
     assert_eq!(DriveConfig::from_toml_str(&c.to_toml_string()).unwrap(), c);
