@@ -50,6 +50,8 @@ def format_mount(m: dict) -> str:
     if m["created"]:
         return f"store {m['dir']}: new"
     how = "a clean stop" if m["clean"] else "an unclean stop (killed or crashed)"
+    if m.get("erase_finished"):
+        how += ", after finishing a crypto erase that had been interrupted (no data from before it)"
     twins = (f"; {m['resolved_twins']:,} unit(s) caught mid-update, the newer copy kept"
              if m["resolved_twins"] else "")
     if not m["clean"]:

@@ -101,28 +101,60 @@ pub fn crypto_erase_store(dir: &Path) -> Result<String, String> {
             dir.display()
         ));
     }
-    // The files' recorded lengths go to zero first (they are lower bounds: a store whose
-    // erase stops half way is still accepted at the next start).
-    if let Some(files) = meta.files.as_mut() {
-        files.data = 0;
-        files.oob = 0;
-        super::write_store_meta(dir, &meta)?;
-    }
-    for name in ["data", "oob"] {
+    erase_steps(dir, &mut meta, None)?;
+    Ok(format!(
+        "{}: crypto erased ('{}'): a new media key, no data or record left; the drive starts empty",
+        dir.display(),
+        meta.drive
+    ))
+}
+
+/// The crypto erase of a stopped store, step by step, ordered so that a kill anywhere leaves
+/// either the old store (before the first step) or one the next start or `crypto-erase`
+/// finishes erasing (issue 73, item 15): 1. `store.json` marks the erase begun (`erasing`)
+/// and records empty files; 2. a new media key over the old one (from here nothing written
+/// before can be decrypted); 3-4. `oob` and `data` truncated; 5. the mark cleared. Each
+/// step is synced before the next. `stop_after`: tests stop after that many steps, as a kill
+/// would.
+pub(super) fn erase_steps(
+    dir: &Path,
+    meta: &mut StoreMeta,
+    stop_after: Option<usize>,
+) -> Result<(), String> {
+    let truncate = |name: &str| -> Result<(), String> {
         let f = OpenOptions::new()
             .write(true)
             .open(dir.join(name))
             .map_err(|e| at(dir, name, e))?;
         f.set_len(0)
             .and_then(|_| f.sync_all())
-            .map_err(|e| at(dir, name, e))?;
+            .map_err(|e| at(dir, name, e))
+    };
+    for step in 0..5 {
+        if stop_after == Some(step) {
+            return Ok(());
+        }
+        match step {
+            0 => {
+                meta.erasing = true;
+                if let Some(files) = meta.files.as_mut() {
+                    files.data = 0;
+                    files.oob = 0;
+                }
+                super::write_store_meta(dir, meta)?;
+            }
+            1 => {
+                MediaKey::create(dir)?;
+            }
+            2 => truncate("oob")?,
+            3 => truncate("data")?,
+            _ => {
+                meta.erasing = false;
+                super::write_store_meta(dir, meta)?;
+            }
+        }
     }
-    MediaKey::create(dir)?;
-    Ok(format!(
-        "{}: crypto erased ('{}'): a new media key, no data or record left; the drive starts empty",
-        dir.display(),
-        meta.drive
-    ))
+    Ok(())
 }
 
 #[cfg(test)]

@@ -77,6 +77,10 @@ struct StoreMeta {
     /// (issue 25, item 5). None in stores made before this was kept.
     #[serde(default)]
     files: Option<FileLengths>,
+    /// A crypto erase was begun and has not finished (issue 73, item 15): the store holds no
+    /// data the host may read, and the next start or `crypto-erase` finishes the erase.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    erasing: bool,
 }
 
 /// Lengths of a store's files, bytes.
@@ -101,6 +105,7 @@ impl StoreMeta {
             physical_units: g.physical_units,
             logical_units: g.logical_units,
             clean: false,
+            erasing: false,
             encrypted: false,
             files: None,
         }
@@ -112,6 +117,7 @@ impl StoreMeta {
             clean: false,
             encrypted: false,
             files: None,
+            erasing: false,
             ..m.clone()
         };
         strip(self) == strip(other)
@@ -162,6 +168,8 @@ pub struct Mount {
     /// protection allows, and how many of them fell back to an older copy.
     pub lost_at_kill: u64,
     pub fell_back_at_kill: u64,
+    /// A crypto erase had been interrupted: the start finished it (the drive is empty).
+    pub erase_finished: bool,
     pub report: MountReport,
 }
 

@@ -51,6 +51,7 @@ pub fn mount(
             resolved_twins: 0,
             lost_at_kill: 0,
             fell_back_at_kill: 0,
+            erase_finished: false,
             report,
         };
         return Ok((disk, mount));
@@ -62,7 +63,7 @@ pub fn mount(
         ));
     }
     let text = std::fs::read_to_string(&meta_path).map_err(|e| at(dir, "store.json", e))?;
-    let found: StoreMeta = serde_json::from_str(&text).map_err(|e| {
+    let mut found: StoreMeta = serde_json::from_str(&text).map_err(|e| {
         at(
             dir,
             "store.json",
@@ -91,6 +92,15 @@ pub fn mount(
             wanted.unit_bytes,
             wanted.blocks
         ));
+    }
+    // A crypto erase killed part-way: the user asked for the data to go, and from its first
+    // step on none of it may be read; finish it (under the store's lock) before anything
+    // else reads the files.
+    let erase_finished = found.erasing;
+    if found.erasing {
+        let lock = take_lock(dir)?;
+        super::crypt::erase_steps(dir, &mut found, None)?;
+        drop(lock);
     }
     check_files(dir, &found)?;
     let mut disk = DiskUnits::files(dir, found.clone())?;
@@ -251,6 +261,7 @@ pub fn mount(
             resolved_twins: twins,
             lost_at_kill: lost_at_kill.0,
             fell_back_at_kill: lost_at_kill.1,
+            erase_finished,
             report,
         },
     ))

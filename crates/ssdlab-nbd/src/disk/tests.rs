@@ -102,6 +102,68 @@ fn a_damaged_store_is_refused_at_start() {
     std::fs::remove_dir_all(&base).unwrap();
 }
 
+/// Issue 73, item 15: a crypto erase killed after any of its steps leaves the old store
+/// (killed before the first) or one the next start finishes erasing: no unit mapped, no data
+/// or record left, a new key; `crypto-erase` again is accepted, never refused.
+#[test]
+fn a_crypto_erase_killed_after_any_step_leaves_the_old_store_or_an_erased_one() {
+    let base = std::env::temp_dir().join(format!("ssdlab-disk-erase-{}", std::process::id()));
+    let encrypted = || {
+        let mut cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
+        cfg.controller.self_encrypting = true;
+        Device::new(&cfg, 5).unwrap()
+    };
+    for stop in 0..=5usize {
+        let dir = base.join(format!("stop-{stop}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut dev = encrypted();
+        let n = dev.geometry.logical_units as u32;
+        dev.fill_untimed(0, n);
+        let (mut disk, _) = mount(&dir, &mut dev, "example-small", true).unwrap();
+        disk.data.write_all_at(&[0x5a; 8192], 0).unwrap();
+        disk.close().unwrap();
+        drop(disk);
+        let old_key = std::fs::read(dir.join("media_key")).unwrap();
+        // The erase, stopped after `stop` steps (5: it ran to the end).
+        let text = std::fs::read_to_string(dir.join("store.json")).unwrap();
+        let mut meta: StoreMeta = serde_json::from_str(&text).unwrap();
+        let lock = take_lock(&dir).unwrap();
+        super::crypt::erase_steps(&dir, &mut meta, (stop < 5).then_some(stop)).unwrap();
+        drop(lock);
+        let mut again = encrypted();
+        let (mut disk, m) = mount(&dir, &mut again, "example-small", false).unwrap();
+        let mapped = m.report.mapped_units;
+        if stop == 0 {
+            assert_eq!(
+                mapped, n as u64,
+                "killed before the first step: the old store"
+            );
+            assert!(!m.erase_finished);
+            assert_eq!(std::fs::read(dir.join("media_key")).unwrap(), old_key);
+        } else {
+            assert_eq!(mapped, 0, "stop {stop}: {m:?}");
+            assert_eq!(m.erase_finished, stop < 5, "stop {stop}");
+            assert_ne!(
+                std::fs::read(dir.join("media_key")).unwrap(),
+                old_key,
+                "stop {stop}"
+            );
+            assert_eq!(
+                std::fs::metadata(dir.join("data")).unwrap().len(),
+                0,
+                "stop {stop}"
+            );
+            let meta = std::fs::read_to_string(dir.join("store.json")).unwrap();
+            assert!(!meta.contains("erasing"), "stop {stop}: {meta}");
+        }
+        disk.close().unwrap();
+        drop(disk);
+        // A crypto erase of it (finished or not, old or erased) is accepted.
+        crypto_erase_store(&dir).unwrap();
+    }
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
 #[test]
 fn a_store_killed_at_any_write_rebuilds_to_the_last_completed_state() {
     let base = std::env::temp_dir().join(format!("ssdlab-disk-kill-{}", std::process::id()));
