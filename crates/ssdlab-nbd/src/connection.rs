@@ -50,17 +50,19 @@ pub(crate) fn accept_loop(
                 let Ok(clone) = stream.try_clone() else {
                     continue;
                 };
+                let spoke = Arc::new(AtomicBool::new(false));
                 shared.registry.lock().expect("registry").push(Open {
                     conn,
                     stream: clone,
                     budget: None,
                     evicted: false,
+                    spoke: spoke.clone(),
                 });
                 let shared = shared.clone();
                 let spawned = std::thread::Builder::new()
                     .name(format!("ssdlab-conn-{conn}"))
                     .spawn(move || {
-                        if let Err(e) = serve_connection(conn, stream, &shared) {
+                        if let Err(e) = serve_connection(conn, stream, &shared, &spoke) {
                             if shared.config.log {
                                 eprintln!("ssdlab serve: client {conn}: {e}; connection closed");
                             }
@@ -92,8 +94,11 @@ pub(crate) fn accept_loop(
 }
 
 /// Before a new client: if the handshakes in progress are at their limit, or the server is
-/// full and one is in its handshake, the oldest in its handshake is closed to make room.
-/// Returns the connections open (not counting those closed) and the one closed, if any.
+/// full and one is in its handshake, one in its handshake is closed to make room: the oldest
+/// of those that have sent nothing yet, else the oldest. A storm of half-open sockets that
+/// reconnect as soon as they are closed then closes its own, not a real client part-way
+/// through its options (issue 73, item 17). Returns the connections open (not counting those
+/// closed) and the one closed, if any.
 fn make_room(shared: &Shared) -> (usize, Option<u64>) {
     let mut reg = shared.registry.lock().expect("registry");
     let live = || reg.iter().filter(|o| !o.evicted);
@@ -107,7 +112,7 @@ fn make_room(shared: &Shared) -> (usize, Option<u64>) {
     let oldest = reg
         .iter_mut()
         .filter(|o| !o.evicted && o.budget.is_none())
-        .min_by_key(|o| o.conn)
+        .min_by_key(|o| (o.spoke.load(Ordering::Relaxed), o.conn))
         .expect("one in its handshake");
     oldest.evicted = true;
     // Not counted as a refusal: it may be a socket already gone whose thread has yet to end.
@@ -119,6 +124,7 @@ pub(crate) fn serve_connection(
     conn: u64,
     stream: Stream,
     shared: &Shared,
+    spoke: &AtomicBool,
 ) -> Result<(), conn::ConnError> {
     let (export, config) = (&shared.export, &shared.config);
     stream.set_read_timeout(Some(config.handshake_timeout))?;
@@ -129,6 +135,7 @@ pub(crate) fn serve_connection(
         let mut duplex = Duplex {
             r: &mut reader,
             w: write_half.try_clone()?,
+            spoke: Some(spoke),
         };
         match negotiate(&mut duplex, export) {
             Ok(Some(s)) => s,
@@ -359,11 +366,19 @@ impl ReplySink {
 pub(crate) struct Duplex<'a, R: Read> {
     r: &'a mut R,
     w: Stream,
+    /// Set once the client has sent a byte.
+    spoke: Option<&'a AtomicBool>,
 }
 
 impl<R: Read> Read for Duplex<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.r.read(buf)
+        let n = self.r.read(buf)?;
+        if n > 0 {
+            if let Some(spoke) = self.spoke.take() {
+                spoke.store(true, Ordering::Relaxed);
+            }
+        }
+        Ok(n)
     }
 }
 

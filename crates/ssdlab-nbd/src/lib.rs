@@ -320,6 +320,9 @@ struct Open {
     budget: Option<Arc<Budget>>,
     /// Closed to make room for a new client (still in the registry until its thread ends).
     evicted: bool,
+    /// The client has sent something in its handshake (set by the handshake's reader): a
+    /// socket that has said nothing gives way first (issue 73, item 17).
+    spoke: Arc<AtomicBool>,
 }
 
 type Registry = Arc<Mutex<Vec<Open>>>;

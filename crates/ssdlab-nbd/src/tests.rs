@@ -801,6 +801,74 @@ fn a_write_flood_is_bounded_by_the_connection_budget() {
     server.shutdown();
 }
 
+/// Issue 73, item 17: when a new client needs a handshake slot, a socket that has said nothing
+/// gives way before an older client part-way through its options, so half-open sockets that
+/// reconnect as soon as they are closed close each other, not real clients.
+#[test]
+fn a_silent_socket_gives_way_before_a_client_part_way_through_its_handshake() {
+    let (server, path) = start_limited("storm.sock", Pace::None, |c| {
+        c.max_handshakes = 2;
+    });
+    // A real client: greeting read, flags and a LIST sent, its reply read (so the server has
+    // read what it sent), then it pauses before GO.
+    let mut real = UnixStream::connect(&path).unwrap();
+    let mut hello = [0u8; 18];
+    real.read_exact(&mut hello).unwrap();
+    real.write_all(&(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES).to_be_bytes())
+        .unwrap();
+    real.write_all(&option(OPT_LIST, &[])).unwrap();
+    let mut h = [0u8; 20];
+    real.read_exact(&mut h).unwrap();
+    // Silent sockets, newer than the real client, fill and overfill the handshake slots.
+    let mut silent = Vec::new();
+    for _ in 0..6 {
+        let mut s = UnixStream::connect(&path).unwrap();
+        let mut hello = [0u8; 18];
+        s.read_exact(&mut hello).unwrap();
+        silent.push(s);
+    }
+    // The real client finishes its handshake and is served.
+    let len = u32::from_be_bytes(h[16..20].try_into().unwrap()) as usize;
+    let mut rest = vec![0u8; len];
+    real.read_exact(&mut rest).unwrap();
+    loop {
+        let mut h = [0u8; 20];
+        real.read_exact(&mut h).unwrap();
+        let rep = u32::from_be_bytes(h[12..16].try_into().unwrap());
+        let len = u32::from_be_bytes(h[16..20].try_into().unwrap()) as usize;
+        let mut d = vec![0u8; len];
+        real.read_exact(&mut d).unwrap();
+        if rep == REP_ACK {
+            break;
+        }
+    }
+    real.write_all(&option(OPT_GO, &go_data("", &[]))).unwrap();
+    loop {
+        let mut h = [0u8; 20];
+        real.read_exact(&mut h)
+            .expect("the real client was not closed");
+        let rep = u32::from_be_bytes(h[12..16].try_into().unwrap());
+        let len = u32::from_be_bytes(h[16..20].try_into().unwrap()) as usize;
+        let mut d = vec![0u8; len];
+        real.read_exact(&mut d).unwrap();
+        if rep == REP_ACK {
+            break;
+        }
+    }
+    // Of the six silent sockets, the older ones were closed to make room (EOF).
+    let mut closed = 0;
+    for s in &mut silent[..4] {
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut b = Vec::new();
+        if s.read_to_end(&mut b).is_ok() {
+            closed += 1;
+        }
+    }
+    assert_eq!(closed, 4, "the oldest silent sockets gave way");
+    drop(silent);
+    server.shutdown();
+}
+
 /// Past the connection limit a new client is closed at once; once one leaves, a new one
 /// is served. A client still in its handshake gives way to a new one.
 #[test]
