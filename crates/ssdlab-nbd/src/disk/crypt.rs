@@ -68,6 +68,16 @@ impl MediaKey {
         Ok(MediaKey::from_bytes(&key))
     }
 
+    /// The key's check value (issue 73, item 12): the first 16 bytes of a 32-byte zero block
+    /// encrypted at a tweak no unit uses (units are numbered in 32 bits), in hex. Kept in
+    /// `store.json`; a damaged or foreign `media_key` does not match it.
+    pub fn check_value(&self) -> String {
+        let mut block = [0u8; 32];
+        self.xts
+            .encrypt_sector(&mut block, get_tweak_default(u128::MAX));
+        block[..16].iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     pub fn encrypt(&self, ppn: u32, unit: &mut [u8]) {
         self.xts
             .encrypt_sector(unit, get_tweak_default(ppn as u128));
@@ -144,7 +154,7 @@ pub(super) fn erase_steps(
                 super::write_store_meta(dir, meta)?;
             }
             1 => {
-                MediaKey::create(dir)?;
+                meta.key_check = Some(MediaKey::create(dir)?.check_value());
             }
             2 => truncate("oob")?,
             3 => truncate("data")?,

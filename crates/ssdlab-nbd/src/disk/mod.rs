@@ -81,6 +81,11 @@ struct StoreMeta {
     /// data the host may read, and the next start or `crypto-erase` finishes the erase.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     erasing: bool,
+    /// The media key's check value ([`crypt::MediaKey::check_value`]): a start refuses a
+    /// `media_key` that does not match it rather than serve garbage (issue 73, item 12). None
+    /// in stores made before it was kept (written at their next start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    key_check: Option<String>,
 }
 
 /// Lengths of a store's files, bytes.
@@ -106,6 +111,7 @@ impl StoreMeta {
             logical_units: g.logical_units,
             clean: false,
             erasing: false,
+            key_check: None,
             encrypted: false,
             files: None,
         }
@@ -118,6 +124,7 @@ impl StoreMeta {
             encrypted: false,
             files: None,
             erasing: false,
+            key_check: None,
             ..m.clone()
         };
         strip(self) == strip(other)

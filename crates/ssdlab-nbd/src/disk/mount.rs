@@ -37,7 +37,9 @@ pub fn mount(
             },
         )?;
         if encrypted {
-            disk.key = Some(MediaKey::create(dir)?);
+            let key = MediaKey::create(dir)?;
+            disk.meta.key_check = Some(key.check_value());
+            disk.key = Some(key);
         }
         if fast_fill {
             disk.record_zero_fill(dev).map_err(|e| at(dir, "oob", e))?;
@@ -93,6 +95,19 @@ pub fn mount(
             wanted.blocks
         ));
     }
+    let self_encrypting = dev.config.controller.self_encrypting;
+    if found.encrypted != self_encrypting {
+        let (says, is) = if found.encrypted {
+            ("encrypted under media_key", "is not self-encrypting")
+        } else {
+            ("in the clear", "is self-encrypting")
+        };
+        return Err(at(
+            dir,
+            "store.json",
+            format!("records the data at rest as {says}, but drive '{drive}' {is} (controller.self_encrypting): store.json is damaged, or the drive file changed since the store was made; accepted: the drive the store was made with"),
+        ));
+    }
     // A crypto erase killed part-way: the user asked for the data to go, and from its first
     // step on none of it may be read; finish it (under the store's lock) before anything
     // else reads the files.
@@ -106,7 +121,21 @@ pub fn mount(
     let mut disk = DiskUnits::files(dir, found.clone())?;
     disk.meta.drive = drive.to_string();
     if found.encrypted {
-        disk.key = Some(MediaKey::open(dir)?);
+        let key = MediaKey::open(dir)?;
+        let check = key.check_value();
+        match &found.key_check {
+            Some(want) if *want != check => {
+                return Err(at(
+                    dir,
+                    super::crypt::KEY_FILE,
+                    "does not match the key check in store.json: the key is damaged or from another store, and no unit could be decrypted; accepted: the store's own media_key (`ssdlab crypto-erase --store DIR` empties the drive instead)",
+                ))
+            }
+            // A store made before the check was kept: record it from now on.
+            None => disk.meta.key_check = Some(check),
+            Some(_) => {}
+        }
+        disk.key = Some(key);
     }
     // Erase counts.
     let mut ec = Vec::new();

@@ -102,6 +102,70 @@ fn a_damaged_store_is_refused_at_start() {
     std::fs::remove_dir_all(&base).unwrap();
 }
 
+/// Issue 73, item 12 (the key and the flag): a flipped byte of `media_key`, or the
+/// `encrypted` flag of store.json inverted, used to serve every unit as garbage; the start now
+/// refuses both, naming the file. A store made before the key check was kept opens and has
+/// it written.
+#[test]
+fn a_damaged_media_key_or_encryption_flag_is_refused_at_start() {
+    let base = std::env::temp_dir().join(format!("ssdlab-disk-key-{}", std::process::id()));
+    let encrypted = || {
+        let mut cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
+        cfg.controller.self_encrypting = true;
+        Device::new(&cfg, 5).unwrap()
+    };
+    for damage in ["key byte", "flag", "no check"] {
+        let dir = base.join(damage.replace(' ', "-"));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut dev = encrypted();
+        let n = dev.geometry.logical_units as u32;
+        dev.fill_untimed(0, n);
+        let (mut disk, _) = mount(&dir, &mut dev, "example-small", true).unwrap();
+        disk.close().unwrap();
+        drop(disk);
+        let meta_path = dir.join("store.json");
+        let text = std::fs::read_to_string(&meta_path).unwrap();
+        assert!(text.contains("key_check"), "{text}");
+        match damage {
+            "key byte" => {
+                let mut key = std::fs::read(dir.join("media_key")).unwrap();
+                key[17] ^= 0x10;
+                std::fs::write(dir.join("media_key"), key).unwrap();
+            }
+            "flag" => std::fs::write(
+                &meta_path,
+                text.replace("\"encrypted\": true", "\"encrypted\": false"),
+            )
+            .unwrap(),
+            _ => {
+                let meta: serde_json::Value = serde_json::from_str(&text).unwrap();
+                let mut meta = meta.as_object().unwrap().clone();
+                meta.remove("key_check");
+                std::fs::write(&meta_path, serde_json::to_string_pretty(&meta).unwrap()).unwrap();
+            }
+        }
+        let mut again = encrypted();
+        match (damage, mount(&dir, &mut again, "example-small", false)) {
+            ("key byte", Err(e)) => {
+                assert!(e.contains("media_key: does not match the key check"), "{e}")
+            }
+            ("flag", Err(e)) => assert!(
+                e.contains("store.json: records the data at rest as in the clear"),
+                "{e}"
+            ),
+            ("no check", Ok((mut disk, m))) => {
+                assert_eq!(m.report.mapped_units, n as u64);
+                disk.close().unwrap();
+                assert!(std::fs::read_to_string(&meta_path)
+                    .unwrap()
+                    .contains("key_check"));
+            }
+            (d, other) => panic!("{d}: {:?}", other.map(|(_, m)| m)),
+        }
+    }
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
 /// Issue 73, item 15: a crypto erase killed after any of its steps leaves the old store
 /// (killed before the first) or one the next start finishes erasing: no unit mapped, no data
 /// or record left, a new key; `crypto-erase` again is accepted, never refused.
