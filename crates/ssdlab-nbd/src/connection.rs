@@ -7,6 +7,39 @@ use super::*;
 /// Log lines about refused connections: at most one per this interval.
 pub(crate) const ACCEPT_LOG_EVERY: Duration = Duration::from_secs(10);
 
+/// A peer whose handshakes were closed this many times within [`PENALTY_WINDOW`] (it keeps
+/// opening sockets that say nothing) has its new connections closed at once, taking no one's
+/// place, until the window passes (issue 73, item 17; `ServerConfig::penalty_evictions`).
+pub(crate) const PENALTY_EVICTIONS: u32 = 4;
+pub(crate) const PENALTY_WINDOW: Duration = Duration::from_secs(1);
+
+/// Handshakes closed to make room, by peer: (start of the window, closings in it).
+#[derive(Default)]
+pub(crate) struct Penalties {
+    by_peer: std::collections::HashMap<Peer, (std::time::Instant, u32)>,
+}
+
+impl Penalties {
+    fn closed(&mut self, peer: Peer, now: std::time::Instant) {
+        if self.by_peer.len() > 4096 {
+            self.by_peer
+                .retain(|_, (start, _)| now.duration_since(*start) <= PENALTY_WINDOW);
+        }
+        let e = self.by_peer.entry(peer).or_insert((now, 0));
+        if now.duration_since(e.0) > PENALTY_WINDOW {
+            *e = (now, 0);
+        }
+        e.1 += 1;
+    }
+
+    fn penalised(&self, peer: Peer, now: std::time::Instant, after: u32) -> bool {
+        after > 0
+            && self.by_peer.get(&peer).is_some_and(|&(start, n)| {
+                n >= after && now.duration_since(start) <= PENALTY_WINDOW
+            })
+    }
+}
+
 pub(crate) fn accept_loop(
     listener: Listener,
     stop: Arc<AtomicBool>,
@@ -28,6 +61,30 @@ pub(crate) fn accept_loop(
         match listener.accept() {
             Ok(stream) => {
                 let conn = next_conn.fetch_add(1, Ordering::Relaxed);
+                let peer = stream.peer();
+                let now = engine::wall_now();
+                if peer.is_some_and(|p| {
+                    shared.penalties.lock().expect("penalties").penalised(
+                        p,
+                        now,
+                        shared.config.penalty_evictions,
+                    )
+                }) {
+                    if may_log() {
+                        eprintln!(
+                            "ssdlab serve: a client ({}) keeps opening connections that say nothing in their handshake: its new ones are closed at once for {} s; more such closings are logged at most every {} s",
+                            peer.map_or(String::new(), |p| match p {
+                                Peer::Address(a) => format!("address {a}"),
+                                Peer::Process(pid) => format!("process {pid}"),
+                            }),
+                            PENALTY_WINDOW.as_secs(),
+                            ACCEPT_LOG_EVERY.as_secs()
+                        );
+                    }
+                    shared.refused.fetch_add(1, Ordering::Relaxed);
+                    stream.shutdown();
+                    continue;
+                }
                 let (open, evicted) = make_room(&shared);
                 if let Some(old) = evicted.filter(|_| may_log()) {
                     eprintln!(
@@ -57,6 +114,7 @@ pub(crate) fn accept_loop(
                     budget: None,
                     evicted: false,
                     spoke: spoke.clone(),
+                    peer,
                 });
                 let shared = shared.clone();
                 let spawned = std::thread::Builder::new()
@@ -115,6 +173,13 @@ fn make_room(shared: &Shared) -> (usize, Option<u64>) {
         .min_by_key(|o| (o.spoke.load(Ordering::Relaxed), o.conn))
         .expect("one in its handshake");
     oldest.evicted = true;
+    if let Some(peer) = oldest.peer {
+        shared
+            .penalties
+            .lock()
+            .expect("penalties")
+            .closed(peer, engine::wall_now());
+    }
     // Not counted as a refusal: it may be a socket already gone whose thread has yet to end.
     oldest.stream.shutdown();
     (open - 1, Some(oldest.conn))
@@ -388,5 +453,32 @@ impl<R: Read> Write for Duplex<'_, R> {
     }
     fn flush(&mut self) -> io::Result<()> {
         self.w.flush()
+    }
+}
+
+#[cfg(test)]
+mod penalty_tests {
+    use super::*;
+
+    #[test]
+    fn a_peer_is_penalised_after_enough_closings_within_the_window_and_only_then() {
+        let mut p = Penalties::default();
+        let (a, b) = (Peer::Process(10), Peer::Process(11));
+        let t0 = std::time::Instant::now();
+        for i in 0..PENALTY_EVICTIONS {
+            assert!(!p.penalised(a, t0, PENALTY_EVICTIONS), "after {i}");
+            p.closed(a, t0);
+        }
+        assert!(p.penalised(a, t0, PENALTY_EVICTIONS));
+        assert!(
+            !p.penalised(b, t0, PENALTY_EVICTIONS),
+            "another peer is not"
+        );
+        assert!(!p.penalised(a, t0, 0), "0 turns the penalty off");
+        // The window passes: the peer starts again from nothing.
+        let later = t0 + PENALTY_WINDOW + Duration::from_millis(1);
+        assert!(!p.penalised(a, later, PENALTY_EVICTIONS));
+        p.closed(a, later);
+        assert!(!p.penalised(a, later, PENALTY_EVICTIONS));
     }
 }

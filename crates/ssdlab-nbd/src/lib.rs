@@ -62,6 +62,11 @@ pub struct ServerConfig {
     /// one still in its handshake, so sockets that never finish it cannot keep real clients
     /// out (issue 25 item 6: 32 silent sockets reopened every 10 s did).
     pub max_handshakes: usize,
+    /// A peer (address, or process over a Unix socket) whose handshakes were closed this many
+    /// times within a second has its new connections closed at once for that second
+    /// ([`connection::PENALTY_EVICTIONS`] by default; 0: never), so a storm of sockets that
+    /// reconnect as soon as they are closed cannot keep taking real clients' places.
+    pub penalty_evictions: u32,
     /// Request bytes (WRITE payloads, READ lengths) one connection may have between reading
     /// the request and writing its reply; past it that socket is not read until replies drain,
     /// so memory is bounded by `max_connections` times this, whatever clients send.
@@ -107,6 +112,7 @@ impl ServerConfig {
             read_only: false,
             max_connections: MAX_CONNECTIONS,
             max_handshakes: MAX_HANDSHAKES,
+            penalty_evictions: connection::PENALTY_EVICTIONS,
             connection_inflight_bytes: CONNECTION_INFLIGHT_BYTES,
             io_timeout: IO_TIMEOUT,
             power_cut_after: None,
@@ -119,6 +125,13 @@ impl ServerConfig {
 enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
+}
+
+/// A client's origin, for the handshake penalty ([`connection::Penalties`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Peer {
+    Address(std::net::IpAddr),
+    Process(i32),
 }
 
 impl Stream {
@@ -159,6 +172,36 @@ impl Stream {
             )
         };
         n.max(0) as usize
+    }
+
+    /// Who is at the other end, as far as the socket tells: the peer's address over TCP, its
+    /// process over a Unix socket (SO_PEERCRED); None where it cannot be told.
+    #[allow(unsafe_code)]
+    fn peer(&self) -> Option<Peer> {
+        match self {
+            Stream::Tcp(s) => s.peer_addr().ok().map(|a| Peer::Address(a.ip())),
+            Stream::Unix(s) => {
+                use std::os::fd::AsRawFd;
+                let mut cred = libc::ucred {
+                    pid: 0,
+                    uid: 0,
+                    gid: 0,
+                };
+                let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+                // SAFETY: getsockopt on a socket this stream owns, into a ucred of the size
+                // passed; it writes nothing else.
+                let r = unsafe {
+                    libc::getsockopt(
+                        s.as_raw_fd(),
+                        libc::SOL_SOCKET,
+                        libc::SO_PEERCRED,
+                        (&mut cred as *mut libc::ucred).cast(),
+                        &mut len,
+                    )
+                };
+                (r == 0 && cred.pid > 0).then_some(Peer::Process(cred.pid))
+            }
+        }
     }
 
     fn shutdown(&self) {
@@ -323,6 +366,7 @@ struct Open {
     /// The client has sent something in its handshake (set by the handshake's reader): a
     /// socket that has said nothing gives way first (issue 73, item 17).
     spoke: Arc<AtomicBool>,
+    peer: Option<Peer>,
 }
 
 type Registry = Arc<Mutex<Vec<Open>>>;
@@ -347,6 +391,7 @@ struct Shared {
     registry: Registry,
     refused: Arc<AtomicU64>,
     config: ServerConfig,
+    penalties: Mutex<connection::Penalties>,
 }
 
 impl Server {
@@ -426,6 +471,7 @@ impl Server {
                 registry: registry.clone(),
                 refused,
                 config,
+                penalties: Mutex::new(connection::Penalties::default()),
             });
             let stop = stop.clone();
             std::thread::Builder::new()

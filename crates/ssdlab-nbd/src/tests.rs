@@ -312,6 +312,8 @@ fn config(path: &std::path::Path, pace: Pace, handshake_timeout: Duration) -> Se
         max_request: 1 << 20,
         log: false,
         handshake_timeout,
+        // Every test client is this process: the per-peer penalty would take them for one.
+        penalty_evictions: 0,
         ..ServerConfig::new(
             Listen::Unix(path.to_path_buf()),
             pace,
