@@ -16,7 +16,7 @@ pub(crate) const PENALTY_WINDOW: Duration = Duration::from_secs(1);
 /// Handshakes closed to make room, by peer: (start of the window, closings in it).
 #[derive(Default)]
 pub(crate) struct Penalties {
-    by_peer: std::collections::HashMap<Peer, (std::time::Instant, u32)>,
+    by_peer: std::collections::BTreeMap<Peer, (std::time::Instant, u32)>,
 }
 
 impl Penalties {

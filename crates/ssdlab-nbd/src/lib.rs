@@ -128,7 +128,7 @@ enum Stream {
 }
 
 /// A client's origin, for the handshake penalty ([`connection::Penalties`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Peer {
     Address(std::net::IpAddr),
     Process(i32),
