@@ -464,7 +464,7 @@ mod penalty_tests {
     fn a_peer_is_penalised_after_enough_closings_within_the_window_and_only_then() {
         let mut p = Penalties::default();
         let (a, b) = (Peer::Process(10), Peer::Process(11));
-        let t0 = std::time::Instant::now();
+        let t0 = engine::wall_now();
         for i in 0..PENALTY_EVICTIONS {
             assert!(!p.penalised(a, t0, PENALTY_EVICTIONS), "after {i}");
             p.closed(a, t0);
