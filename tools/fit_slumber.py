@@ -8,7 +8,7 @@ over the four as small as it can be (to 0.1 mW). The M550
 (88SS9189, taken with the 9187's figures) is printed as the check it is.
 
     python3 tools/fit_slumber.py        # prints the fit and every residual
-Then set SLUMBER_9187_W in tools/gen_presets.py and regenerate the presets.
+Then set SLUMBER_9187_W in tools/preset_power.py and regenerate the presets.
 """
 import sys
 import tempfile

@@ -434,6 +434,23 @@ struct Client {
     size: u64,
 }
 
+/// The replies to one option, up to and with its ACK: (reply type, data).
+fn read_option_replies(s: &mut UnixStream) -> Vec<(u32, Vec<u8>)> {
+    let mut out = Vec::new();
+    loop {
+        let mut h = [0u8; 20];
+        s.read_exact(&mut h).expect("an option reply");
+        let rep = u32::from_be_bytes(h[12..16].try_into().unwrap());
+        let len = u32::from_be_bytes(h[16..20].try_into().unwrap()) as usize;
+        let mut d = vec![0u8; len];
+        s.read_exact(&mut d).unwrap();
+        out.push((rep, d));
+        if rep == REP_ACK {
+            return out;
+        }
+    }
+}
+
 impl Client {
     fn connect(path: &PathBuf) -> Client {
         let mut s = UnixStream::connect(path).unwrap();
@@ -444,20 +461,11 @@ impl Client {
             .unwrap();
         s.write_all(&option(OPT_GO, &go_data("", &[]))).unwrap();
         let mut size = 0;
-        loop {
-            let mut h = [0u8; 20];
-            s.read_exact(&mut h).unwrap();
-            let rep = u32::from_be_bytes(h[12..16].try_into().unwrap());
-            let len = u32::from_be_bytes(h[16..20].try_into().unwrap()) as usize;
-            let mut d = vec![0u8; len];
-            s.read_exact(&mut d).unwrap();
+        for (rep, d) in read_option_replies(&mut s) {
             if rep == REP_INFO && u16::from_be_bytes([d[0], d[1]]) == INFO_EXPORT {
                 size = u64::from_be_bytes(d[2..10].try_into().unwrap());
             }
-            if rep == REP_ACK {
-                break;
-            }
-            assert_eq!(rep, REP_INFO);
+            assert!(rep == REP_INFO || rep == REP_ACK, "reply {rep}");
         }
         Client { s, size }
     }
@@ -819,9 +827,8 @@ fn a_silent_socket_gives_way_before_a_client_part_way_through_its_handshake() {
     real.write_all(&(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES).to_be_bytes())
         .unwrap();
     real.write_all(&option(OPT_LIST, &[])).unwrap();
-    let mut h = [0u8; 20];
-    real.read_exact(&mut h).unwrap();
-    // Silent sockets, newer than the real client, fill and overfill the handshake slots.
+    read_option_replies(&mut real); // answered: the server has read what it sent
+                                    // Silent sockets, newer than the real client, fill and overfill the handshake slots.
     let mut silent = Vec::new();
     for _ in 0..6 {
         let mut s = UnixStream::connect(&path).unwrap();
@@ -830,34 +837,9 @@ fn a_silent_socket_gives_way_before_a_client_part_way_through_its_handshake() {
         silent.push(s);
     }
     // The real client finishes its handshake and is served.
-    let len = u32::from_be_bytes(h[16..20].try_into().unwrap()) as usize;
-    let mut rest = vec![0u8; len];
-    real.read_exact(&mut rest).unwrap();
-    loop {
-        let mut h = [0u8; 20];
-        real.read_exact(&mut h).unwrap();
-        let rep = u32::from_be_bytes(h[12..16].try_into().unwrap());
-        let len = u32::from_be_bytes(h[16..20].try_into().unwrap()) as usize;
-        let mut d = vec![0u8; len];
-        real.read_exact(&mut d).unwrap();
-        if rep == REP_ACK {
-            break;
-        }
-    }
     real.write_all(&option(OPT_GO, &go_data("", &[]))).unwrap();
-    loop {
-        let mut h = [0u8; 20];
-        real.read_exact(&mut h)
-            .expect("the real client was not closed");
-        let rep = u32::from_be_bytes(h[12..16].try_into().unwrap());
-        let len = u32::from_be_bytes(h[16..20].try_into().unwrap()) as usize;
-        let mut d = vec![0u8; len];
-        real.read_exact(&mut d).unwrap();
-        if rep == REP_ACK {
-            break;
-        }
-    }
-    // Of the six silent sockets, the older ones were closed to make room (EOF).
+    read_option_replies(&mut real); // fails if the real client was closed
+                                    // Of the six silent sockets, the older ones were closed to make room (EOF).
     let mut closed = 0;
     for s in &mut silent[..4] {
         s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();

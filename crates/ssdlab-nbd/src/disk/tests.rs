@@ -102,6 +102,21 @@ fn a_damaged_store_is_refused_at_start() {
     std::fs::remove_dir_all(&base).unwrap();
 }
 
+/// The example drive, self-encrypting (its store's data at rest under a media key).
+fn self_encrypting() -> Device {
+    let mut cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
+    cfg.controller.self_encrypting = true;
+    Device::new(&cfg, 5).unwrap()
+}
+
+/// A new store in `dir` for `dev` with every unit mapped (zero fill); and the unit count.
+fn filled_store(dir: &std::path::Path, mut dev: Device) -> (DiskUnits, u32) {
+    let n = dev.geometry.logical_units as u32;
+    dev.fill_untimed(0, n);
+    let (disk, _) = mount(dir, &mut dev, "example-small", true).unwrap();
+    (disk, n)
+}
+
 /// Issue 73, item 12 (the key and the flag): a flipped byte of `media_key`, or the
 /// `encrypted` flag of store.json inverted, used to serve every unit as garbage; the start now
 /// refuses both, naming the file. A store made before the key check was kept opens and has
@@ -109,18 +124,10 @@ fn a_damaged_store_is_refused_at_start() {
 #[test]
 fn a_damaged_media_key_or_encryption_flag_is_refused_at_start() {
     let base = std::env::temp_dir().join(format!("ssdlab-disk-key-{}", std::process::id()));
-    let encrypted = || {
-        let mut cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
-        cfg.controller.self_encrypting = true;
-        Device::new(&cfg, 5).unwrap()
-    };
     for damage in ["key byte", "flag", "no check"] {
         let dir = base.join(damage.replace(' ', "-"));
         let _ = std::fs::remove_dir_all(&dir);
-        let mut dev = encrypted();
-        let n = dev.geometry.logical_units as u32;
-        dev.fill_untimed(0, n);
-        let (mut disk, _) = mount(&dir, &mut dev, "example-small", true).unwrap();
+        let (mut disk, n) = filled_store(&dir, self_encrypting());
         disk.close().unwrap();
         drop(disk);
         let meta_path = dir.join("store.json");
@@ -144,7 +151,7 @@ fn a_damaged_media_key_or_encryption_flag_is_refused_at_start() {
                 std::fs::write(&meta_path, serde_json::to_string_pretty(&meta).unwrap()).unwrap();
             }
         }
-        let mut again = encrypted();
+        let mut again = self_encrypting();
         match (damage, mount(&dir, &mut again, "example-small", false)) {
             ("key byte", Err(e)) => {
                 assert!(e.contains("media_key: does not match the key check"), "{e}")
@@ -172,18 +179,10 @@ fn a_damaged_media_key_or_encryption_flag_is_refused_at_start() {
 #[test]
 fn a_crypto_erase_killed_after_any_step_leaves_the_old_store_or_an_erased_one() {
     let base = std::env::temp_dir().join(format!("ssdlab-disk-erase-{}", std::process::id()));
-    let encrypted = || {
-        let mut cfg = DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap();
-        cfg.controller.self_encrypting = true;
-        Device::new(&cfg, 5).unwrap()
-    };
     for stop in 0..=5usize {
         let dir = base.join(format!("stop-{stop}"));
         let _ = std::fs::remove_dir_all(&dir);
-        let mut dev = encrypted();
-        let n = dev.geometry.logical_units as u32;
-        dev.fill_untimed(0, n);
-        let (mut disk, _) = mount(&dir, &mut dev, "example-small", true).unwrap();
+        let (mut disk, n) = filled_store(&dir, self_encrypting());
         disk.data.write_all_at(&[0x5a; 8192], 0).unwrap();
         disk.close().unwrap();
         drop(disk);
@@ -194,7 +193,7 @@ fn a_crypto_erase_killed_after_any_step_leaves_the_old_store_or_an_erased_one() 
         let lock = take_lock(&dir).unwrap();
         super::crypt::erase_steps(&dir, &mut meta, (stop < 5).then_some(stop)).unwrap();
         drop(lock);
-        let mut again = encrypted();
+        let mut again = self_encrypting();
         let (mut disk, m) = mount(&dir, &mut again, "example-small", false).unwrap();
         let mapped = m.report.mapped_units;
         if stop == 0 {
