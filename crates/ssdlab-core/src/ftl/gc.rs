@@ -125,7 +125,13 @@ impl Ftl {
     pub(super) fn gc_before_host_block<S: NandSink>(&mut self, die: u32, sink: &mut S) {
         match self.collector.schedule.mode {
             GcForegroundMode::OnDemand => {
-                while self.blocks.free_len(die) < self.collector.schedule.fg_free_min {
+                // Bounded, as the deferred round is: a die whose sealed blocks are all full
+                // (the rest of its spare in victims whose erase is held) cannot gain blocks.
+                let victims_max = self.collector.dies[die as usize].victim_selections
+                    + self.geometry.blocks_per_die as u64;
+                while self.blocks.free_len(die) < self.collector.schedule.fg_free_min
+                    && self.collector.dies[die as usize].victim_selections <= victims_max
+                {
                     if !self.collect_one_step(die, sink) {
                         break;
                     }
@@ -204,6 +210,13 @@ impl Ftl {
         {
             return false;
         }
+        if self.collector.dies[die as usize].victim == NONE && self.collection_gated(die) {
+            // No victim may start until pins go: with the host idle nothing else programs the
+            // open PUs holding the pinning data, so program them (their ends release the pins).
+            let pinned = self.open_pins();
+            self.program_pinned_pus(sink);
+            return pinned;
+        }
         let did = self.collect_one_step(die, sink);
         // A victim held on units in open PUs: with the host idle nothing else programs them.
         self.settle_hold(sink);
@@ -212,13 +225,34 @@ impl Ftl {
 
     fn background_work_pending(&self, die: u32) -> bool {
         let free = self.blocks.free_len(die);
+        let victim = self.collector.dies[die as usize].victim;
         die != self.failed_die
-            && (self.collector.dies[die as usize].victim != NONE
-                || free < self.collector.schedule.bg_free_target)
+            && (victim != NONE || free < self.collector.schedule.bg_free_target)
+            // Gated by the hold with nothing to program: the pins go with programs in flight.
+            && (victim != NONE || !self.collection_gated(die) || self.open_pins())
     }
 
-    /// The collector chooses `die`'s next victim; false if it has no sealed block.
+    /// A die short of free blocks with a victim whose erase is held starts no other victim
+    /// (see `select_victim`).
+    #[inline]
+    fn collection_gated(&self, die: u32) -> bool {
+        self.blocks.free_len(die) < HOLD_COLLECT_FREE_MIN && self.held_on(die)
+    }
+
+    /// Whether units in any die's open host PU pin a block.
+    fn open_pins(&self) -> bool {
+        (0..self.geometry.dies).any(|d| self.hold.pins_open(d))
+    }
+
+    /// The collector chooses `die`'s next victim; false if it has no sealed block, or while a
+    /// victim of `die` waits on the erase hold ([`Ftl::held_on`]) and the die is down to fewer
+    /// than [`HOLD_COLLECT_FREE_MIN`] free blocks: the next victim's copies take up to one
+    /// block and its erase may be held too, so starting it then could leave the die no block
+    /// but a held one (the collection resumes when the programs releasing the pins are done).
     fn select_victim(&mut self, die: u32) -> bool {
+        if self.collection_gated(die) {
+            return false;
+        }
         let Some(chosen) = self.collector.select(
             die,
             &mut self.map,

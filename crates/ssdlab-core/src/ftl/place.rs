@@ -233,6 +233,14 @@ impl Ftl {
     pub(super) fn allocate_block<S: NandSink>(&mut self, die: u32, stream: Stream, sink: &mut S) {
         if stream == Stream::Host {
             self.gc_before_host_block(die, sink);
+        }
+        self.take_block(die, stream, sink);
+    }
+
+    /// Open a free block of `die` for `stream`, collection done (`allocate_block` without the
+    /// schedule's foreground hook).
+    pub(super) fn take_block<S: NandSink>(&mut self, die: u32, stream: Stream, sink: &mut S) {
+        if stream == Stream::Host {
             // Keep one block for the collector: the host may not take the last one.
             while self.blocks.free_len(die) < 2 {
                 // Collecting more while victims are held gains no block: end a hold instead.

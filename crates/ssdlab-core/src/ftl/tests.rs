@@ -644,3 +644,121 @@ fn gc_look_ahead_shrinks_with_the_dies_collecting() {
     assert_eq!(gc_ahead_units(100_000, 8), 8);
     assert_eq!(gc_ahead_units(48, 12), 36);
 }
+
+/// A timed sink whose host programs are done only when the test says: each die's programs
+/// are kept in issue order (host programs finish in that order, as on a die's queue).
+#[derive(Default)]
+struct SlowPrograms {
+    host: Vec<std::collections::VecDeque<()>>,
+}
+
+impl NandSink for SlowPrograms {
+    fn program(&mut self, die: u32, program: Program) {
+        if program.kind == ProgramKind::Host {
+            self.host[die as usize].push_back(());
+        }
+    }
+    fn gc_read(&mut self, _: u32, _: GcRead) {}
+    fn erase(&mut self, _: u32, _: bool) {}
+    fn timed(&self) -> bool {
+        true
+    }
+}
+
+/// Issue 73, item 14: on a starved drive (the spare a little above what collection needs)
+/// whose host programs finish late, the erase hold is never broken: a die short of free
+/// blocks with a victim waiting on the hold makes the host wait (write_units returns short)
+/// and starts no other victim until the programs releasing the pins are done, rather than
+/// erasing the superseded copy of data a cut would then lose. Every foreground schedule; several spares
+/// and collection thresholds, so that victims are held often.
+#[test]
+fn a_starved_drive_makes_the_host_wait_and_never_ends_a_hold_early() {
+    use crate::config::GcPace;
+    let schedules = [
+        (GcForegroundMode::Paced, GcPace::Victim, 3),
+        (GcForegroundMode::Paced, GcPace::Victim, 6),
+        (GcForegroundMode::Paced, GcPace::Nominal, 3),
+        (GcForegroundMode::Burst, GcPace::Victim, 6),
+        (GcForegroundMode::OnDemand, GcPace::Victim, 6),
+        (GcForegroundMode::Deferred, GcPace::Victim, 3),
+    ];
+    let mut held = 0;
+    for (k, &(mode, pace, fg_min)) in schedules.iter().enumerate() {
+        // Spare blocks per die beyond the least the configuration accepts (the collector's
+        // threshold and its open blocks).
+        for extra in [1u64, 3] {
+            let seed = k as u64 * 10 + extra;
+            let mut cfg = small();
+            cfg.ftl.reserved_blocks_per_die = 0;
+            cfg.ftl.gc_foreground_mode = mode;
+            cfg.ftl.gc_pace = pace;
+            cfg.ftl.gc_foreground_free_blocks_min = fg_min;
+            cfg.ftl.gc_free_blocks_low = fg_min;
+            cfg.ftl.gc_free_blocks_high = fg_min;
+            cfg.ftl.gc_background_free_blocks_target = fg_min;
+            cfg.ftl.gc_deferred_free_blocks_target = fg_min;
+            let g0 = cfg.validate().unwrap();
+            let block_row =
+                g0.units_per_block as u64 * g0.mapping_unit_bytes as u64 * g0.dies as u64;
+            cfg.ftl.user_capacity_bytes = g0.usable_bytes - (fg_min as u64 + 3 + extra) * block_row;
+            let (h, broken) = starved_run(&cfg, seed);
+            let what = format!("{mode:?}/{pace:?}, min {fg_min}, {extra} spare blocks");
+            assert_eq!(broken, 0, "{what}: holds broken");
+            held += h;
+        }
+    }
+    assert!(held > 100, "victims were held: {held}");
+}
+
+/// Random overwrites of 1-8 units over a filled drive, six drive writes, the host programs
+/// done late (a few at a time, and one whenever the host waits): (erases held, holds broken).
+fn starved_run(cfg: &DriveConfig, seed: u64) -> (u64, u64) {
+    let g = cfg.validate().unwrap();
+    let mut ftl = Ftl::new(&cfg.ftl, &g, seed);
+    let n = g.logical_units as u32;
+    ftl.fill_untimed(0, n);
+    ftl.record_map_changes();
+    ftl.set_erase_hold(true);
+    let mut sink = SlowPrograms {
+        host: vec![Default::default(); g.dies as usize],
+    };
+    let mut rng = Rng::derive(seed, "starved");
+    let mut written = 0u64;
+    while written < 6 * n as u64 {
+        let lba = rng.below(n as u64) as u32;
+        let count = (1 + rng.below(8) as u32).min(n - lba);
+        let mut done = 0;
+        while done < count {
+            let first = HostWrite {
+                lba: lba + done,
+                tag: 0,
+                data_ready: SimTime::ZERO,
+            };
+            done += ftl.write_units(first, count - done, &mut sink);
+            if done < count {
+                // The host waits: a program in flight ends the wait.
+                let die = (0..g.dies)
+                    .find(|&d| !sink.host[d as usize].is_empty())
+                    .expect("the host waits on a program in flight");
+                sink.host[die as usize].pop_front();
+                ftl.host_program_done(die, &mut sink);
+            }
+        }
+        written += count as u64;
+        if rng.below(8) == 0 {
+            for die in 0..g.dies {
+                for _ in 0..rng.below(3) {
+                    if sink.host[die as usize].pop_front().is_some() {
+                        ftl.host_program_done(die, &mut sink);
+                    }
+                }
+            }
+        }
+        ftl.drain_map_changes().for_each(drop);
+    }
+    ftl.verify().unwrap();
+    (
+        ftl.counters.gc_erases_held,
+        ftl.counters.gc_erase_holds_broken,
+    )
+}
