@@ -25,6 +25,9 @@ def format_stats(s: dict) -> str:
         f"{s['blocks_erased']:,} blocks erased); "
         f"data held {s['stored_bytes'] / 1e6:,.1f} MB",
     ]
+    if s.get("gc_erases_held") or s.get("gc_erase_holds_broken"):
+        lines.append(f"  erases held for a cut {s['gc_erases_held']:,} (victims kept until the writes superseding "
+                     f"their copies were programmed), ended early {s['gc_erase_holds_broken']:,}")
     if s.get("power_cuts"):
         lines.append(f"  power cuts {s['power_cuts']}: {s['power_cut_lost_units']:,} host copies lost "
                      f"({s['power_cut_fell_back_units']:,} fell back to an older copy), "

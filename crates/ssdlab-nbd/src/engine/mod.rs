@@ -99,6 +99,10 @@ pub struct ServeStats {
     pub write_amplification: f64,
     pub gc_units_copied: u64,
     pub blocks_erased: u64,
+    /// Victims whose erase waited on the erase hold (the copies a cut falls back to), and
+    /// holds ended early (a die out of free blocks: never, since issue 73 item 14).
+    pub gc_erases_held: u64,
+    pub gc_erase_holds_broken: u64,
     pub stored_bytes: u64,
     /// Logical units the drive maps (written and not trimmed since).
     pub mapped_units: u64,
@@ -625,6 +629,8 @@ impl Engine {
         s.model_trim = summary(&self.session.meter.rec.trim);
         s.gc_units_copied = self.dev.ftl.counters.gc_units_copied;
         s.blocks_erased = self.dev.ftl.counters.blocks_erased;
+        s.gc_erases_held = self.dev.ftl.counters.gc_erases_held;
+        s.gc_erase_holds_broken = self.dev.ftl.counters.gc_erase_holds_broken;
         s.stored_bytes = self.io.store.stored_bytes();
         s.mapped_units = self.dev.ftl.mapped_units();
         s.faults = self.dev.fault_counters();
