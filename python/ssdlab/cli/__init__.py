@@ -42,7 +42,12 @@ def _negative_values_joined(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args, extra = parser.parse_known_args(_negative_values_joined(sys.argv[1:] if argv is None else list(argv)))
+    argv = sys.argv[1:] if argv is None else list(argv)
+    for a in argv:
+        # argparse takes `--opt=--` for an empty list, not the value "--" (found by the CLI fuzz test).
+        if a.startswith("--") and a.endswith("=--"):
+            parser.error(f"{a}: '--' is not a value; accepted: {a[:-3]} VALUE")
+    args, extra = parser.parse_known_args(_negative_values_joined(argv))
     if extra and args.command != "run":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     # `ssdlab run` takes any fio option as fio's command line spells it (--bsrange=512-4k,
