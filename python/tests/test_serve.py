@@ -609,6 +609,70 @@ def test_read_only_export_with_real_clients(tmp_path, tiny_toml):
     assert stats["writes"] == 0
 
 
+def _store_snapshot(store: Path) -> dict:
+    return {f.name: (f.read_bytes(), f.stat().st_mtime_ns) for f in sorted(store.iterdir())}
+
+
+def _write_fds(pid: int, under: Path) -> list[str]:
+    """Files under `under` the process has open for writing (from /proc/PID/fdinfo's flags)."""
+    out = []
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+            flags = int(Path(f"/proc/{pid}/fdinfo/{fd.name}").read_text().split("flags:")[1].split()[0], 8)
+        except (OSError, IndexError):
+            continue
+        if target.startswith(str(under)) and flags & os.O_ACCMODE != os.O_RDONLY:
+            out.append(target)
+    return out
+
+
+def test_read_only_serves_a_store_on_read_only_media_and_writes_nothing(tmp_path, tiny_toml):
+    """Issue 73, item 18: `--read-only --store` of a store left by a SIGKILL (so its start
+    rebuilds, as the firmware does) on read-only media: the store's files are opened for
+    reading only, no `lock` or `store.json` is made or written, every file is byte-identical
+    and untouched after the run, and the data a FLUSH made durable reads back (twice: the
+    rebuild's writes stayed in memory)."""
+    _need("qemu-io", "nbdcopy")
+    toml = _with_protection(tmp_path, TINY_TOML, "map")
+    store = tmp_path / "store"
+    s = Served(tmp_path, str(toml), "--pace", "none", "--store", str(store), tag="w")
+    q = run(["qemu-io", "-f", "raw", s.uri, "-c", "write -P 0x6b 0 1m", "-c", "flush", "-c", "write -P 0x33 4m 64k"])
+    assert q.returncode == 0, q.stderr
+    s.kill()
+    (store / "lock").unlink()
+    before = _store_snapshot(store)
+    for f in store.iterdir():
+        f.chmod(0o444)
+    store.chmod(0o555)
+    try:
+        for tag in ("r1", "r2"):
+            r = Served(tmp_path, str(toml), "--pace", "none", "--store", str(store), "--read-only", tag=tag)
+            assert "rebuilt after an unclean stop" in r.output(), r.output()
+            assert _write_fds(r.proc.pid, store) == []
+            out = tmp_path / f"{tag}.bin"
+            assert run(["nbdcopy", r.uri, str(out)]).returncode == 0
+            got = out.read_bytes()
+            assert got[:1 << 20] == b"\x6b" * (1 << 20), "flushed data lost"
+            assert got[4 << 20:(4 << 20) + 65536] in (b"\x33" * 65536, bytes(65536))
+            w = run(["qemu-io", "-f", "raw", r.uri, "-c", "write -P 1 0 4k"])
+            assert w.returncode != 0 or "read-only" in (w.stdout + w.stderr).lower()
+            assert r.stop()["store_error"] == ""
+            assert _store_snapshot(store) == before, "a file of the store changed"
+    finally:
+        store.chmod(0o755)
+    # What a read-only start refuses, before it opens anything.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for args, message in ((["--store", str(empty), "--read-only"], "holds no store.json; accepted with --read-only"),
+                          (["--store", str(store), "--read-only", "--precondition", "fast-fill"],
+                           "--precondition fast-fill with --read-only")):
+        p = run([sys.executable, "-m", "ssdlab.cli", "serve", "--drive", str(toml), "--socket",
+                 str(tmp_path / "x.sock"), *args])
+        assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert list(empty.iterdir()) == []
+
+
 def test_a_seeded_power_cut_drops_clients_and_the_drive_comes_back_with_what_it_promised(tmp_path):
     """`--power-cut-after N` on a drive with full protection: qemu-io's writes before the cut
     are all there when a new client connects to the rebuilt drive."""

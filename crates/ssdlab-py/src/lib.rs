@@ -644,10 +644,19 @@ impl NbdServer {
             ),
             Some(dir) => {
                 let fill = precondition == "fast-fill";
+                if fill && read_only {
+                    return Err(PyValueError::new_err(
+                        "--precondition fast-fill with --read-only: a read-only start writes no store; accepted: one of them",
+                    ));
+                }
                 let name = config.export_name.clone();
                 let (disk, mount) = py
                     .allow_threads(|| {
-                        ssdlab_nbd::disk::mount(std::path::Path::new(&dir), &mut dev, &name, fill)
+                        let dir = std::path::Path::new(&dir);
+                        match read_only {
+                            true => ssdlab_nbd::disk::mount_read_only(dir, &mut dev, &name),
+                            false => ssdlab_nbd::disk::mount(dir, &mut dev, &name, fill),
+                        }
                     })
                     .map_err(|e| PyValueError::new_err(format!("store {e}")))?;
                 (ssdlab_nbd::store::DataStore::on_disk(disk), Some(mount))

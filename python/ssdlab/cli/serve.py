@@ -146,7 +146,7 @@ def add_parser(sub) -> None:
     s.add_argument("--store", type=STORE_DIR, metavar="DIR",
                    help="keep the data and the drive's state in DIR (created if new; an existing store is "
                         "rebuilt as the firmware does at power-on); without it data lives in memory only")
-    s.add_argument("--read-only", action="store_true", help="export read-only: WRITE, TRIM and WRITE_ZEROES are refused")
+    s.add_argument("--read-only", action="store_true", help="export read-only: WRITE, TRIM and WRITE_ZEROES are refused; a --store is only read (it may be on read-only media): what the firmware writes stays in memory")
     s.add_argument("--max-connections", type=int, default=32, metavar="N",
                    help="clients served at once (default 32); more are closed at once. Each may hold 32 MiB of "
                         "requests in flight, so data held for clients stays under N x 32 MiB")

@@ -131,3 +131,23 @@ pub fn take_lock(dir: &Path) -> Result<File, String> {
         .map_err(|e| at(dir, "lock", e))?;
     Ok(f)
 }
+
+/// A read-only start's lock: a shared `flock` on `DIR/lock` opened for reading, so that no
+/// server opens the store for writing meanwhile (and none is writing it now); None where the
+/// store has no `lock` file (on read-only media one cannot be made, and nothing can write there).
+pub fn take_shared_lock(dir: &Path) -> Result<Option<File>, String> {
+    check_store_dir(dir)?;
+    let f = match File::open(dir.join("lock")) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(at(dir, "lock", e)),
+    };
+    match f.try_lock_shared() {
+        Ok(()) => Ok(Some(f)),
+        Err(std::fs::TryLockError::WouldBlock) => Err(format!(
+            "{}: in use by a server that has it open for writing (DIR/lock is locked); accepted with --read-only: a store no `ssdlab serve` or `crashtest` writes: stop that one first",
+            dir.display()
+        )),
+        Err(std::fs::TryLockError::Error(e)) => Err(at(dir, "lock", e)),
+    }
+}

@@ -32,19 +32,20 @@ use ssdlab_core::ftl::{MountReport, Recovered, UNMAPPED};
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 mod crypt;
+mod file;
 mod meta;
 mod mount;
 mod records;
 pub use crypt::crypto_erase_store;
 use crypt::MediaKey;
+use file::StoreFile;
 pub use meta::{check_store_dir, take_lock};
-use meta::{write_store_meta, FileLengths, StoreMeta, STORE_FILES};
-pub use mount::mount;
-use records::{parse_record, punch_hole, OobRecords};
+use meta::{take_shared_lock, write_store_meta, FileLengths, StoreMeta, STORE_FILES};
+pub use mount::{mount, mount_read_only};
+use records::{parse_record, OobRecords};
 
 const RECORD: u64 = 24;
 const WRITTEN: u32 = 1;
@@ -68,9 +69,9 @@ fn at(dir: &Path, name: &str, e: impl std::fmt::Display) -> String {
 pub struct DiskUnits {
     dir: PathBuf,
     meta: StoreMeta,
-    data: File,
-    oob: File,
-    erase_file: File,
+    data: StoreFile,
+    oob: StoreFile,
+    erase_file: StoreFile,
     erase_counts: Vec<u32>,
     /// One bit per physical unit: it holds non-zero data (its bytes are in `data`).
     has_data: Vec<u64>,
@@ -85,8 +86,9 @@ pub struct DiskUnits {
     running: std::collections::BTreeSet<u32>,
     /// The media key of a self-encrypting drive's store (None: data in the clear).
     key: Option<MediaKey>,
-    /// `lock`, locked while this store is open (see [`take_lock`]).
-    _lock: File,
+    /// `lock`, locked while this store is open (see [`take_lock`]); read-only, shared, and
+    /// None where the store has no `lock` file (it cannot be made on read-only media).
+    _lock: Option<File>,
     /// Tests: file writes left before the process "dies" (every later write fails).
     #[cfg(test)]
     pub(crate) writes_left: Option<u64>,
@@ -127,25 +129,21 @@ impl DiskUnits {
         self.stored
     }
 
-    fn open_file(dir: &Path, name: &str) -> Result<File, String> {
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(dir.join(name))
-            .map_err(|e| at(dir, name, e))
-    }
-
-    fn files(dir: &Path, meta: StoreMeta) -> Result<DiskUnits, String> {
+    /// The store's files, opened for `meta`: read and write, or `read_only` (nothing on the
+    /// disk is written; see [`StoreFile`]).
+    fn files(dir: &Path, meta: StoreMeta, read_only: bool) -> Result<DiskUnits, String> {
         let blocks = meta.blocks as usize;
         let words = meta.physical_units.div_ceil(64) as usize;
-        let lock = take_lock(dir)?;
+        let lock = match read_only {
+            false => Some(take_lock(dir)?),
+            true => take_shared_lock(dir)?,
+        };
+        let open = |name| StoreFile::open(dir, name, read_only);
         Ok(DiskUnits {
             _lock: lock,
-            data: Self::open_file(dir, "data")?,
-            oob: Self::open_file(dir, "oob")?,
-            erase_file: Self::open_file(dir, "erase_counts")?,
+            data: open("data")?,
+            oob: open("oob")?,
+            erase_file: open("erase_counts")?,
             dir: dir.to_path_buf(),
             meta,
             erase_counts: vec![0; blocks],
@@ -161,13 +159,14 @@ impl DiskUnits {
         })
     }
 
+    /// Opened read-only: what is written stays in memory.
+    pub fn read_only(&self) -> bool {
+        self.data.read_only()
+    }
+
     /// The lengths of the store's files now.
     fn file_lengths(&self) -> Result<FileLengths, String> {
-        let len = |f: &File, name: &str| {
-            f.metadata()
-                .map(|m| m.len())
-                .map_err(|e| at(&self.dir, name, e))
-        };
+        let len = |f: &StoreFile, name: &str| f.len().map_err(|e| at(&self.dir, name, e));
         Ok(FileLengths {
             data: len(&self.data, "data")?,
             oob: len(&self.oob, "oob")?,
@@ -175,7 +174,11 @@ impl DiskUnits {
         })
     }
 
+    /// `store.json` (not on a read-only store: what it would record changed in memory only).
     fn write_meta(&self) -> Result<(), String> {
+        if self.read_only() {
+            return Ok(());
+        }
         write_store_meta(&self.dir, &self.meta)
     }
 
@@ -449,12 +452,13 @@ impl DiskUnits {
         // The block's records read as zeros from now on; its data and records give their disk
         // space back (a hole), so the files hold what the NAND holds, not all ever written.
         let (oob_at, oob_len) = (first_ppn as u64 * RECORD, upb as u64 * RECORD);
-        if !punch_hole(&self.oob, oob_at, oob_len) {
+        if !self.oob.punch_hole(oob_at, oob_len) {
             self.oob
                 .write_all_at(&vec![0u8; oob_len as usize], oob_at)?;
         }
         let unit = self.meta.unit_bytes as u64;
-        punch_hole(&self.data, first_ppn as u64 * unit, upb as u64 * unit);
+        self.data
+            .punch_hole(first_ppn as u64 * unit, upb as u64 * unit);
         if retired {
             self.erase_counts[block] |= ssdlab_core::ftl::RETIRED_BIT;
         } else {

@@ -12,9 +12,37 @@ pub fn mount(
     drive: &str,
     fast_fill: bool,
 ) -> Result<(DiskUnits, Mount), String> {
+    mount_with(dir, dev, drive, fast_fill, false)
+}
+
+/// [`mount()`] of a store on read-only media (`serve --read-only`): no file of the store is
+/// written, created or locked for writing (a shared lock where `lock` exists); what the
+/// firmware writes, from the rebuild after an unclean stop on, is kept in memory and gone at
+/// the stop (issue 73, item 18).
+pub fn mount_read_only(
+    dir: &Path,
+    dev: &mut Device,
+    drive: &str,
+) -> Result<(DiskUnits, Mount), String> {
+    mount_with(dir, dev, drive, false, true)
+}
+
+fn mount_with(
+    dir: &Path,
+    dev: &mut Device,
+    drive: &str,
+    fast_fill: bool,
+    read_only: bool,
+) -> Result<(DiskUnits, Mount), String> {
     check_store_dir(dir)?;
     let meta_path = dir.join("store.json");
     let wanted = StoreMeta::of(drive, &dev.geometry);
+    if !meta_path.exists() && read_only {
+        return Err(format!(
+            "{}: holds no store.json; accepted with --read-only: a store an earlier `--store` made (a read-only start makes none)",
+            dir.display()
+        ));
+    }
     if !meta_path.exists() {
         if dir.exists()
             && std::fs::read_dir(dir)
@@ -35,6 +63,7 @@ pub fn mount(
                 encrypted,
                 ..wanted
             },
+            false,
         )?;
         if encrypted {
             let key = MediaKey::create(dir)?;
@@ -112,13 +141,20 @@ pub fn mount(
     // step on none of it may be read; finish it (under the store's lock) before anything
     // else reads the files.
     let erase_finished = found.erasing;
+    if found.erasing && read_only {
+        return Err(at(
+            dir,
+            "store.json",
+            "records a crypto erase that was interrupted; it must finish before the store is read, which writes it; accepted with --read-only: a store not being erased (start once without --read-only)",
+        ));
+    }
     if found.erasing {
         let lock = take_lock(dir)?;
         super::crypt::erase_steps(dir, &mut found, None)?;
         drop(lock);
     }
     check_files(dir, &found)?;
-    let mut disk = DiskUnits::files(dir, found.clone())?;
+    let mut disk = DiskUnits::files(dir, found.clone(), read_only)?;
     disk.meta.drive = drive.to_string();
     if found.encrypted {
         let key = MediaKey::open(dir)?;
@@ -138,9 +174,9 @@ pub fn mount(
         disk.key = Some(key);
     }
     // Erase counts.
-    let mut ec = Vec::new();
-    disk.erase_file
-        .read_to_end(&mut ec)
+    let ec = disk
+        .erase_file
+        .read_all()
         .map_err(|e| at(dir, "erase_counts", e))?;
     if ec.len() as u64 > found.blocks * 4 {
         return Err(at(

@@ -13,7 +13,7 @@ pub(super) fn parse_record(r: &[u8]) -> (u32, u32, u64, u32) {
 /// The written records of the out-of-band file, in unit order: (ppn, lba, flags, sequence).
 /// Reads 1 MiB at a time; an I/O error ends the iteration and is kept in `error`.
 pub(super) struct OobRecords<'a> {
-    oob: &'a File,
+    oob: &'a StoreFile,
     units: u64,
     next: u64,
     buf: Vec<u8>,
@@ -51,7 +51,7 @@ pub(super) fn punch_hole(_file: &File, _at: u64, _len: u64) -> bool {
 /// `Some(from)` where the file system cannot tell.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
-fn next_data(file: &File, from: u64) -> Option<u64> {
+pub(super) fn next_data(file: &File, from: u64) -> Option<u64> {
     use std::os::fd::AsRawFd;
     // SAFETY: lseek on a descriptor this File owns; it reads no memory of ours. The file's
     // offset moves, which nothing here uses (all reads and writes are positioned).
@@ -66,13 +66,13 @@ fn next_data(file: &File, from: u64) -> Option<u64> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn next_data(_file: &File, from: u64) -> Option<u64> {
+pub(super) fn next_data(_file: &File, from: u64) -> Option<u64> {
     Some(from)
 }
 
 impl<'a> OobRecords<'a> {
-    pub(super) fn new(oob: &'a File, physical_units: u64) -> Result<OobRecords<'a>, String> {
-        let len = oob.metadata().map_err(|e| e.to_string())?.len();
+    pub(super) fn new(oob: &'a StoreFile, physical_units: u64) -> Result<OobRecords<'a>, String> {
+        let len = oob.len().map_err(|e| e.to_string())?;
         if len > physical_units * RECORD || len % RECORD != 0 {
             return Err(format!(
                 "{len} bytes; a store of {physical_units} units holds a multiple of {RECORD} up to {}",
@@ -98,7 +98,7 @@ impl Iterator for OobRecords<'_> {
             let ppn = self.next;
             if ppn >= self.buf_first + (self.buf.len() as u64 / RECORD) || self.buf.is_empty() {
                 // Skip holes (units never written, or erased and punched) without reading them.
-                let ppn = match next_data(self.oob, ppn * RECORD) {
+                let ppn = match self.oob.next_data(ppn * RECORD) {
                     Some(at) => ppn.max(at / RECORD),
                     None => {
                         self.next = self.units;
