@@ -57,6 +57,9 @@ def format_mount(m: dict) -> str:
         how += ", after finishing a crypto erase that had been interrupted (no data from before it)"
     twins = (f"; {m['resolved_twins']:,} unit(s) caught mid-update, the newer copy kept"
              if m["resolved_twins"] else "")
+    if m.get("damaged_records"):
+        twins += (f"; {m['damaged_records']:,} damaged record(s) of superseded copies (checksums) ignored: "
+                  "nothing reads them")
     if not m["clean"]:
         twins += (f"; {m['lost_at_kill']:,} host copies not yet programmed were lost as the drive's "
                   f"power-loss protection allows ({m['fell_back_at_kill']:,} fell back to an older copy)")

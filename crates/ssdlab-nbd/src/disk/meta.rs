@@ -30,6 +30,11 @@ pub(super) struct StoreMeta {
     /// in stores made before it was kept (written at their next start).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) key_check: Option<String>,
+    /// Every record carries checksums ([`CHECKED`]; issue 73, item 12): a record failing them,
+    /// or without them, is damage, and so is a unit whose bytes fail their CRC. False in
+    /// stores made before (their records are not checked).
+    #[serde(default)]
+    pub(super) checksums: bool,
 }
 
 /// Lengths of a store's files, bytes.
@@ -58,6 +63,7 @@ impl StoreMeta {
             key_check: None,
             encrypted: false,
             files: None,
+            checksums: true,
         }
     }
 
@@ -69,6 +75,7 @@ impl StoreMeta {
             files: None,
             erasing: false,
             key_check: None,
+            checksums: false,
             ..m.clone()
         };
         strip(self) == strip(other)

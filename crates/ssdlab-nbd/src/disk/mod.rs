@@ -8,8 +8,11 @@
 //!   by physical location; units never written or holding zeros are holes);
 //! - `oob`: the out-of-band record the firmware programs with each unit, 24 bytes per
 //!   physical unit at `ppn * 24`: logical unit (u32), flags (u32: written, stale, zeros,
-//!   unreadable), write sequence number (u64), the unit this copy superseded (u32, for a power
-//!   cut that loses the copy), 4 reserved bytes; little-endian; all zero when erased;
+//!   unreadable, ...; the top byte the CRC-8 of the rest), write sequence number (u64), the
+//!   unit this copy superseded (u32, for a power cut that loses the copy), the CRC-16 of the
+//!   record's other fields (u16) and of the unit's bytes as stored (u16); little-endian; all
+//!   zero when erased (stores made before the checksums leave the last 4 bytes zero and
+//!   their `store.json` without `checksums`);
 //! - `erase_counts`: one u32 per block.
 //!
 //! Why plain files and not an embedded database: data is addressed by a dense integer (the
@@ -45,7 +48,7 @@ use file::StoreFile;
 pub use meta::{check_store_dir, take_lock};
 use meta::{take_shared_lock, write_store_meta, FileLengths, StoreMeta, STORE_FILES};
 pub use mount::{mount, mount_read_only};
-use records::{parse_record, OobRecords};
+use records::{crc16, data_crc, flags_word, parse_record, record_damage, seal_record, OobRecords};
 
 const RECORD: u64 = 24;
 const WRITTEN: u32 = 1;
@@ -60,6 +63,13 @@ const PENDING: u32 = 16;
 /// With PENDING: the unit's program was running when last checked (a cut of a drive without
 /// protection may then corrupt its paired lower page; with `map` protection it completes).
 const RUNNING: u32 = 32;
+/// The record carries checksums (issue 73, item 12): its flags' CRC-8 in the flags word's top
+/// byte, the CRC-16 of its other fields in bytes 20..22, and the CRC-16 of the unit's bytes as
+/// stored in bytes 22..24 (see `records`). Every record written since carries it; a store
+/// whose `store.json` says `checksums` has no record without it.
+const CHECKED: u32 = 64;
+/// The flag bits of a flags word (the top byte is their check byte).
+const FLAG_BITS: u32 = 0x00FF_FFFF;
 const FORMAT: u32 = 2;
 fn at(dir: &Path, name: &str, e: impl std::fmt::Display) -> String {
     format!("{}: {e}", dir.join(name).display())
@@ -112,6 +122,8 @@ pub struct Mount {
     pub fell_back_at_kill: u64,
     /// A crypto erase had been interrupted: the start finished it (the drive is empty).
     pub erase_finished: bool,
+    /// Records of superseded copies found damaged (their checksums fail) and ignored.
+    pub damaged_records: u64,
     pub report: MountReport,
 }
 
@@ -207,7 +219,8 @@ impl DiskUnits {
         Ok(())
     }
 
-    /// The bytes of `ppn`, or None for zeros. An uncorrectable unit is an `InvalidData` error.
+    /// The bytes of `ppn`, or None for zeros. An uncorrectable unit is an `InvalidData` error,
+    /// and so is a unit whose bytes fail the CRC its record keeps (damage in `data`).
     pub fn load(&mut self, ppn: u32) -> io::Result<Option<Box<[u8]>>> {
         self.check_readable(ppn)?;
         if !self.has(ppn) {
@@ -216,6 +229,16 @@ impl DiskUnits {
         let mut buf = vec![0u8; self.meta.unit_bytes as usize].into_boxed_slice();
         self.data
             .read_exact_at(&mut buf, ppn as u64 * self.meta.unit_bytes as u64)?;
+        if self.meta.checksums {
+            let mut r = [0u8; RECORD as usize];
+            self.oob.read_exact_at(&mut r, ppn as u64 * RECORD)?;
+            if record_damage(&r).is_some() || data_crc(&r) != crc16(&buf) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("unit {ppn} is damaged (its bytes or record fail their checksum)"),
+                ));
+            }
+        }
         if let Some(key) = &self.key {
             key.decrypt(ppn, &mut buf);
         }
@@ -229,8 +252,8 @@ impl DiskUnits {
             dst.fill(0);
             return Ok(());
         }
-        if self.key.is_some() {
-            // XTS works on the whole unit: decrypt it, copy the part asked for.
+        if self.key.is_some() || self.meta.checksums {
+            // XTS works on the whole unit, and so does its CRC: load it, copy the part asked for.
             let unit = self.load(ppn)?.expect("the unit holds data");
             dst.copy_from_slice(&unit[within..within + dst.len()]);
             return Ok(());
@@ -241,13 +264,28 @@ impl DiskUnits {
         )
     }
 
-    fn record(lba: u32, flags: u32, sequence: u64, prev: u32) -> [u8; RECORD as usize] {
+    /// A sealed record (see [`CHECKED`]); `data_crc`: the CRC-16 of the unit's stored bytes.
+    fn record(
+        lba: u32,
+        flags: u32,
+        sequence: u64,
+        prev: u32,
+        data_crc: u16,
+    ) -> [u8; RECORD as usize] {
         let mut r = [0u8; RECORD as usize];
         r[0..4].copy_from_slice(&lba.to_le_bytes());
-        r[4..8].copy_from_slice(&flags.to_le_bytes());
+        r[4..8].copy_from_slice(&(flags | CHECKED).to_le_bytes());
         r[8..16].copy_from_slice(&sequence.to_le_bytes());
         r[16..20].copy_from_slice(&prev.to_le_bytes());
+        r[22..24].copy_from_slice(&data_crc.to_le_bytes());
+        seal_record(&mut r);
         r
+    }
+
+    /// Rewrite the flags of `ppn`'s record in place (with their check byte).
+    fn write_flags(&self, ppn: u32, flags: u32) -> io::Result<()> {
+        self.oob
+            .write_all_at(&flags_word(flags).to_le_bytes(), ppn as u64 * RECORD + 4)
     }
 
     /// The record of `ppn`: (lba, flags, sequence, prev).
@@ -286,11 +324,12 @@ impl DiskUnits {
         unreadable: bool,
         pending: bool,
     ) -> io::Result<()> {
-        let mut flags = WRITTEN;
+        let mut flags = WRITTEN | CHECKED;
         if unreadable {
             flags |= UNREADABLE;
             self.unreadable.insert(ppn);
         }
+        let mut crc = 0;
         match data {
             Some(d) => {
                 self.spend()?;
@@ -299,9 +338,13 @@ impl DiskUnits {
                     Some(key) => {
                         let mut unit = d.to_vec();
                         key.encrypt(ppn, &mut unit);
+                        crc = crc16(&unit);
                         self.data.write_all_at(&unit, at)?;
                     }
-                    None => self.data.write_all_at(d, at)?,
+                    None => {
+                        crc = crc16(d);
+                        self.data.write_all_at(d, at)?
+                    }
                 }
                 self.stored += 1;
                 self.set_has(ppn, true);
@@ -315,8 +358,10 @@ impl DiskUnits {
             flags |= PENDING;
         }
         self.spend()?;
-        self.oob
-            .write_all_at(&Self::record(lba, flags, seq, prev), ppn as u64 * RECORD)
+        self.oob.write_all_at(
+            &Self::record(lba, flags, seq, prev, crc),
+            ppn as u64 * RECORD,
+        )
     }
 
     /// Debugging: the records against the FTL's live map; the first disagreements.
@@ -369,7 +414,7 @@ impl DiskUnits {
             self.oob.read_exact_at(&mut buf, first * RECORD)?;
             for (k, &(ppn, flags)) in done[i..j].iter().enumerate() {
                 let o = k * RECORD as usize + 4;
-                buf[o..o + 4].copy_from_slice(&flags.to_le_bytes());
+                buf[o..o + 4].copy_from_slice(&flags_word(flags).to_le_bytes());
                 self.pending.remove(&ppn);
                 self.running.remove(&ppn);
             }
@@ -390,17 +435,14 @@ impl DiskUnits {
         for (ppn, flags) in new {
             self.running.insert(ppn);
             self.spend()?;
-            self.oob.write_all_at(
-                &(flags | PENDING | RUNNING).to_le_bytes(),
-                ppn as u64 * RECORD + 4,
-            )?;
+            self.write_flags(ppn, flags | PENDING | RUNNING)?;
         }
         Ok(())
     }
 
     /// Unit `ppn` no longer holds its logical unit's current data.
     pub fn release(&mut self, ppn: u32) -> io::Result<()> {
-        let mut flags = WRITTEN | STALE;
+        let mut flags = WRITTEN | STALE | CHECKED;
         self.unreadable.remove(&ppn);
         if self.has(ppn) {
             self.stored -= 1;
@@ -422,8 +464,7 @@ impl DiskUnits {
             None => flags,
         };
         self.spend()?;
-        self.oob
-            .write_all_at(&on_disk.to_le_bytes(), ppn as u64 * RECORD + 4)
+        self.write_flags(ppn, on_disk)
     }
 
     /// The block starting at unit `first_ppn` was erased (or, `retired`, taken out of service
@@ -517,16 +558,14 @@ impl DiskUnits {
                 if flags & UNREADABLE != 0 {
                     self.unreadable.insert(prev);
                 }
-                self.oob
-                    .write_all_at(&flags.to_le_bytes(), prev as u64 * RECORD + 4)?;
+                self.write_flags(prev, flags)?;
                 fell_back += 1;
             }
         }
         for &ppn in corrupt {
             let (_, flags, _, _) = self.read_record(ppn)?;
             if flags & WRITTEN != 0 {
-                self.oob
-                    .write_all_at(&(flags | UNREADABLE).to_le_bytes(), ppn as u64 * RECORD + 4)?;
+                self.write_flags(ppn, flags | UNREADABLE)?;
                 if flags & STALE == 0 {
                     self.unreadable.insert(ppn);
                 }
@@ -573,7 +612,7 @@ impl DiskUnits {
                     any = true;
                     let seq = self.next_sequence;
                     self.next_sequence += 1;
-                    buf.extend_from_slice(&Self::record(lba, WRITTEN | ZEROS, seq, UNMAPPED));
+                    buf.extend_from_slice(&Self::record(lba, WRITTEN | ZEROS, seq, UNMAPPED, 0));
                 }
             }
             if any {

@@ -83,6 +83,7 @@ fn mount_with(
             lost_at_kill: 0,
             fell_back_at_kill: 0,
             erase_finished: false,
+            damaged_records: 0,
             report,
         };
         return Ok((disk, mount));
@@ -195,21 +196,37 @@ fn mount_with(
     }
     // A kill: host data the model had not programmed is lost unless the drive's hold-up
     // energy programs it (full protection).
+    // First, before anything is written: the records' checksums, and the pending units.
+    let (pending, damaged): (Vec<(u32, u32)>, _) = {
+        let mut records = OobRecords::new(&disk.oob, found.physical_units, found.checksums)
+            .map_err(|e| at(dir, "oob", e))?;
+        let p = records
+            .by_ref()
+            .filter(|r| r.2 & PENDING != 0)
+            .map(|r| (r.0, r.2))
+            .collect();
+        if let Some(e) = records.error {
+            return Err(at(dir, "oob", e));
+        }
+        (p, records.damaged)
+    };
+    // A damaged record of a superseded copy is of no consequence (nothing reads it); any
+    // other cannot be placed (which logical unit it holds is not to be trusted): refused, as
+    // a drive whose spare area fails its ECC cannot rebuild its map from it.
+    let damaged_records = damaged.len() as u64;
+    let harmful: Vec<_> = damaged.iter().filter(|d| !d.1).collect();
+    if let Some((ppn, _, what)) = harmful.first() {
+        return Err(at(
+            dir,
+            "oob",
+            format!(
+                "{} record(s) damaged, the first of unit {ppn}: {what}; the store is damaged: the logical units they hold cannot be told (accepted: a store as `ssdlab serve` or `crashtest` left it; restore it from a backup, or give a new --store)",
+                harmful.len()
+            ),
+        ));
+    }
     let mut lost_at_kill = (0, 0);
     if !found.clean {
-        let pending: Vec<(u32, u32)> = {
-            let mut records =
-                OobRecords::new(&disk.oob, found.physical_units).map_err(|e| at(dir, "oob", e))?;
-            let p = records
-                .by_ref()
-                .filter(|r| r.2 & PENDING != 0)
-                .map(|r| (r.0, r.2))
-                .collect();
-            if let Some(e) = records.error {
-                return Err(at(dir, "oob", e));
-            }
-            p
-        };
         // The protection class decides what the kill took, by the rules a cut in the model
         // follows (`ssdlab_core::power_loss`): which pending units survive, and whether a
         // running program of an upper page corrupts its paired lower page (rebuilt by RAIN
@@ -226,11 +243,7 @@ fn mount_with(
         let g = &dev.geometry;
         for &(ppn, flags) in &pending {
             if kept(flags) {
-                disk.oob
-                    .write_all_at(
-                        &(flags & !(PENDING | RUNNING)).to_le_bytes(),
-                        ppn as u64 * RECORD + 4,
-                    )
+                disk.write_flags(ppn, flags & !(PENDING | RUNNING))
                     .map_err(|e| at(dir, "oob", e))?;
                 continue;
             }
@@ -254,8 +267,8 @@ fn mount_with(
     let logical = found.logical_units;
     let mut current = vec![UNMAPPED; logical as usize];
     let mut twins = 0u64;
-    let mut records =
-        OobRecords::new(&disk.oob, found.physical_units).map_err(|e| at(dir, "oob", e))?;
+    let mut records = OobRecords::new(&disk.oob, found.physical_units, found.checksums)
+        .map_err(|e| at(dir, "oob", e))?;
     let mut next_sequence = 1;
     for (ppn, lba, flags, seq) in records.by_ref() {
         next_sequence = next_sequence.max(seq + 1);
@@ -287,8 +300,8 @@ fn mount_with(
     let mut has_data = std::mem::take(&mut disk.has_data);
     let mut unreadable = std::collections::BTreeSet::new();
     let mut stored = 0u64;
-    let mut records =
-        OobRecords::new(&disk.oob, found.physical_units).map_err(|e| at(dir, "oob", e))?;
+    let mut records = OobRecords::new(&disk.oob, found.physical_units, found.checksums)
+        .map_err(|e| at(dir, "oob", e))?;
     let recovered = records.by_ref().map(|(ppn, lba, flags, seq)| {
         let live = flags & STALE == 0 && current[lba as usize] == ppn;
         if live && flags & ZEROS == 0 {
@@ -308,7 +321,15 @@ fn mount_with(
     if let Some(e) = records.error {
         return Err(at(dir, "oob", e));
     }
-    restored.map_err(|e| at(dir, "oob", format!("{e}: the store is damaged")))?;
+    restored.map_err(|e| {
+        // The records and the erase counts disagree; a retired block's mark is in the counts.
+        let name = if e.contains("retired") {
+            "erase_counts"
+        } else {
+            "oob"
+        };
+        at(dir, name, format!("{e} (by oob): the store is damaged"))
+    })?;
     drop(current);
     disk.has_data = has_data;
     disk.stored = stored;
@@ -327,6 +348,7 @@ fn mount_with(
             lost_at_kill: lost_at_kill.0,
             fell_back_at_kill: lost_at_kill.1,
             erase_finished,
+            damaged_records,
             report,
         },
     ))
