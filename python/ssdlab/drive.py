@@ -40,6 +40,11 @@ PRECONDITIONS = ("none", "secure-erase", "fill", "fast-fill", "steady-state")
 STEADY_STATE_DRIVE_WRITES = 2.0
 
 
+# Drive.run_together's per-IO batches: the columns of `_ssdlab.Sim.take_io_log`.
+_IO_LOG_COLUMNS = (("stream", "<u4"), ("time_ns", "<u8"), ("latency_ns", "<u8"), ("op", "u1"),
+                   ("length_bytes", "<u8"), ("offset_bytes", "<u8"))
+
+
 @dataclass
 class Result:
     """What one job measured.
@@ -339,12 +344,16 @@ class Drive:
         return self.run_together([job], progress=progress)[0]
 
     def run_together(self, jobs: "list[Job | dict]", wait_for: "list[int | None] | None" = None,
-                     progress: bool | None = None) -> list[Result]:
+                     progress: bool | None = None, on_ios=None) -> list[Result]:
         """Run `jobs` at once on the drive, as fio runs the jobs of a file between two
         stonewalls, and return what each measured (its own IOs over its own span; the
         drive-wide figures of each summary, such as write amplification, are the drive's over
         that span). `wait_for[i]`: the index of an earlier job whose end starts job i (fio's
-        wait_for), or None; each job's `startdelay_s` counts from there (or from now)."""
+        wait_for), or None; each job's `startdelay_s` counts from there (or from now).
+        `on_ios(ios)`: called as the run goes with each batch of measured completions, a dict
+        of numpy arrays: stream (a job's `numjobs` clones are consecutive streams, in the
+        jobs' order), time_ns (from the job's start), latency_ns, op (0 read, 1 write, 2 trim),
+        length_bytes, offset_bytes (fio's per-IO logs)."""
         jobs = _checked_dicts(jobs)
         after = list(wait_for) if wait_for is not None else [None] * len(jobs)
         if len(after) != len(jobs):
@@ -358,14 +367,25 @@ class Drive:
                 raise SsdlabError(f"job '{job.name}': {e}") from None
             texts.append(text)
         try:
-            self._sim.start_jobs(texts, after)
+            self._sim.start_jobs(texts, after, io_log=on_ios is not None)
         except (ValueError, TypeError, OverflowError) as e:
             raise SsdlabError(f"jobs {', '.join(j.name for j in jobs)}: {e}") from None
         names = " + ".join(j.name for j in jobs)
         bar = progress if hasattr(progress, "update") else Progress(f"{self.name} {names}", enabled=auto(progress))
+
+        def hand_over():
+            if on_ios is None:
+                return
+            import numpy as np
+            cols = self._sim.take_io_log()
+            ios = {name: np.frombuffer(b, dtype=t) for (name, t), b in zip(_IO_LOG_COLUMNS, cols)}
+            if len(ios["stream"]):
+                on_ios(ios)
         try:
             while not self._sim.advance(1.0):
                 bar.update(*self._sim.progress())
+                hand_over()
+            hand_over()
         finally:
             bar.close()
         results = []

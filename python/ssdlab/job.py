@@ -118,14 +118,12 @@ def _seconds(value: str) -> float:
 
 
 def _log_avg_msec(value: str) -> float:
-    """fio's log_avg_msec as seconds per interval. 0 is fio's one log line per IO, which ssdlab
-    does not write (its logs and series are interval averages): said in fio's words, not the
-    internal field's (issue 73 item 9)."""
+    """fio's log_avg_msec as seconds per interval of the series. 0 is fio's default, one log
+    line per IO (what ssdlab's logs then hold: ssdlab.fio_logs); the series keeps its 1 s."""
     ms = _int(value)
-    if ms < 1:
-        raise ValueError("fio's per-IO logging (0) is not supported, ssdlab logs interval averages; "
-                         "accepted: 1 or more milliseconds")
-    return ms / 1000.0
+    if ms < 0:
+        raise ValueError("accepted: 0 (a log line per IO, fio's default) or a number of milliseconds")
+    return ms / 1000.0 if ms else 1.0
 
 
 def _int(value: str) -> int:

@@ -49,8 +49,8 @@ def test_units_of_time():
     # Issue 73 item 7: refused with why, not only the list of what is accepted.
     ("[a]\nrw=write\nratemin=1m\n", r"c.fio:3: option 'ratemin' is not supported: rate limits"),
     ("[a]\nrw=write\nverify_interval=4k\n", r"c.fio:3: option 'verify_interval' is not supported: `ssdlab run` models timing"),
-    # Item 9: fio's per-IO log in fio's words, not the internal field's.
-    ("[a]\nrw=read\nlog_avg_msec=0\n", r"c.fio:3: log_avg_msec=0: fio's per-IO logging \(0\) is not supported"),
+    # Item 9: in fio's words, not the internal field's (0, fio's per-IO logs, is accepted now).
+    ("[a]\nrw=read\nlog_avg_msec=-5\n", r"c.fio:3: log_avg_msec=-5: '-5' is not a whole number"),
     ("rw=read\n", r"c.fio:1: option 'rw=read' before any \[section\]"),
     ("[a\n", r"c.fio:1: '\[a' is not a section header"),
     ("[global]\nbs=4k\n", r"c.fio: no job section"),

@@ -148,3 +148,50 @@ def test_fio_log_options_write_fios_log_files(tmp_path):
     assert all(b[1] == pytest.approx(i[1] * 4, abs=4) for b, i in zip(bw, rows))  # 4 KiB IOs: KiB/s = 4 x IOPS
     lat = [int(line.split(", ")[1]) for line in (tmp_path / "m_clat.1.log").read_text().splitlines()]
     assert min(lat) > 1000  # ns, as fio logs latency
+
+
+def _log_rows(path):
+    return [[int(v) for v in line.split(", ")] for line in path.read_text().splitlines()]
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed (.ci/run installs it)")
+def test_fio_logs_without_log_avg_msec_hold_a_line_per_io_as_fio_writes_them(tmp_path):
+    """Issue 73 item 9: without log_avg_msec (fio's default, and log_avg_msec=0) fio logs every
+    IO, one file per clone; so does ssdlab: the same files and columns as the installed fio
+    writes for the same job on a file (with log_offset=1 the offset too), one line per IO
+    completed, each its direction, block size, offset inside the span, latency, and its bytes
+    over that latency as bw."""
+    job = ("[global]\nrw=randrw\nbs=4k\niodepth=4\nnumber_ios=300\nsize=8m\nnumjobs=2\ngroup_reporting\n"
+           "write_lat_log=p\nwrite_bw_log=p\nwrite_iops_log=p\nlog_offset=1\n[a]\n")
+    real, model = tmp_path / "fio", tmp_path / "ssdlab"
+    real.mkdir()
+    model.mkdir()
+    (real / "j.fio").write_text(job.replace("[a]\n", "[a]\nfilename=data\nioengine=psync\n"))
+    assert subprocess.run(["fio", "j.fio", "--output-format=json"], cwd=real, capture_output=True).returncode == 0
+    (model / "j.fio").write_text(job.replace("log_offset=1\n", "log_offset=1\nlog_avg_msec=0\n"))
+    p = run("--drive", "crucial-m4-128", "j.fio", "--output-format", "json", cwd=model)
+    assert p.returncode == 0, p.stderr
+    names = sorted(x.name for x in model.glob("p_*.log"))
+    assert names == sorted(x.name for x in real.glob("p_*.log")) and len(names) == 10, names
+    out = json.loads(p.stdout)["jobs"][0]
+    ios = out["read"]["total_ios"] + out["write"]["total_ios"]
+    assert ios == 600
+    total = 0
+    for clone in (1, 2):
+        fio_row = _log_rows(real / f"p_clat.{clone}.log")[0]
+        lat, bw, iops = (_log_rows(model / f"p_{k}.{clone}.log") for k in ("clat", "bw", "iops"))
+        assert len(lat) == len(bw) == len(iops) == 300
+        total += len(lat)
+        for r, b, i in zip(lat, bw, iops):
+            assert len(r) == len(fio_row) == 6  # time, value, direction, bs, offset, prio
+            assert r[2] in (0, 1) and r[3] == 4096 and 0 <= r[4] < 8 << 20 and r[4] % 4096 == 0 and r[5] == 0
+            assert i[1] == 1 and b[1] == pytest.approx(4096e9 / r[1] / 1024, abs=1)
+        times = [r[0] for r in lat]
+        assert times == sorted(times)
+        mean_us = sum(r[1] for r in lat) / len(lat) / 1e3
+        assert mean_us > 1
+    assert total == ios
+    # The lines' latencies are the summary's: their mean is the JSON's mean (read and write).
+    every = [r for c in (1, 2) for r in _log_rows(model / f"p_lat.{c}.log")]
+    reads = [r[1] for r in every if r[2] == 0]
+    assert sum(reads) / len(reads) == pytest.approx(out["read"]["lat_ns"]["mean"], rel=1e-6)

@@ -215,7 +215,13 @@ impl Simulation {
     /// Start jobs that run together (fio's jobs between two stonewalls): JSON of the Job
     /// fields each, and for each the index of an earlier job whose end it waits for (fio's
     /// wait_for) or None. ValueError naming the job and option.
-    fn start_jobs(&mut self, jobs_json: Vec<String>, after: Vec<Option<usize>>) -> PyResult<()> {
+    #[pyo3(signature = (jobs_json, after, io_log=false))]
+    fn start_jobs(
+        &mut self,
+        jobs_json: Vec<String>,
+        after: Vec<Option<usize>>,
+        io_log: bool,
+    ) -> PyResult<()> {
         self.idle_check()?;
         let mut compiled = Vec::with_capacity(jobs_json.len());
         for text in &jobs_json {
@@ -226,11 +232,34 @@ impl Simulation {
                     .map_err(PyValueError::new_err)?,
             );
         }
-        self.run = Some(
-            JobRun::group(&mut self.dev, &compiled, &after, self.seed)
-                .map_err(PyValueError::new_err)?,
-        );
+        let run = JobRun::group(&mut self.dev, &compiled, &after, self.seed)
+            .map_err(PyValueError::new_err)?;
+        self.run = Some(if io_log { run.with_io_log() } else { run });
         Ok(())
+    }
+
+    /// The current jobs' completions since the last call (with `io_log`), one row each, as
+    /// little-endian column bytes: (stream as u32; time_ns, latency_ns as u64; op as u8;
+    /// length_bytes, offset_bytes as u64).
+    fn take_io_log<'py>(&mut self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let run = self
+            .run
+            .as_mut()
+            .ok_or_else(|| PyRuntimeError::new_err("no job running"))?;
+        let log = run.take_io_log();
+        let col = |v: &[u64]| {
+            let b: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            PyBytes::new(py, &b)
+        };
+        let stream: Vec<u8> = log.stream.iter().flat_map(|x| x.to_le_bytes()).collect();
+        Ok(vec![
+            PyBytes::new(py, &stream),
+            col(&log.time_ns),
+            col(&log.latency_ns),
+            PyBytes::new(py, &log.op),
+            col(&log.length_bytes),
+            col(&log.offset_bytes),
+        ])
     }
 
     /// Run the current job for up to `seconds` more simulated time. True when it is done.

@@ -215,6 +215,7 @@ def _run(args: argparse.Namespace) -> int:
     out = out_dir(args.out)
     fio_jobs = []
     i = 0
+    log_number = 0  # fio's job number of the last clone logged
     for step in schedule(expand_clones(jobs)):
         for job in step.jobs:
             _warn_unwritten_reads(drive, job)
@@ -227,13 +228,30 @@ def _run(args: argparse.Namespace) -> int:
             results = [drive.find_latency_depth(latency[0], lt["latency_target"], lt.get("latency_window", 1.0),
                                                 lt.get("latency_percentile", 100.0), progress=progress)]
         else:
-            results = drive.run_together(step.jobs, step.after, progress=progress)
+            # fio's per-IO logs: each clone of each job a stream, numbered as fio numbers threads.
+            streams = []
+            for job in step.jobs:
+                options = {**getattr(job, "_global", {}), **getattr(job, "_given", {})}
+                for _ in range(job.numjobs):
+                    streams.append((options, job.name, log_number + len(streams) + 1))
+            writer = fio_logs.IoLogWriter(streams) if any(fio_logs.per_io(o) for o, _, _ in streams) else None
+            try:
+                results = drive.run_together(step.jobs, step.after, progress=progress,
+                                             on_ios=writer.add if writer else None)
+            finally:
+                per_io_paths = writer.close() if writer else []
         for job, result, groupid in zip(step.jobs, results, step.groupids):
             prefix = f"{i:02d}-{job.name}-" if len(jobs) > 1 else ""
             i += 1
             options = {**getattr(job, "_global", {}), **getattr(job, "_given", {})}
+            first = log_number + 1
+            log_number += job.numjobs if not latency else 1
             if fio_logs.wanted(options):
-                logs = fio_logs.write_fio_logs(result, options, job.name, i)
+                if fio_logs.per_io(options) and not latency:
+                    logs = [p for p in per_io_paths
+                            if any(p.name.endswith(f".{n}.log") for n in range(first, log_number + 1))]
+                else:
+                    logs = fio_logs.write_fio_logs(result, options, job.name, first)
                 if not as_json:
                     print(f"  wrote fio logs {', '.join(str(p) for p in logs)}")
             if as_json:

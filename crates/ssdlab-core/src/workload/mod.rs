@@ -8,7 +8,7 @@ mod job;
 mod run;
 
 pub use job::{parse_size, CompiledJob, Job, JobField, SteadyState, JOB_FIELDS};
-pub use run::{run_job, JobResult, JobRun, JobSummary};
+pub use run::{run_job, IoLog, JobResult, JobRun, JobSummary};
 
 #[cfg(test)]
 mod tests {

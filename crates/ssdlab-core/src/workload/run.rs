@@ -65,6 +65,20 @@ struct JobStream {
 /// Tag bits below a stream's index (a stream issues fewer than 2^48 IOs).
 const STREAM_SHIFT: u32 = 48;
 
+/// The measured completions of a run, one row each (fio's logs without `log_avg_msec`, one
+/// line per IO): the stream (a job's clones are consecutive streams, in the group's order),
+/// the completion time from the start of its job's measurement, the latency, the direction
+/// (0 read, 1 write, 2 trim), the length and the offset.
+#[derive(Clone, Debug, Default)]
+pub struct IoLog {
+    pub stream: Vec<u32>,
+    pub time_ns: Vec<u64>,
+    pub latency_ns: Vec<u64>,
+    pub op: Vec<u8>,
+    pub length_bytes: Vec<u64>,
+    pub offset_bytes: Vec<u64>,
+}
+
 /// Jobs in progress on a device, together (fio's jobs between two stonewalls); advance them
 /// in slices so a caller can show progress.
 pub struct JobRun {
@@ -108,6 +122,8 @@ struct JobSource {
     jobs_done: usize,
     /// Jobs due to start: (when, job), in the order they were scheduled.
     starts: Vec<(SimTime, usize)>,
+    /// Every measured completion, when asked for ([`JobRun::with_io_log`]).
+    io_log: Option<IoLog>,
 }
 
 impl JobRun {
@@ -194,6 +210,7 @@ impl JobRun {
             refill: VecDeque::new(),
             jobs_done: 0,
             starts: Vec::new(),
+            io_log: None,
         };
         // The session's own recorder sees every command of the group; each job's meter sees
         // its own.
@@ -205,6 +222,21 @@ impl JobRun {
         }
         source.start_due(dev, now);
         Ok(JobRun { source, session })
+    }
+
+    /// Keep every measured completion ([`IoLog`]; take them with [`JobRun::take_io_log`]).
+    pub fn with_io_log(mut self) -> JobRun {
+        self.source.io_log = Some(IoLog::default());
+        self
+    }
+
+    /// The completions kept since the last call (empty without [`JobRun::with_io_log`]).
+    pub fn take_io_log(&mut self) -> IoLog {
+        self.source
+            .io_log
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// Process events until simulated time `until` or the end of the group. True when done.
@@ -569,6 +601,20 @@ impl Source for JobSource {
         if let Phase::Running(meter) = &mut slot.phase {
             if meter.measuring() {
                 meter.rec.record(c, dev.now());
+                if let Some(log) = self.io_log.as_mut() {
+                    log.stream.push(k as u32);
+                    log.time_ns
+                        .push(c.completed.ns().saturating_sub(meter.rec.start.ns()));
+                    log.latency_ns.push(c.latency_ns());
+                    log.op.push(match c.io.kind {
+                        crate::device::IoKind::Read => 0,
+                        crate::device::IoKind::Write => 1,
+                        crate::device::IoKind::Trim => 2,
+                        crate::device::IoKind::Flush => 3,
+                    });
+                    log.length_bytes.push(c.io.length_bytes);
+                    log.offset_bytes.push(c.io.offset_bytes);
+                }
             }
         }
         self.refill.push_back(k);
