@@ -722,6 +722,13 @@ def test_read_only_serves_a_store_on_read_only_media_and_writes_nothing(tmp_path
             assert _store_snapshot(store) == before, "a file of the store changed"
     finally:
         store.chmod(0o755)
+    # Where the store has its lock file, a read-only server holds it shared: a writer is refused.
+    (store / "lock").touch()
+    r = Served(tmp_path, str(toml), "--pace", "none", "--store", str(store), "--read-only", tag="r3")
+    p = run([sys.executable, "-m", "ssdlab.cli", "serve", "--drive", str(toml), "--socket",
+             str(tmp_path / "w.sock"), "--store", str(store)])
+    assert p.returncode == 2 and "in use by a `serve --read-only`" in p.stderr, p.stderr
+    r.stop()
     # What a read-only start refuses, before it opens anything.
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -121,9 +121,14 @@ pub fn take_lock(dir: &Path) -> Result<File, String> {
         Err(std::fs::TryLockError::WouldBlock) => {
             let mut holder = String::new();
             let _ = f.read_to_string(&mut holder);
+            // The id is the last writer's: a read-only server (a shared lock) writes none.
             let holder = match holder.trim() {
-                "" => "a process that has not written its id yet".to_string(),
-                pid => format!("process {pid}"),
+                pid if !pid.is_empty() && Path::new("/proc").join(pid).exists() => {
+                    format!("process {pid}")
+                }
+                _ => {
+                    "a `serve --read-only` or a process that has not written its id yet".to_string()
+                }
             };
             return Err(format!(
                 "{}: in use by {holder} (DIR/lock is locked); accepted: a store no other `ssdlab serve` or `crashtest` has open: stop that one first, or give another --store",
