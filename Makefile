@@ -12,6 +12,7 @@ lint:
 	$(PYTHON) -m pip install -q "ruff>=0.6"
 	$(PYTHON) -m ruff check python benches tools
 	$(PYTHON) tools/check_imports.py
+	$(PYTHON) tools/check_sizes.py
 	# The extension's stub (python/ssdlab/_ssdlab.pyi) against the installed build.
 	$(PYTHON) -m pip install -q "mypy>=1.18"
 	$(PYTHON) -m mypy.stubtest ssdlab._ssdlab

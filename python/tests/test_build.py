@@ -4,6 +4,7 @@ decides, and that CI's install got it."""
 import importlib.util
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -128,3 +129,30 @@ def _runs_only(run, missing, rustup_calls=None):
 def subprocess_result():
     import subprocess
     return subprocess.CompletedProcess([], 0, "", "")
+
+
+def test_the_size_ratchet_fails_on_a_planted_violation_and_passes_the_tree(tmp_path):
+    """Issue 74, item 3: `make lint` runs tools/check_sizes.py. The tree passes it; a copy with
+    a listed file grown by a line, a new file over 700 lines and a new function over 100 fails
+    it, each named; a file that shrank is reported, so that its listed size can be lowered."""
+    root = Path(__file__).resolve().parents[2]
+    tool = [sys.executable, str(root / "tools/check_sizes.py")]
+    p = subprocess.run([*tool, "--root", str(root)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    for sub in ("crates", "python/ssdlab", "tools", "benches"):
+        shutil.copytree(root / sub, tmp_path / sub, ignore=shutil.ignore_patterns("target", "__pycache__"))
+    listed = next(line.split()[0] for line in (root / "tools/size_ratchet.txt").read_text().splitlines()
+                  if line.endswith(tuple("0123456789")) and "::" not in line and not line.startswith("#"))
+    with open(tmp_path / listed, "a") as f:
+        f.write("\n")
+    (tmp_path / "python/ssdlab/big.py").write_text("x = 1\n" * 701)
+    body = "".join(f"    let _v{i} = {i};\n" for i in range(101))
+    (tmp_path / "crates/ssdlab-core/src/planted.rs").write_text(f"pub fn planted() {{\n{body}}}\n")
+    p = subprocess.run([*tool, "--root", str(tmp_path)], capture_output=True, text=True)
+    assert p.returncode == 1
+    assert f"{listed}:" in p.stderr and "may only shrink" in p.stderr, p.stderr
+    assert "python/ssdlab/big.py: 701 lines, over the limit of 700" in p.stderr, p.stderr
+    assert "crates/ssdlab-core/src/planted.rs::planted: 103 lines, over the limit of 100" in p.stderr, p.stderr
+    (tmp_path / listed).write_text("".join((tmp_path / listed).read_text().splitlines(True)[:-50]))
+    p = subprocess.run([*tool, "--root", str(tmp_path)], capture_output=True, text=True)
+    assert f"note: {listed}:" in p.stdout and "lower its line" in p.stdout, p.stdout

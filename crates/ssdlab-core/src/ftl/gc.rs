@@ -236,7 +236,7 @@ impl Ftl {
     /// (see `select_victim`).
     #[inline]
     fn collection_gated(&self, die: u32) -> bool {
-        self.blocks.free_len(die) < HOLD_COLLECT_FREE_MIN && self.held_on(die)
+        self.blocks.free_len(die) < hold::HOLD_COLLECT_FREE_MIN && self.held_on(die)
     }
 
     /// Whether units in any die's open host PU pin a block.
@@ -246,7 +246,7 @@ impl Ftl {
 
     /// The collector chooses `die`'s next victim; false if it has no sealed block, or while a
     /// victim of `die` waits on the erase hold ([`Ftl::held_on`]) and the die is down to fewer
-    /// than [`HOLD_COLLECT_FREE_MIN`] free blocks: the next victim's copies take up to one
+    /// than [`hold::HOLD_COLLECT_FREE_MIN`] free blocks: the next victim's copies take up to one
     /// block and its erase may be held too, so starting it then could leave the die no block
     /// but a held one (the collection resumes when the programs releasing the pins are done).
     fn select_victim(&mut self, die: u32) -> bool {

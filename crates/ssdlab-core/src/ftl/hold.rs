@@ -19,6 +19,7 @@
 //! emulator and its crash harness: where data is kept) and only for timed operations; an
 //! untimed write is on the NAND at once and pins nothing.
 
+use super::{Ftl, NandSink, Stream, NONE};
 use std::collections::VecDeque;
 
 #[derive(Clone, Debug, Default)]
@@ -161,6 +162,111 @@ impl EraseHold {
     /// Whether a unit in any open (unissued) host PU pins `block`.
     pub fn pinned_by_open(&self, block: u32) -> bool {
         self.open.iter().any(|o| o.contains(&block))
+    }
+}
+
+/// Free blocks a die with held victims keeps before host writes wait: the collector's two and
+/// room for the copies of the victims collected while the holds last. A margin, not a fit:
+/// the crash harness on the small example drive at QD32 gave the same results with 4 and 6.
+const HOLD_FREE_BLOCKS_MIN: u32 = 6;
+
+/// Free blocks a die keeps while one of its victims waits on the erase hold before it starts
+/// another victim or gives the host a new block: the next victim's copies take at most one
+/// block (a victim holds at most a block of valid units), one stays for the collector, one for
+/// the host. With both gated so, no die runs out of free blocks with only held victims to erase
+/// (issue 73, item 14: before, a starved die ended the oldest hold early, and a cut then could
+/// lose flushed data).
+pub(super) const HOLD_COLLECT_FREE_MIN: u32 = 3;
+
+/// The hold as the FTL keeps it: the host's wait, the held victims' erases.
+impl Ftl {
+    /// The erase hold makes the host wait: the next host unit needs a new block on a die with
+    /// fewer than two free while host data not yet programmed superseded copies that
+    /// collecting might have to erase, or with fewer than [`HOLD_COLLECT_FREE_MIN`] free while
+    /// a victim of that die already waits on such data. Otherwise the block is taken here,
+    /// before the unit pins its old copy, so that collecting for it runs under the same rules.
+    pub(super) fn host_must_wait<S: NandSink>(&mut self, sink: &mut S) -> bool {
+        let die = self.host_die;
+        if self.dies[die as usize].host.block != NONE {
+            return false;
+        }
+        if self.hold.outstanding() == 0 && !self.hold.waiting.is_empty() {
+            // Pins released without a program's end (an untimed program): erase now.
+            for block in self.hold.take_unpinned() {
+                let d = self.div.blocks_per_die.quotient(block);
+                self.erase_block(d, block, sink);
+            }
+        }
+        // Checked again after the schedule's collection: a victim it held took free blocks.
+        if self.host_blocked(die) {
+            return true;
+        }
+        self.gc_before_host_block(die, sink);
+        if self.host_blocked(die) {
+            return true;
+        }
+        self.take_block(die, Stream::Host, sink);
+        false
+    }
+
+    /// See [`Ftl::host_must_wait`].
+    fn host_blocked(&self, die: u32) -> bool {
+        let free = self.blocks.free_len(die);
+        (free < 2 && self.hold.outstanding() > 0)
+            || (free < HOLD_COLLECT_FREE_MIN && self.held_on(die))
+    }
+
+    /// A collected victim of `die` waits on the erase hold.
+    #[inline]
+    pub(super) fn held_on(&self, die: u32) -> bool {
+        self.hold.enabled
+            && self
+                .hold
+                .waiting
+                .iter()
+                .any(|&b| self.div.blocks_per_die.quotient(b) == die)
+    }
+
+    /// Program every open host PU holding data that pins a block (padded, as for a FLUSH).
+    pub(super) fn program_pinned_pus<S: NandSink>(&mut self, sink: &mut S) {
+        self.program_partial_host_pus(sink, |hold, die| hold.pins_open(die));
+    }
+
+    /// Hold the erase of blocks holding the superseded copy of host data not yet programmed
+    /// (see [`self`], the module): for drives whose power-loss protection is not `full`.
+    pub fn set_erase_hold(&mut self, on: bool) {
+        self.hold.enabled = on;
+    }
+
+    /// A host program on `die` is done (its `ProgramDone`): the blocks it held are erased.
+    pub fn host_program_done<S: NandSink>(&mut self, die: u32, sink: &mut S) {
+        if !self.hold.enabled || !self.hold.program_done(die) {
+            return;
+        }
+        for block in self.hold.take_unpinned() {
+            let die = self.div.blocks_per_die.quotient(block);
+            self.erase_block(die, block, sink);
+        }
+    }
+
+    /// Whether the host may place more data now: not while a die with held victims is down
+    /// to its last few free blocks (the write waits for the programs that release them, as
+    /// it waits for collection on a drive out of free blocks).
+    pub fn host_may_write(&self) -> bool {
+        !self.hold.enabled
+            || self.hold.waiting.iter().all(|&b| {
+                let die = self.div.blocks_per_die.quotient(b);
+                self.blocks.free_len(die) >= HOLD_FREE_BLOCKS_MIN
+            })
+    }
+
+    /// Program the open host PUs a held victim waits on, if any (see [`self`], the module).
+    #[inline]
+    pub fn settle_hold<S: NandSink>(&mut self, sink: &mut S) {
+        if self.hold.flush_wanted {
+            self.hold.flush_wanted = false;
+            self.program_pinned_pus(sink);
+        }
     }
 }
 
