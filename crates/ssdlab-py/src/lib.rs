@@ -247,13 +247,9 @@ impl Simulation {
             .as_mut()
             .ok_or_else(|| PyRuntimeError::new_err("no job running"))?;
         let log = run.take_io_log();
-        let col = |v: &[u64]| {
-            let b: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-            PyBytes::new(py, &b)
-        };
-        let stream: Vec<u8> = log.stream.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let col = |v: &[u64]| le_column(py, v.iter().map(|x| x.to_le_bytes()));
         Ok(vec![
-            PyBytes::new(py, &stream),
+            le_column(py, log.stream.iter().map(|x| x.to_le_bytes())),
             col(&log.time_ns),
             col(&log.latency_ns),
             PyBytes::new(py, &log.op),
@@ -422,20 +418,9 @@ impl Simulation {
             .as_mut()
             .ok_or_else(|| PyRuntimeError::new_err("no replay running"))?;
         let log = run.take_log();
-        let col = |v: &[u64]| {
-            let mut b = Vec::with_capacity(v.len() * 8);
-            for x in v {
-                b.extend_from_slice(&x.to_le_bytes());
-            }
-            PyBytes::new(py, &b)
-        };
-        let arrival: Vec<u8> = log
-            .arrival_ns
-            .iter()
-            .flat_map(|x| x.to_le_bytes())
-            .collect();
+        let col = |v: &[u64]| le_column(py, v.iter().map(|x| x.to_le_bytes()));
         Ok(vec![
-            PyBytes::new(py, &arrival),
+            le_column(py, log.arrival_ns.iter().map(|x| x.to_le_bytes())),
             col(&log.submit_ns),
             col(&log.complete_ns),
             col(&log.offset_bytes),
@@ -514,6 +499,15 @@ impl Simulation {
 
 /// A victim policy the theory covers, by the name the configuration uses (serde's, one source):
 /// fifo, greedy, d-choices.
+/// A column of numbers as the little-endian bytes Python's numpy.frombuffer reads.
+fn le_column<'py, const N: usize>(
+    py: Python<'py>,
+    values: impl Iterator<Item = [u8; N]>,
+) -> Bound<'py, PyBytes> {
+    let bytes: Vec<u8> = values.flatten().collect();
+    PyBytes::new(py, &bytes)
+}
+
 fn theory_policy(name: &str) -> PyResult<ssdlab_core::config::GcPolicy> {
     use ssdlab_core::config::GcPolicy;
     let accepted = || format!("policy '{name}': accepted: fifo, greedy, d-choices");
