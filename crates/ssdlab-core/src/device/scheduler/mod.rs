@@ -20,11 +20,15 @@
 use super::processor::Processor;
 use super::Event;
 use crate::ftl::{GcRead, NandSink, Program, ProgramKind};
-use crate::heap::BucketBits;
 use crate::nand::Nand;
 use crate::sim::Kernel;
 use crate::time::SimTime;
 use std::collections::VecDeque;
+
+mod active_dies;
+mod power_waits;
+use active_dies::ActiveDies;
+use power_waits::{PowerWaits, WaitRun};
 
 #[derive(Clone, Copy, Debug)]
 pub(super) enum NandOp {
@@ -258,7 +262,7 @@ impl Scheduler {
                 assert_eq!(self.must_wait(die, own_end, now, max), Some(at));
                 die = self.waits.next[die as usize];
             }
-            assert_eq!(die, NO_DIE);
+            assert_eq!(die, power_waits::NO_DIE);
         }
         self.waits.moved += n;
         let run = WaitRun {
@@ -274,6 +278,30 @@ impl Scheduler {
         debug_assert!(placed);
     }
 
+    /// Under a limit on active dies, with work queued on `die` (its array free at
+    /// `array_free_before`) and no place for it: the die joins the waiters; when it is to try
+    /// again.
+    #[inline]
+    fn wait_for_place(
+        &mut self,
+        k: &mut Kernel<Event>,
+        die: u32,
+        array_free_before: SimTime,
+    ) -> Option<SimTime> {
+        let max = self.active_dies_max?;
+        let d = &self.dies[die as usize];
+        if d.reads.is_empty() && d.ops.is_empty() {
+            return None;
+        }
+        let now = k.now();
+        let at = self.must_wait(die, array_free_before, now, max)?;
+        self.dies[die as usize].wakeup_pending = true;
+        let busy = array_free_before > now;
+        let sequence = k.take_sequences(1);
+        self.waits.push_back(k, die, busy, at, sequence);
+        Some(at)
+    }
+
     /// Start the die's next operation, if any. Returns when it is to try again, if the
     /// limit on active dies made it wait.
     fn start_next(
@@ -283,18 +311,8 @@ impl Scheduler {
         die: u32,
     ) -> Option<SimTime> {
         let array_free_before = self.nand.die_free_at(die);
-        if let Some(max) = self.active_dies_max {
-            let d = &self.dies[die as usize];
-            if !d.reads.is_empty() || !d.ops.is_empty() {
-                let now = k.now();
-                if let Some(at) = self.must_wait(die, array_free_before, now, max) {
-                    self.dies[die as usize].wakeup_pending = true;
-                    let busy = array_free_before > now;
-                    let sequence = k.take_sequences(1);
-                    self.waits.push_back(k, die, busy, at, sequence);
-                    return Some(at);
-                }
-            }
+        if let Some(at) = self.wait_for_place(k, die, array_free_before) {
+            return Some(at);
         }
         // One borrow of the die's queue for the whole step (the NAND, the processor and the
         // kernel are other fields and arguments): its entry is found once, not again after
@@ -464,434 +482,6 @@ impl Scheduler {
     }
 }
 
-/// The dies waiting for a place under the limit on active dies, each with the wake-up it
-/// would have as an event of its own: a `DieReady` at the time the first running die ends,
-/// with the sequence taken when it began to wait. Under a power budget most dies of a large
-/// drive wait at once (a sequential fill of micron-p320h-700: 2.8 billion such wake-ups, 33
-/// per die start), and at each end all of them wake, one takes the place and the others wait
-/// again for the next end.
-///
-/// Kept here instead, in the order of their wake-ups' keys (time, sequence), as runs: dies
-/// with one time and consecutive sequences, chained through `next`. One `PowerWake` event at
-/// the first waiter's key stands for all of them. When the first has to wait again, the idle
-/// waiters after it that come before the next other event would each do the same in turn:
-/// they are moved as whole runs, with the sequences each would have taken (see
-/// `Scheduler::power_wake`), whatever their number. The order of everything is the one the
-/// separate wake-ups gave. A waiter whose key would come before the first run's while its
-/// `PowerWake` is queued goes to the event queue as a `DieReady`, as before.
-#[derive(Clone, Debug)]
-struct PowerWaits {
-    /// Per die: the next die of its run (`NO_DIE`: the last).
-    next: Vec<u32>,
-    /// Per die: its array was busy when it began to wait (it may get a place with none
-    /// free: such a die is woken on its own).
-    busy: Vec<bool>,
-    /// In key order.
-    runs: VecDeque<WaitRun>,
-    /// The `PowerWake` for the first run's first die is queued.
-    wake_queued: bool,
-    /// `power_wake` is running: it queues the next `PowerWake` when done.
-    waking: bool,
-    /// Waiters kept here (false: every waiter has a `DieReady` of its own, the plain
-    /// scheme the tests compare against).
-    batch: bool,
-    /// Waiters moved to their next wake-up without an event of their own, so far.
-    moved: u64,
-    /// Waiters due before the first run while its `PowerWake` was queued (given a `DieReady`
-    /// of their own), so far.
-    out_of_order: u64,
-}
-
-const NO_DIE: u32 = u32::MAX;
-
-/// `len` waiters due at `at`, from `head` to `tail`, with sequences `sequence..sequence +
-/// len`; `busy` of them were busy when they began to wait.
-#[derive(Clone, Copy, Debug)]
-struct WaitRun {
-    at: SimTime,
-    sequence: u64,
-    len: u32,
-    busy: u32,
-    head: u32,
-    tail: u32,
-}
-
-impl PowerWaits {
-    fn new(dies: u32) -> Self {
-        PowerWaits {
-            next: vec![NO_DIE; dies as usize],
-            busy: vec![false; dies as usize],
-            runs: VecDeque::new(),
-            wake_queued: false,
-            waking: false,
-            batch: true,
-            moved: 0,
-            out_of_order: 0,
-        }
-    }
-
-    /// `die` waits until `at`, its place in line the `sequence` it took now (the newest).
-    fn push_back(
-        &mut self,
-        k: &mut Kernel<Event>,
-        die: u32,
-        busy: bool,
-        at: SimTime,
-        sequence: u64,
-    ) {
-        self.next[die as usize] = NO_DIE;
-        self.busy[die as usize] = busy;
-        let run = WaitRun {
-            at,
-            sequence,
-            len: 1,
-            busy: busy as u32,
-            head: die,
-            tail: die,
-        };
-        if !self.batch || !self.insert(run) {
-            // Before the first run, whose `PowerWake` is queued: an event of its own.
-            self.out_of_order += self.batch as u64;
-            k.schedule_with_sequence(at, sequence, Event::DieReady(die));
-            return;
-        }
-        self.queue_wake(k);
-    }
-
-    /// Put `run` (sequences newer than every waiting one) in its place: after every run due
-    /// no later, joined to the one before when it follows on. False if that place is first
-    /// while the first run's `PowerWake` is queued (nothing is changed then).
-    fn insert(&mut self, run: WaitRun) -> bool {
-        let mut i = self.runs.len();
-        while i > 0 && self.runs[i - 1].at > run.at {
-            i -= 1;
-        }
-        if i == 0 {
-            if self.wake_queued {
-                return false;
-            }
-            self.runs.push_front(run);
-            return true;
-        }
-        let before = &mut self.runs[i - 1];
-        if before.at == run.at && before.sequence + before.len as u64 == run.sequence {
-            self.next[before.tail as usize] = run.head;
-            before.tail = run.tail;
-            before.len += run.len;
-            before.busy += run.busy;
-        } else {
-            self.runs.insert(i, run);
-        }
-        true
-    }
-
-    /// The first waiter, its turn come at `now`.
-    fn pop_front(&mut self, now: SimTime) -> (u32, bool) {
-        let run = self.runs.front_mut().expect("a die waiting");
-        debug_assert_eq!(run.at, now);
-        let die = run.head;
-        let busy = self.busy[die as usize];
-        run.head = self.next[die as usize];
-        run.sequence += 1;
-        run.len -= 1;
-        run.busy -= busy as u32;
-        if run.len == 0 {
-            self.runs.pop_front();
-        }
-        (die, busy)
-    }
-
-    /// Take the runs due at `now` whose sequences are below `limit` (the next other event's),
-    /// from the front, while none of their dies was busy: as one chain (head, tail, count), in
-    /// order. A run is taken whole or not at all: its sequences are consecutive, so no other
-    /// event's falls inside it.
-    fn take_idle_due(&mut self, now: SimTime, limit: u64) -> Option<(u32, u32, u64)> {
-        let mut chain: Option<(u32, u32, u64)> = None;
-        while let Some(&front) = self.runs.front() {
-            if front.at != now || front.busy > 0 || front.sequence >= limit {
-                break;
-            }
-            debug_assert!(front.sequence + front.len as u64 <= limit);
-            self.runs.pop_front();
-            let (head, tail, n) = (front.head, front.tail, front.len as u64);
-            chain = Some(match chain {
-                None => (head, tail, n),
-                Some((h, t, m)) => {
-                    self.next[t as usize] = head;
-                    (h, tail, m + n)
-                }
-            });
-        }
-        chain
-    }
-
-    /// Queue the `PowerWake` for the first waiter, if there is one and none is queued.
-    fn queue_wake(&mut self, k: &mut Kernel<Event>) {
-        if self.wake_queued || self.waking {
-            return;
-        }
-        if let Some(r) = self.runs.front() {
-            k.schedule_with_sequence(r.at, r.sequence, Event::PowerWake);
-            self.wake_queued = true;
-        }
-    }
-}
-
-/// The dies whose array is busy (their `Nand::die_free_at` later than now), for a limit on how
-/// many run at once: each die listed under the time its array ends, on a wheel of buckets
-/// 2^[`BUCKET_SHIFT`] ns wide covering [`BUCKETS`] of them from now on (farther ends in a list
-/// of their own). A die's start moves it from one bucket to another (a few stores), the dies in
-/// a bucket are forgotten as time passes it, and the count of dies listed is at least the count
-/// busy: when it is below the limit (most starts: the limit binds at 3% of them on
-/// micron-p320h-350 in its GC steady state, with 95 of 126 places taken on average) nothing is
-/// looked up. The count is made exact, and the first other die to end found, only when it is
-/// not.
-///
-/// A min-heap of (end, die) did the same with a push and a pop per start (the pop's sift-down
-/// alone about 350 instructions per NAND unit operation, callgrind, micron-p320h-350 GC steady
-/// state): 512 dies on the P320h 700GB, and a scan of all of them before that was half its run
-/// time.
-///
-/// A die is listed while the bucket of its end is not behind the wheel's (`cursor`, the bucket
-/// of the time last looked at); so every busy die is, and an idle one only if it ended within
-/// the current bucket.
-#[derive(Clone, Debug, Default)]
-struct ActiveDies {
-    /// Per bucket (its number modulo [`BUCKETS`]): the first die listed in it, `NO_DIE` if none.
-    heads: Vec<u32>,
-    /// A bit per bucket: set if any die is listed in it.
-    occupied: BucketBits<{ (BUCKETS / 64) as usize }>,
-    /// Per die: the die after it and before it in its bucket (`NO_DIE` at either end), side
-    /// by side (one bounds check and one line for both).
-    links: Vec<[u32; 2]>,
-    /// Dies whose end is beyond the wheel (bucket `cursor + BUCKETS` or later).
-    far: Vec<u32>,
-    /// Dies listed, on the wheel or beyond.
-    listed: u32,
-    /// The bucket of the time last looked at: the wheel's first.
-    cursor: u64,
-}
-
-/// The wheel's buckets: 2.048 us each (a die operation's array time is 50 us to a few ms, so
-/// a bucket rarely holds more than one end), 16,384 of them (33.6 ms ahead: an erase and the
-/// bus transfers queued before it fit).
-const BUCKET_SHIFT: u32 = 11;
-const BUCKETS: u64 = 1 << 14;
-
-/// In a die's [`ActiveDies::links`]: the die listed after it under its bucket.
-const NEXT: usize = 0;
-/// In a die's [`ActiveDies::links`]: the die listed before it under its bucket.
-const PREV: usize = 1;
-
-#[inline]
-fn bucket_of(t: SimTime) -> u64 {
-    t.0 >> BUCKET_SHIFT
-}
-
-impl ActiveDies {
-    /// Start over from the dies' current times (when a limit starts to hold).
-    fn rebuild(&mut self, nand: &Nand, dies: u32) {
-        self.heads = vec![NO_DIE; BUCKETS as usize];
-        self.occupied = BucketBits::default();
-        self.links = vec![[NO_DIE; 2]; dies as usize];
-        self.far.clear();
-        self.listed = 0;
-        self.cursor = 0;
-        for die in 0..dies {
-            self.list(die, nand.die_free_at(die));
-        }
-    }
-
-    /// Put `die` under the bucket of its end, `end` (`Nand::die_free_at`; not behind the
-    /// wheel).
-    #[inline(always)]
-    fn list(&mut self, die: u32, end: SimTime) {
-        let b = bucket_of(end);
-        debug_assert!(b >= self.cursor);
-        self.listed += 1;
-        if b >= self.cursor + BUCKETS {
-            self.list_far(die);
-            return;
-        }
-        let slot = (b % BUCKETS) as usize;
-        let head = self.heads[slot];
-        self.links[die as usize] = [head, NO_DIE];
-        if head == NO_DIE {
-            self.occupied.set(b);
-        } else {
-            self.links[head as usize][PREV] = die;
-        }
-        self.heads[slot] = die;
-    }
-
-    #[cold]
-    fn list_far(&mut self, die: u32) {
-        self.far.push(die);
-    }
-
-    /// Take `die`, listed under the bucket of `end`, off the list.
-    #[inline]
-    fn unlist(&mut self, die: u32, end: SimTime) {
-        let b = bucket_of(end);
-        debug_assert!(b >= self.cursor);
-        self.listed -= 1;
-        if b >= self.cursor + BUCKETS {
-            self.unlist_far(die);
-            return;
-        }
-        let slot = (b % BUCKETS) as usize;
-        let [next, prev] = self.links[die as usize];
-        if prev == NO_DIE {
-            self.heads[slot] = next;
-            if next == NO_DIE {
-                self.occupied.clear(b);
-            }
-        } else {
-            self.links[prev as usize][NEXT] = next;
-        }
-        if next != NO_DIE {
-            self.links[next as usize][PREV] = prev;
-        }
-    }
-
-    #[cold]
-    fn unlist_far(&mut self, die: u32) {
-        let i = self
-            .far
-            .iter()
-            .position(|&d| d == die)
-            .expect("a die listed far");
-        self.far.swap_remove(i);
-    }
-
-    /// Move the wheel to `now`: the dies of the buckets passed ended (they are forgotten), and
-    /// far ones that come within the wheel are put on it.
-    #[inline]
-    fn catch_up(&mut self, nand: &Nand, now: SimTime) {
-        let to = bucket_of(now);
-        debug_assert!(to >= self.cursor);
-        if to != self.cursor {
-            self.advance(nand, to);
-        }
-    }
-
-    fn advance(&mut self, nand: &Nand, to: u64) {
-        let mut b = self.cursor;
-        let end = to.min(self.cursor + BUCKETS);
-        while let Some(found) = self.occupied.first_set(b, end) {
-            let slot = (found % BUCKETS) as usize;
-            let mut die = self.heads[slot];
-            while die != NO_DIE {
-                self.listed -= 1;
-                die = self.links[die as usize][NEXT];
-            }
-            self.heads[slot] = NO_DIE;
-            self.occupied.clear(found);
-            b = found + 1;
-        }
-        self.cursor = to;
-        if !self.far.is_empty() {
-            let far = std::mem::take(&mut self.far);
-            self.listed -= far.len() as u32;
-            for &die in &far {
-                let end = nand.die_free_at(die);
-                if bucket_of(end) >= to {
-                    self.list(die, end);
-                }
-            }
-        }
-    }
-
-    /// `die` took an operation at `now`: its array was busy until `before`, now until
-    /// `after` (`nand.die_free_at(die)`).
-    #[inline]
-    fn array_changed(
-        &mut self,
-        nand: &Nand,
-        now: SimTime,
-        die: u32,
-        before: SimTime,
-        after: SimTime,
-    ) {
-        self.catch_up(nand, now);
-        debug_assert!(after >= before, "a die's busy time never goes back");
-        debug_assert!(after >= now);
-        if after == before {
-            return;
-        }
-        if bucket_of(before) >= self.cursor {
-            self.unlist(die, before);
-        }
-        self.list(die, after);
-    }
-
-    /// With at most `max` dies busy at once, may `die` (its array free at `own_end`,
-    /// `Nand::die_free_at`) start now? None if so, else when the first of the other busy dies
-    /// ends.
-    #[inline]
-    fn must_wait(
-        &mut self,
-        nand: &Nand,
-        die: u32,
-        own_end: SimTime,
-        now: SimTime,
-        max: u32,
-    ) -> Option<SimTime> {
-        self.catch_up(nand, now);
-        let own = own_end > now;
-        if self.listed - (own as u32) < max {
-            return None;
-        }
-        self.first_other_end(nand, die, own, now, max)
-    }
-
-    /// `must_wait` when the dies listed are not fewer than the limit: count those of the
-    /// current bucket that have ended, and if the others busy still reach the limit, find the
-    /// first of them to end.
-    fn first_other_end(
-        &self,
-        nand: &Nand,
-        die: u32,
-        own: bool,
-        now: SimTime,
-        max: u32,
-    ) -> Option<SimTime> {
-        // In `slot`'s bucket: the first end after now of a die other than `die`, and how many
-        // of its dies have ended (only the current bucket can hold such).
-        let first_other = |slot: u64| {
-            let mut first: Option<SimTime> = None;
-            let mut ended = 0u32;
-            let mut d = self.heads[slot as usize];
-            while d != NO_DIE {
-                let t = nand.die_free_at(d);
-                if t <= now {
-                    ended += 1;
-                } else if d != die && first.is_none_or(|f| t < f) {
-                    first = Some(t);
-                }
-                d = self.links[d as usize][NEXT];
-            }
-            (first, ended)
-        };
-        let (first, ended) = first_other(self.cursor % BUCKETS);
-        if self.listed - ended - (own as u32) < max {
-            return None;
-        }
-        if first.is_some() {
-            return first;
-        }
-        let (mut b, end) = (self.cursor + 1, self.cursor + BUCKETS);
-        while let Some(found) = self.occupied.first_set(b, end) {
-            if let (Some(t), _) = first_other(found % BUCKETS) {
-                return Some(t);
-            }
-            b = found + 1;
-        }
-        let far = self.far.iter().filter(|&&d| d != die);
-        far.map(|&d| nand.die_free_at(d)).min()
-    }
-}
-
 fn min_limit(a: Option<u32>, b: Option<u32>) -> Option<u32> {
     match (a, b) {
         (Some(x), Some(y)) => Some(x.min(y)),
@@ -956,5 +546,4 @@ impl NandSink for Flash<'_> {
 }
 
 #[cfg(test)]
-#[path = "scheduler_tests.rs"]
 mod tests;

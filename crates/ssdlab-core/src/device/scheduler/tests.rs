@@ -1,3 +1,4 @@
+use super::active_dies::{BUCKETS, BUCKET_SHIFT};
 use super::*;
 use crate::config::tests::small;
 use crate::time::SimDuration;
