@@ -9,7 +9,7 @@ a lost write falls back to the copy it superseded, which the drive keeps until t
 programmed, so data a FLUSH or FUA made durable survives), rebuilds the drive from the store as
 its firmware does at power-on, and checks every unit against a shadow copy (zeros where
 flushed data was are a violation). Violations are classified as in Zheng et al., FAST'13. The harness
-itself is Rust (crates/ssdlab-nbd/src/crash.rs).
+itself is Rust (crates/ssdlab-nbd/src/crash/).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ CLASSES = ("bit corruption", "flying write", "unserializable write", "metadata c
 def crashtest(drive: str, *, cycles: int = 100, seed: int = 0, commands: int = 400, span_mib: float = 16,
               queue_depth: int = 4, prefill: bool = False, store: str | Path | None = None,
               faults: str | None = None) -> dict:
-    """Run the power-cut cycles on one drive; the report as a dict (see crash.rs CrashReport)."""
+    """Run the power-cut cycles on one drive; the report as a dict (see crash/mod.rs CrashReport)."""
     for name, value, lo, hi in (("--cycles", cycles, 1, 10**9), ("--commands", commands, 1, 10**7),
                                 ("--queue-depth", queue_depth, 1, 256)):
         if not lo <= value <= hi:

@@ -1,5 +1,5 @@
 """`ssdlab crashtest`: power cuts at random instants on the m4, the M500 and the M500DC, each
-checked against what its power-loss protection promises (the harness is crates/ssdlab-nbd/src/crash.rs,
+checked against what its power-loss protection promises (the harness is crates/ssdlab-nbd/src/crash/,
 whose own tests show the check fails when a drive loses more than it promises)."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from ..errors import SsdlabError
-from ..review.procedures import PROCEDURES, resolve_params
+from ..review.catalog import PROCEDURES, resolve_params
 from .common import SEED, out_dir
 
 
@@ -103,7 +103,7 @@ def _review(args) -> int:
 
 def _procedure(args) -> int:
     from ..review.fio_target import run_fio_procedure
-    from ..review.procedures import run_procedure
+    from ..review.catalog import run_procedure
     from ..review.runner import Board, Task, _Direct
 
     name = args.name

@@ -122,7 +122,7 @@ def _mbps(job: dict, op: str) -> float:
 
 
 def run_fio_procedure(procedure: str, target: dict, params: dict, report=None) -> list[Outcome]:
-    from .procedures import PROCEDURES, resolve_params
+    from .catalog import PROCEDURES, resolve_params
 
     if procedure not in FIO_PROCEDURES:
         raise SsdlabError(f"{procedure} does not run on a real device through fio; these do: {', '.join(FIO_PROCEDURES)}")

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from ..errors import SsdlabError
 from ..pool import Died, run_spooled
-from .procedures import PROCEDURES, Outcome, drive_label, resolve_params, run_procedure
+from .catalog import PROCEDURES, resolve_params, run_procedure
+from .procedures import Outcome, drive_label
 
 # Shorter settings for a first look (`--quick`): the same procedures, minutes of simulated time
 # instead of the methodology's hours. The report says when they were used.

@@ -35,7 +35,7 @@ def run_point(point: dict) -> dict:
 
     from ..drive import Drive, DriveText
     from ..job import Job
-    from ..review.procedures import run_procedure
+    from ..review.catalog import run_procedure
 
     t0 = time.perf_counter()
     try:

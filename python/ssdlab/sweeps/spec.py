@@ -108,7 +108,7 @@ def _set_dotted(cfg: dict, key: str, value, drive: str) -> None:
 
 def expand(spec: dict) -> list[Point]:
     """The points of a spec, in a stable order; a bad spec raises SsdlabError naming the key."""
-    from ..review.procedures import PROCEDURES, resolve_params
+    from ..review.catalog import PROCEDURES, resolve_params
 
     unknown = set(spec) - TOP_KEYS
     if unknown:

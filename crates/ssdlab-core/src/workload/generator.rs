@@ -1,8 +1,8 @@
 //! The IOs of a job, in order: offsets (sequential, uniform, zipf, pareto scattered over the
 //! span), sizes and the read/write/trim mix, from the job's own random stream.
 
+use super::compile::{CompiledJob, Pattern};
 use super::distribution::Distribution;
-use super::job::{CompiledJob, Pattern};
 use crate::device::IoKind;
 use crate::rng::Rng;
 

@@ -2,12 +2,14 @@
 //! [`generator`]: the IOs in order); and the closed-loop runner that keeps `iodepth` commands
 //! in flight and records what the host sees ([`run`]).
 
+mod compile;
 mod distribution;
 mod generator;
 mod job;
 mod run;
 
-pub use job::{parse_size, CompiledJob, Job, JobField, SteadyState, JOB_FIELDS};
+pub use compile::CompiledJob;
+pub use job::{parse_size, Job, JobField, SteadyState, JOB_FIELDS};
 pub use run::{run_job, IoLog, JobResult, JobRun, JobSummary};
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! Running a job: its streams as a session's source (each completion refills its stream's
 //! queue at once), steady-state detection, and what the job measured.
 
+use super::compile::CompiledJob;
 use super::generator::{Generator, LOOKAHEAD};
-use super::job::{CompiledJob, SteadyState};
+use super::job::SteadyState;
 use crate::device::{Ahead, Completion, Device, HostIo};
 use crate::record::Sample;
 use crate::session::{Meter, Session, Source};

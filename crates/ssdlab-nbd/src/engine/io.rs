@@ -73,7 +73,7 @@ impl Io {
     /// Where the model is due now: the wall clock's simulated time, ahead by the transport
     /// compensation (replies leave that much before their completion time).
     pub(super) fn wall_sim(&self) -> SimTime {
-        SimTime(self.sim_of(wall_now()).ns() + self.transport_ns)
+        SimTime(self.sim_of(self.clock.now()).ns() + self.transport_ns)
     }
 
     pub(super) fn sim_of(&self, at: Instant) -> SimTime {
@@ -181,8 +181,13 @@ impl Source for Io {
     fn completed(&mut self, c: &Completion, dev: &Device) -> bool {
         if self.pace == Pace::Model {
             let wall = self.wall_sim();
-            self.last_activity = wall_now();
+            self.last_activity = self.clock.now();
             self.late.record(wall.ns().saturating_sub(c.completed.ns()));
+            #[cfg(test)]
+            self.paced
+                .lock()
+                .expect("paced")
+                .push((c.io.tag, wall, c.completed));
         }
         self.reply(dev, c.io.tag, c.failed);
         self.completed_in_advance += 1;

@@ -9,11 +9,17 @@ use ssdlab_core::session::{Session, Source};
 use ssdlab_core::stats::Histogram;
 use ssdlab_core::time::{SimTime, NS_PER_S};
 use std::collections::BTreeMap;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 
 use std::time::{Duration, Instant};
 
+mod clock;
 mod io;
+mod stats;
+
+pub(crate) use clock::Clock;
+use clock::WallClock;
+pub use stats::ServeStats;
 
 /// How replies are timed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,61 +85,6 @@ pub(crate) enum Msg {
     Crash,
 }
 
-/// What the server did, for the report on exit or on a signal.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct ServeStats {
-    pub pace: String,
-    pub wall_s: f64,
-    pub simulated_s: f64,
-    pub connections: u64,
-    pub reads: u64,
-    pub writes: u64,
-    pub write_zeroes: u64,
-    pub trims: u64,
-    pub flushes: u64,
-    pub errors: u64,
-    pub bytes_read: u64,
-    pub bytes_written: u64,
-    /// Commands answered per wall-clock second.
-    pub iops: f64,
-    pub write_amplification: f64,
-    pub gc_units_copied: u64,
-    pub blocks_erased: u64,
-    /// Victims whose erase waited on the erase hold (the copies a cut falls back to), and
-    /// holds ended early (a die out of free blocks: never, since issue 73 item 14).
-    pub gc_erases_held: u64,
-    pub gc_erase_holds_broken: u64,
-    pub stored_bytes: u64,
-    /// Logical units the drive maps (written and not trimmed since).
-    pub mapped_units: u64,
-    /// How far the reply ran behind the model's completion time (Pace::Model only).
-    pub late_p50_us: f64,
-    pub late_p99_us: f64,
-    pub late_max_us: f64,
-    /// Power cuts (`--power-cut-after`) and what they lost: host copies (acknowledged or in
-    /// flight) and, of those, copies that fell back to an older one; units corrupted.
-    pub power_cuts: u64,
-    pub power_cut_lost_units: u64,
-    pub power_cut_fell_back_units: u64,
-    pub power_cut_corrupted_units: u64,
-    /// READs answered EIO because a unit in them is uncorrectable (after a power cut of a
-    /// drive without protection).
-    pub uncorrectable_reads: u64,
-    /// Why the on-disk store stopped taking data (empty while it works).
-    pub store_error: String,
-    /// What seeded NAND faults did (`--faults`).
-    pub faults: ssdlab_core::faults::FaultCounters,
-    /// Reads, writes and trims (with flushes) as the model timed them: service times from
-    /// submission to the model's completion, rates over simulated time.
-    pub model_read: ssdlab_core::stats::OpSummary,
-    pub model_write: ssdlab_core::stats::OpSummary,
-    pub model_trim: ssdlab_core::stats::OpSummary,
-    /// The drive's power since it was started (a drive with a power model); the peak is the
-    /// highest interval's.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub power: Option<ssdlab_core::power::PowerSummary>,
-}
-
 pub(crate) struct PlannedCut {
     after: u64,
     dir: std::path::PathBuf,
@@ -177,6 +128,8 @@ struct Io {
     inflight: BTreeMap<u64, Inflight>,
     conns: BTreeMap<u64, Conn>,
     next_tag: u64,
+    /// Real time, or a test's scripted time.
+    clock: Box<dyn Clock>,
     /// Wall-clock origin; the simulated time it maps to is `sim_origin`.
     wall_start: Instant,
     /// The session's measurement origin (`session.meter.rec.start`).
@@ -204,6 +157,9 @@ struct Io {
     /// Pace::None: an advance returns at the first step that completes a command.
     pause_on_completion: bool,
     completed_in_advance: usize,
+    /// Tests: each paced reply's (tag, clock's model time when it left, model completion).
+    #[cfg(test)]
+    paced: std::sync::Arc<std::sync::Mutex<Vec<(u64, SimTime, SimTime)>>>,
 }
 
 /// With at most POLL_UP_TO_OUTSTANDING commands outstanding (a low-queue-depth client, which
@@ -238,12 +194,24 @@ pub(crate) fn wall_now() -> Instant {
 
 impl Engine {
     pub fn new(
-        mut dev: Device,
+        dev: Device,
         pace: Pace,
         store: DataStore,
         refused_outside: std::sync::Arc<std::sync::atomic::AtomicU64>,
     ) -> Engine {
+        Engine::with_clock(dev, pace, store, refused_outside, Box::new(WallClock))
+    }
+
+    /// An engine on `clock` (the wall clock, or in tests a scripted one).
+    pub fn with_clock(
+        mut dev: Device,
+        pace: Pace,
+        store: DataStore,
+        refused_outside: std::sync::Arc<std::sync::atomic::AtomicU64>,
+        clock: Box<dyn Clock>,
+    ) -> Engine {
         dev.ftl.record_map_changes();
+        let started = clock.now();
         let session = Session::new(&dev, dev.now(), NS_PER_S);
         Engine {
             io: Io {
@@ -252,7 +220,8 @@ impl Engine {
                 inflight: BTreeMap::new(),
                 conns: BTreeMap::new(),
                 next_tag: 1,
-                wall_start: wall_now(),
+                clock,
+                wall_start: started,
                 sim_origin: session.meter.rec.start,
                 stats: ServeStats {
                     pace: match pace {
@@ -266,13 +235,15 @@ impl Engine {
                 store_failed: false,
                 protection: dev.config.controller.power_loss_protection,
                 refused_outside,
-                last_activity: wall_now(),
+                last_activity: started,
                 power_cut: None,
                 pending_checked: SimTime::ZERO,
                 commands_seen: 0,
                 transport_ns: 0,
                 pause_on_completion: false,
                 completed_in_advance: 0,
+                #[cfg(test)]
+                paced: Default::default(),
             },
             session,
             dev,
@@ -345,7 +316,7 @@ impl Engine {
             }
         }
         self.dev.ftl.record_map_changes();
-        self.io.wall_start = wall_now();
+        self.io.wall_start = self.io.clock.now();
         self.session = Session::new(&self.dev, self.dev.now(), NS_PER_S);
         self.io.sim_origin = self.session.meter.rec.start;
     }
@@ -373,45 +344,50 @@ impl Engine {
                     // next completion, then poll; and poll for SPIN after any activity, when
                     // the next request of a low-queue-depth client is due.
                     let low_qd = self.dev.outstanding() <= POLL_UP_TO_OUTSTANDING;
-                    let recent = wall_now().saturating_duration_since(self.io.last_activity) < SPIN;
-                    if low_qd && (wait <= SPIN || recent) {
-                        match rx.try_recv() {
-                            Ok(m) => m,
-                            Err(TryRecvError::Empty) => {
+                    let since = self
+                        .io
+                        .clock
+                        .now()
+                        .saturating_duration_since(self.io.last_activity);
+                    let poll = low_qd && (wait <= SPIN || since < SPIN);
+                    let timeout = match (poll, low_qd) {
+                        (true, _) => Duration::ZERO,
+                        (false, true) => wait.saturating_sub(SPIN),
+                        (false, false) => wait,
+                    };
+                    match self
+                        .io
+                        .clock
+                        .recv_timeout(&rx, timeout.min(Duration::from_millis(50)))
+                    {
+                        Ok(m) => m,
+                        Err(RecvTimeoutError::Timeout) => {
+                            if poll {
                                 std::hint::spin_loop();
-                                continue;
                             }
-                            Err(TryRecvError::Disconnected) => break,
+                            continue;
                         }
-                    } else {
-                        let sleep = if low_qd {
-                            wait.saturating_sub(SPIN)
-                        } else {
-                            wait
-                        };
-                        match rx.recv_timeout(sleep.min(Duration::from_millis(50))) {
-                            Ok(m) => m,
-                            Err(RecvTimeoutError::Timeout) => continue,
-                            Err(RecvTimeoutError::Disconnected) => break,
-                        }
+                        Err(RecvTimeoutError::Disconnected) => break,
                     }
                 }
                 Pace::None => {
-                    if self.dev.outstanding() > 0 {
-                        match rx.try_recv() {
-                            Ok(m) => m,
-                            Err(TryRecvError::Empty) => {
-                                self.step_to_completion();
-                                continue;
-                            }
-                            Err(TryRecvError::Disconnected) => break,
-                        }
+                    // With commands outstanding, a look at the queue between model steps;
+                    // else a wait for the next request.
+                    let busy = self.dev.outstanding() > 0;
+                    let timeout = if busy {
+                        Duration::ZERO
                     } else {
-                        match rx.recv_timeout(Duration::from_millis(50)) {
-                            Ok(m) => m,
-                            Err(RecvTimeoutError::Timeout) => continue,
-                            Err(RecvTimeoutError::Disconnected) => break,
+                        Duration::from_millis(50)
+                    };
+                    match self.io.clock.recv_timeout(&rx, timeout) {
+                        Ok(m) => m,
+                        Err(RecvTimeoutError::Timeout) => {
+                            if busy {
+                                self.step_to_completion();
+                            }
+                            continue;
                         }
+                        Err(RecvTimeoutError::Disconnected) => break,
                     }
                 }
             };
@@ -437,7 +413,7 @@ impl Engine {
 
     fn handle(&mut self, msg: Msg) {
         if matches!(msg, Msg::Request { .. }) {
-            self.io.last_activity = wall_now();
+            self.io.last_activity = self.io.clock.now();
         }
         match msg {
             Msg::Open { conn, replies } => {
@@ -593,339 +569,7 @@ impl Engine {
         self.completions = completions;
         n
     }
-
-    fn snapshot(&self) -> ServeStats {
-        let mut s = self.io.stats.clone();
-        s.errors += self
-            .io
-            .refused_outside
-            .load(std::sync::atomic::Ordering::Relaxed);
-        s.wall_s = self.io.wall_start.elapsed().as_secs_f64();
-        s.simulated_s = self
-            .dev
-            .now()
-            .ns()
-            .saturating_sub(self.session.meter.rec.start.ns()) as f64
-            / 1e9;
-        let ops = s.reads + s.writes + s.write_zeroes + s.trims + s.flushes;
-        s.iops = if s.wall_s > 0.0 {
-            ops as f64 / s.wall_s
-        } else {
-            0.0
-        };
-        let at = self.session.meter.rec.at_start;
-        s.write_amplification = self.dev.write_amplification(
-            self.dev.pages_committed() - at.pages_committed,
-            self.dev.ftl.counters.host_units_written - at.host_units_written,
-        );
-        let elapsed_s = s.simulated_s;
-        let summary = |o: &ssdlab_core::stats::OpStats| {
-            let mut x = o.summary(elapsed_s);
-            x.latency_ns_bins.clear(); // the service-time figures, not the histogram
-            x
-        };
-        s.model_read = summary(&self.session.meter.rec.read);
-        s.model_write = summary(&self.session.meter.rec.write);
-        s.model_trim = summary(&self.session.meter.rec.trim);
-        s.gc_units_copied = self.dev.ftl.counters.gc_units_copied;
-        s.blocks_erased = self.dev.ftl.counters.blocks_erased;
-        s.gc_erases_held = self.dev.ftl.counters.gc_erases_held;
-        s.gc_erase_holds_broken = self.dev.ftl.counters.gc_erase_holds_broken;
-        s.stored_bytes = self.io.store.stored_bytes();
-        s.mapped_units = self.dev.ftl.mapped_units();
-        s.faults = self.dev.fault_counters();
-        s.power = self.power_summary(&s);
-        if self.io.pace == Pace::Model && self.io.late.count > 0 {
-            s.late_p50_us = self.io.late.quantile(0.5) as f64 / 1e3;
-            s.late_p99_us = self.io.late.quantile(0.99) as f64 / 1e3;
-            s.late_max_us = self.io.late.max as f64 / 1e3;
-        }
-        s
-    }
-}
-
-impl Engine {
-    /// Energy from the drive's power-on to now over its simulated time, with the session's
-    /// bytes and commands.
-    fn power_summary(&self, s: &ServeStats) -> Option<ssdlab_core::power::PowerSummary> {
-        if !self.dev.has_power_model() {
-            return None;
-        }
-        let now = self.dev.now();
-        let over = ssdlab_core::power::PowerSummary::over(
-            self.dev.energy_j(now),
-            now.seconds_f64(),
-            s.bytes_read + s.bytes_written,
-            s.reads + s.writes,
-        );
-        // Only the highest interval is taken from the series (its span does not matter).
-        let series =
-            ssdlab_core::power::PowerSummary::of(&self.session.meter.rec.series, true, 0.0);
-        Some(ssdlab_core::power::PowerSummary {
-            peak_w: series.map_or(over.peak_w, |p| p.peak_w.max(over.average_w)),
-            temperature_c_max: self.dev.temperature_c(),
-            throttled_s: self.dev.throttling().map(|(_, _, ns)| ns as f64 * 1e-9),
-            ..over
-        })
-    }
 }
 
 #[cfg(test)]
-mod tests {
-    //! The engine driven in one thread with a seeded interleaving of requests and model
-    //! steps (the threaded server's interleaving depends on the machine's timing).
-    use super::*;
-    use ssdlab_core::config::DriveConfig;
-    use ssdlab_core::rng::Rng;
-    use std::sync::mpsc::channel;
-
-    struct Rig {
-        engine: Engine,
-        replies: Receiver<crate::connection::Outgoing>,
-    }
-
-    fn example() -> DriveConfig {
-        DriveConfig::from_toml_str(ssdlab_core::EXAMPLE_DRIVE_TOML).unwrap()
-    }
-
-    fn rig(dir: &std::path::Path, fill: bool) -> Rig {
-        rig_with(dir, &example(), fill)
-    }
-
-    fn rig_with(dir: &std::path::Path, cfg: &DriveConfig, fill: bool) -> Rig {
-        let mut dev = Device::new(cfg, 3).unwrap();
-        if fill {
-            let units = dev.geometry.logical_units as u32;
-            dev.fill_untimed(0, units);
-        }
-        let (disk, _) = crate::disk::mount(dir, &mut dev, "example-small", fill).unwrap();
-        let store = DataStore::on_disk(disk);
-        let mut engine = Engine::new(dev, Pace::None, store, Default::default());
-        let (tx, replies) = channel();
-        engine.handle(Msg::Open {
-            conn: 1,
-            replies: std::sync::Arc::new(crate::ReplySink { tx, direct: None }),
-        });
-        Rig { engine, replies }
-    }
-
-    impl Rig {
-        fn send(&mut self, handle: u64, cmd: Cmd, offset: u64, length: u64, data: Option<Vec<u8>>) {
-            let req = Request {
-                handle,
-                cmd,
-                offset,
-                length,
-                fua: false,
-                data,
-                arrived: wall_now(),
-                cost: 0,
-            };
-            self.engine.handle(Msg::Request { conn: 1, req });
-        }
-
-        fn reply(&self) -> Option<Reply> {
-            match self.replies.try_recv().ok()? {
-                crate::connection::Outgoing::Reply(r) => Some(r),
-                crate::connection::Outgoing::Rest(..) => {
-                    unreachable!("no direct replies without a socket")
-                }
-            }
-        }
-
-        /// A clean stop, as `run` ends.
-        fn stop(self) {
-            let (tx, rx) = channel();
-            tx.send(Msg::Shutdown).unwrap();
-            drop(tx);
-            let stats = self.engine.run(rx);
-            assert_eq!(stats.store_error, "");
-        }
-    }
-
-    /// Random unaligned writes, zeroes, trims and reads, up to 8 non-overlapping in flight,
-    /// with model steps between arrivals chosen by `rng`; checks every read.
-    fn exercise(r: &mut Rig, mirror: &mut [u8], ops: usize, rng: &mut Rng) {
-        let span = mirror.len() as u64;
-        let mut handle = 0u64;
-        let mut i = 0;
-        while i < ops {
-            let mut batch: Vec<(u64, u64, u64)> = Vec::new();
-            let mut reads: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
-            while batch.len() < 8 && i < ops {
-                i += 1;
-                let len = match rng.below(4) {
-                    0 => 1 + rng.below(9000),
-                    _ => 4096 * (1 + rng.below(8)),
-                };
-                let off = rng.below(span - len);
-                if batch.iter().any(|&(_, o, l)| off < o + l && o < off + len) {
-                    continue;
-                }
-                handle += 1;
-                let range = off as usize..(off + len) as usize;
-                match rng.below(20) {
-                    0 => {
-                        let first = off.div_ceil(4096) * 4096;
-                        let end = (off + len) / 4096 * 4096;
-                        if end > first {
-                            mirror[first as usize..end as usize].fill(0);
-                        }
-                        r.send(handle, Cmd::Trim, off, len, None);
-                    }
-                    1 => {
-                        mirror[range].fill(0);
-                        r.send(handle, Cmd::WriteZeroes, off, len, None);
-                    }
-                    2..=9 => {
-                        reads.insert(handle, (off, len));
-                        r.send(handle, Cmd::Read, off, len, None);
-                    }
-                    _ => {
-                        let data: Vec<u8> = (0..len).map(|_| rng.below(256) as u8).collect();
-                        mirror[range].copy_from_slice(&data);
-                        r.send(handle, Cmd::Write, off, len, Some(data));
-                    }
-                }
-                batch.push((handle, off, len));
-                for _ in 0..rng.below(3) {
-                    r.engine.step_to_completion();
-                }
-            }
-            let mut answered = 0;
-            let mut done: Vec<u64> = Vec::new();
-            while answered < batch.len() {
-                while let Some(rep) = r.reply() {
-                    answered += 1;
-                    if let Some(&(_, off, len)) = batch.iter().find(|b| b.0 == rep.handle) {
-                        let first = off / 4096 * 4096;
-                        let end = (off + len).div_ceil(4096) * 4096;
-                        let mut buf = vec![0u8; (end - first) as usize];
-                        let ftl = &r.engine.dev.ftl;
-                        r.engine
-                            .io
-                            .store
-                            .read(first, &mut buf, |l| ftl.lookup(l))
-                            .unwrap();
-                        let want = &mirror[first as usize..end as usize];
-                        let busy = |b: u64| {
-                            batch.iter().any(|&(h, o, l)| {
-                                h != rep.handle && !done.contains(&h) && b >= o && b < o + l
-                            })
-                        };
-                        let wrong = buf
-                            .iter()
-                            .zip(want)
-                            .enumerate()
-                            .position(|(i, (a, b))| a != b && !busy(first + i as u64));
-                        done.push(rep.handle);
-                        if let Some(at) = wrong {
-                            panic!(
-                                "after command {}: byte {} wrong",
-                                rep.handle,
-                                first + at as u64
-                            );
-                        }
-                    }
-                    assert_eq!(rep.error, 0);
-                    if let Some(&(off, len)) = reads.get(&rep.handle) {
-                        let (_, data) = rep.read.expect("read data");
-                        let want = &mirror[off as usize..(off + len) as usize];
-                        if data != want {
-                            let at = data.iter().zip(want).position(|(a, b)| a != b).unwrap();
-                            panic!("read {off}+{len} differs at byte {}", off + at as u64);
-                        }
-                    }
-                }
-                if answered < batch.len() {
-                    r.engine.step_to_completion();
-                }
-            }
-        }
-    }
-
-    fn read_back(r: &mut Rig, mirror: &[u8]) {
-        let mib = 1u64 << 20;
-        for m in 0..mirror.len() as u64 / mib {
-            r.send(m, Cmd::Read, m * mib, mib, None);
-            let rep = loop {
-                if let Some(rep) = r.reply() {
-                    break rep;
-                }
-                r.engine.step_to_completion();
-            };
-            let (_, data) = rep.read.expect("read data");
-            let want = &mirror[(m * mib) as usize..((m + 1) * mib) as usize];
-            if data != want {
-                let at = data.iter().zip(want).position(|(a, b)| a != b).unwrap();
-                panic!("byte {} differs", m * mib + at as u64);
-            }
-        }
-    }
-
-    /// Restarts through garbage collection, every byte checked after each command and each
-    /// restart. Seed 145 caught a partial write whose old copy's block was erased by the
-    /// collection that write triggered (now journalled in two parts, [`ssdlab_core::ftl::HELD`]).
-    /// `SSDLAB_RESTART_SEEDS=N` runs seeds 0..N instead (150 take ~3 minutes).
-    #[test]
-    fn a_store_restarted_cleanly_reads_back_under_any_interleaving() {
-        let seeds: Vec<u64> = match std::env::var("SSDLAB_RESTART_SEEDS") {
-            Ok(n) => (0..n.parse().expect("a number of seeds")).collect(),
-            Err(_) => vec![145, 0],
-        };
-        for seed in seeds {
-            let dir = std::env::temp_dir().join(format!(
-                "ssdlab-engine-restart-{}-{seed}",
-                std::process::id()
-            ));
-            let _ = std::fs::remove_dir_all(&dir);
-            let mut rng = Rng::new(1000 + seed);
-            let mut mirror = vec![0u8; 32 << 20];
-            let mut r = rig(&dir, true);
-            exercise(&mut r, &mut mirror, 8_000, &mut rng);
-            r.stop();
-            for _ in 0..3 {
-                let mut r = rig(&dir, false);
-                read_back(&mut r, &mirror);
-                exercise(&mut r, &mut mirror, 4_000, &mut rng);
-                read_back(&mut r, &mirror);
-                r.stop();
-            }
-            let mut r = rig(&dir, false);
-            read_back(&mut r, &mirror);
-            r.stop();
-            std::fs::remove_dir_all(&dir).unwrap();
-        }
-    }
-
-    /// Blocks retired after program and erase failures stay out of service after a restart
-    /// (the store keeps them with their erase counts), and no data is lost on the way.
-    #[test]
-    fn grown_bad_blocks_stay_retired_across_a_restart() {
-        let dir = std::env::temp_dir().join(format!("ssdlab-engine-bad-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let mut faulty = example();
-        faulty.faults =
-            ssdlab_core::faults::FaultConfig::parse("program_fail=0.005,erase_fail=0.05,seed=3")
-                .unwrap();
-        let mut rng = Rng::new(77);
-        let mut mirror = vec![0u8; 32 << 20];
-        let mut r = rig_with(&dir, &faulty, true);
-        exercise(&mut r, &mut mirror, 8_000, &mut rng);
-        let retired = r.engine.dev.ftl.retired_blocks();
-        let f = r.engine.dev.fault_counters();
-        assert!(
-            retired > 0 && f.program_failures > 0 && f.erase_failures > 0,
-            "{f:?}"
-        );
-        r.stop();
-        let mut r = rig(&dir, false);
-        assert_eq!(r.engine.dev.ftl.retired_blocks(), retired);
-        read_back(&mut r, &mirror);
-        exercise(&mut r, &mut mirror, 2_000, &mut rng);
-        read_back(&mut r, &mirror);
-        assert_eq!(r.engine.dev.ftl.retired_blocks(), retired);
-        r.stop();
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-}
+mod tests;

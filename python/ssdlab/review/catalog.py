@@ -1,0 +1,215 @@
+"""The review procedures by name: each one's parameters (defaults, help, checks), the table the
+CLI, the report, sweeps and `--target` read, and `run_procedure`.
+
+The procedures themselves (what each one measures, on a modelled drive) are in procedures.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..drive import DriveText
+from ..errors import SsdlabError
+from ..job import parse_size
+from .procedures import (
+    Outcome,
+    Tracker,
+    consistency,
+    endurance,
+    four_corners,
+    power,
+    qd_scaling,
+    sequential_qd,
+    storage_bench,
+    transfer_size,
+    trim,
+)
+
+def _positive(name):
+    def check(v):
+        if v is None or v <= 0:
+            raise SsdlabError(f"{name} {v}: must be > 0")
+        return v
+    return check
+
+
+def _choice(name, accepted):
+    def check(v):
+        if v not in accepted:
+            raise SsdlabError(f"{name} {v!r}: accepted: {', '.join(accepted)}")
+        return v
+    return check
+
+
+def _nonnegative(name):
+    def check(v):
+        if not (isinstance(v, (int, float)) and v >= 0):
+            raise SsdlabError(f"{name} {v}: must be >= 0")
+        return v
+    return check
+
+
+def _qd_list(name):
+    def check(v):
+        for q in v:
+            if not isinstance(q, int) or q < 1 or q > 4096:
+                raise SsdlabError(f"{name}: queue depth {q}: accepted: integers 1..4096")
+        return v
+    return check
+
+
+def _spare_list(v):
+    for s in v:
+        if not 0 <= s < 100:
+            raise SsdlabError(f"spare {s}%: accepted: 0 <= spare < 100 (percent of user capacity left unwritten)")
+    if len(set(v)) != len(v):
+        raise SsdlabError(f"spare {v}: each percentage once")
+    return v
+
+
+def _size(name):
+    def check(v):
+        b = parse_size(v, name) if isinstance(v, str) else int(v)
+        if b <= 0:
+            raise SsdlabError(f"{name} {v}: must be > 0")
+        return v
+    return check
+
+
+@dataclass
+class Param:
+    default: object
+    help: str
+    check: object = None
+
+
+
+def _trace_list(v):
+    from ..synth import TRACES
+    for t in v:
+        if t not in TRACES and not Path(t).exists():
+            raise SsdlabError(f"trace '{t}': neither a look-alike ({', '.join(TRACES)}) nor an existing file")
+    return v
+
+
+@dataclass
+class Procedure:
+    name: str
+    run: object
+    params: dict
+    weights: object  # params -> list of step weights
+    description: str = ""
+    check: object = None  # params -> None, or SsdlabError for values that do not go together
+
+
+def _size_order(p: dict, low: str, high: str) -> None:
+    """`p[low]` is no larger than `p[high]` (both sizes)."""
+    if parse_size(p[low], low) > parse_size(p[high], high):
+        raise SsdlabError(f"{low} {p[low]} is larger than {high} {p[high]}; accepted: {low} <= {high}")
+
+
+def _frac(v):
+    if not 0 < v <= 1:
+        raise SsdlabError(f"fraction {v}: accepted: 0 < fraction <= 1")
+    return v
+
+
+PROCEDURES: dict[str, Procedure] = {
+    "consistency": Procedure("consistency", consistency, {
+        "duration_s": Param(None, "seconds of random writes (default 2000; 7200 for enterprise presets)", lambda v: v if v is None else _positive("duration_s")(v)),
+        "spare": Param([0], "extra spare area, % of user capacity left unwritten (list)", _spare_list),
+        "qd": Param(32, "queue depth", _positive("qd")),
+        "bs": Param("4k", "transfer size", _size("bs")),
+        "steady_window_s": Param(600, "the last seconds summarised as steady state", _positive("steady_window_s")),
+        "fill": Param("span", "span: fill only the written span, the rest stays trimmed (methodology.md); drive: fill "
+                      "every LBA, so the unwritten share holds data instead of serving as spare", _choice("fill", ("span", "drive"))),
+        "precondition": Param("fill", "fill: secure erase and the fill, then the test (methodology.md); steady-state: "
+                              "after the fill, steady_drive_writes drive writes of untimed 4 KiB random writes over the span "
+                              "(SNIA-style, the state the published hours-long enterprise runs reach)",
+                              _choice("precondition", ("fill", "steady-state"))),
+        "steady_drive_writes": Param(2.0, "drive writes of the steady-state precondition", _nonnegative("steady_drive_writes")),
+    }, lambda p: [1.0] * len(p["spare"])),
+    "four-corners": Procedure("four-corners", four_corners, {
+        "span": Param("8g", "LBA span of the random tests", _size("span")),
+        "qd_low": Param(3, "queue depth of the random tests", _positive("qd_low")),
+        "qd_high": Param(32, "queue depth of the second random write test", _positive("qd_high")),
+        "random_s": Param(180, "seconds per random test", _positive("random_s")),
+        "seq_s": Param(60, "seconds per sequential test", _positive("seq_s")),
+    }, lambda p: [1, 1, 1, 0.5, 0.5]),
+    "sequential-qd": Procedure("sequential-qd", sequential_qd, {
+        "bs": Param("128k", "transfer size", _size("bs")),
+        "qd": Param(32, "queue depth", _positive("qd")),
+        "duration_s": Param(60, "seconds per direction", _positive("duration_s")),
+    }, lambda p: [1, 1]),
+    "transfer-size": Procedure("transfer-size", transfer_size, {
+        "span": Param("256m", "LBA span written then read at each size", _size("span")),
+        "min_bs": Param("512", "smallest transfer", _size("min_bs")),
+        "max_bs": Param("8m", "largest transfer", _size("max_bs")),
+        "qd": Param(4, "queue depth", _positive("qd")),
+    }, lambda p: [1.0], check=lambda p: _size_order(p, "min_bs", "max_bs")),
+    "trim": Procedure("trim", trim, {
+        "random_s": Param(1200, "seconds of 4 KiB QD32 random writes (methodology: 20-30 minutes)", _positive("random_s")),
+        "positions": Param(50, "slices of the LBA span the passes are measured in", _positive("positions")),
+        "bs": Param("128k", "transfer size of the sequential passes", _size("bs")),
+        "qd": Param(1, "queue depth of the sequential passes", _positive("qd")),
+    }, lambda p: [0.5, 1, 0.5, 0.5, 1.2, 0.5]),
+    "qd-scaling": Procedure("qd-scaling", qd_scaling, {
+        "steady_drive_writes": Param(1.5, "drive writes of 4 KiB random writes (untimed) to reach steady state first; 0 for none", _nonnegative("steady_drive_writes")),
+        "precondition_s": Param(300, "seconds of timed QD32 random writes after them", _positive("precondition_s")),
+        "topup_s": Param(300, "seconds of QD32 random writes before each later write workload", _positive("topup_s")),
+        "step_s": Param(180, "seconds at each queue depth", _positive("step_s")),
+        "qds": Param([1, 2, 4, 8, 16, 32, 64, 128], "queue depths", _qd_list("qds")),
+    }, lambda p: [2.0] + [0.15] * (len(p["qds"]) * 5 + 3)),
+    "endurance": Procedure("endurance", endurance, {
+        "cycles": Param(10, "mean P/E cycles the measurement runs for", _positive("cycles")),
+        "replica_dies": Param(2, "dies of the replica the wear is measured on", _positive("replica_dies")),
+        "workload": Param("rating", "rating (the vendors' rating workload of the drive's segment) or jesd219 "
+                          "(JEDEC's enterprise endurance workload)", _choice("workload", ("rating", "jesd219"))),
+    }, lambda p: [0.1, 1, 3]),
+    "power": Procedure("power", power, {
+        "idle_s": Param(60, "seconds of each idle measurement", _positive("idle_s")),
+        "write_s": Param(60, "seconds of each write measurement", _positive("write_s")),
+    }, lambda p: [0.05, 0.05, 0.05, 1, 0.3, 1]),
+    "storage-bench": Procedure("storage-bench", storage_bench, {
+        "traces": Param(["heavy-2011", "light-2011"], "look-alike names or trace files", _trace_list),
+        "fraction": Param(0.05, "share of each look-alike's published length", _frac),
+    }, lambda p: [1.0] * len(p["traces"])),
+}
+
+
+def resolve_params(procedure: str, overrides: dict | None = None) -> dict:
+    """Defaults of `procedure` with `overrides` applied and checked. Unknown procedure or
+    parameter names and bad values raise SsdlabError."""
+    if procedure not in PROCEDURES:
+        raise SsdlabError(f"unknown procedure '{procedure}'; accepted: {', '.join(PROCEDURES)}")
+    spec = PROCEDURES[procedure].params
+    p = {k: v.default for k, v in spec.items()}
+    for k, v in (overrides or {}).items():
+        if k not in spec:
+            raise SsdlabError(f"{procedure}: unknown parameter '{k}'; accepted: {', '.join(spec)}")
+        p[k] = v
+    for k, v in p.items():
+        if spec[k].check is not None:
+            try:
+                p[k] = spec[k].check(v)
+            except SsdlabError as e:
+                raise SsdlabError(f"{procedure}: {e}") from None
+    if PROCEDURES[procedure].check is not None:
+        try:
+            PROCEDURES[procedure].check(p)
+        except SsdlabError as e:
+            raise SsdlabError(f"{procedure}: {e}") from None
+    return p
+
+
+def run_procedure(procedure: str, source: str | DriveText, params: dict | None = None, report=None, seed: int = 0) -> list[Outcome]:
+    """Run one procedure on a modelled drive (preset name, .toml path or `DriveText`)."""
+    p = resolve_params(procedure, params)
+    proc = PROCEDURES[procedure]
+    tracker = Tracker(report, proc.weights(p))
+    outs = proc.run(source, p, tracker, seed)
+    tracker.report(1.0, "done")
+    for o in outs:
+        o.params = dict(p)
+    return outs
