@@ -164,11 +164,10 @@ def fio_job(result, job=None, drive=None, plus: bool = False, groupid: int = 0) 
     elapsed = s["elapsed_s"]
     series = result.series
     options = {}
-    if job is not None and getattr(job, "_given", None) is not None:
-        options = dict(job._given)
+    if job is not None and job.origin is not None:
+        options = dict(job.origin.given)
     elif job is not None:
-        import dataclasses
-        for k, v in dataclasses.asdict(job).items():
+        for k, v in job.model_dict().items():
             if v is None or k == "name":
                 continue
             if k == "log_interval_s":
@@ -179,7 +178,7 @@ def fio_job(result, job=None, drive=None, plus: bool = False, groupid: int = 0) 
     if drive is not None:
         options["filename"] = f"ssdlab:{drive}"
     col = {op: (series.get(f"{op}_iops"), series.get(f"{op}_mb_per_s")) for op in ("read", "write")}
-    given = {**getattr(job, "_global", {}), **getattr(job, "_given", {})} if job is not None else {}
+    given = job.origin.options() if job is not None and job.origin is not None else {}
     wanted = None
     if given.get("percentile_list"):
         try:

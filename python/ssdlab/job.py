@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import SsdlabError
@@ -48,6 +48,8 @@ class Job:
         hipm+dipm, devsleep); only a drive with a power model changes link state
     loops : fio's loops: the job's passes, one after another (each from the span's start once
         the pass before has completed), reported as one job
+    origin : what a job file or the command line said of the job beyond these fields
+        (`FioOrigin`; None for a job made in Python); the model never sees it
     """
 
     name: str = "job"
@@ -79,6 +81,11 @@ class Job:
     ss_ramp_s: float = 0.0
     link_power: str = "none"
     loops: int = 1
+    origin: FioOrigin | None = field(default=None, repr=False, compare=False, metadata={"model": False})
+
+    def model_dict(self) -> dict:
+        """The fields the model runs (the Rust `Job`'s), by name: everything but `origin`."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.metadata.get("model", True)}
 
     def to_json(self) -> str:
         """The job for the model; ValueError ("field: why") for a count out of its range."""
@@ -86,7 +93,7 @@ class Job:
             v = getattr(self, name)
             if not isinstance(v, int) or not 0 <= v < 2**32:
                 raise ValueError(f"{name}: {v} is out of range; accepted: a whole number below 2^32")
-        return json.dumps(dataclasses.asdict(self))
+        return json.dumps(self.model_dict())
 
     @staticmethod
     def from_fio(path: str | Path) -> list["Job"]:
@@ -274,6 +281,24 @@ class Placement:
 
 
 @dataclass
+class FioOrigin:
+    """What a job file or the command line said of a job, beside the fields the model runs: the
+    job's own options and its file's [global] ones as written (fio's JSON "job options", and the
+    logs they ask for), where it runs among the file's jobs, the latency-target search's
+    settings, and which file:line set each field (for errors found later)."""
+
+    given: dict = field(default_factory=dict)
+    global_options: dict = field(default_factory=dict)
+    placement: Placement = field(default_factory=Placement)
+    latency: dict = field(default_factory=dict)
+    where: dict = field(default_factory=dict)
+
+    def options(self) -> dict:
+        """The [global] options with the job's own over them."""
+        return {**self.global_options, **self.given}
+
+
+@dataclass
 class Step:
     """Jobs that run together on the drive (fio's jobs between two stonewalls): for each,
     the index in `jobs` of the job it waits for (or None) and fio's reporting group id."""
@@ -291,17 +316,18 @@ def expand_clones(jobs: list[Job]) -> list[Job]:
     import dataclasses
     out: list[Job] = []
     for job in jobs:
-        options = {**getattr(job, "_global", {}), **getattr(job, "_given", {})}
-        grouped = "group_reporting" in options and options["group_reporting"] not in ("0", "false")
-        if job.numjobs <= 1 or grouped or not hasattr(job, "_given"):
+        if job.origin is None or job.numjobs <= 1:
             out.append(job)
             continue
-        place = getattr(job, "_placement", Placement())
+        options = job.origin.options()
+        if "group_reporting" in options and options["group_reporting"] not in ("0", "false"):
+            out.append(job)
+            continue
+        place = job.origin.placement
         for i in range(job.numjobs):
             clone = dataclasses.replace(job, numjobs=1)
-            clone.__dict__.update({k: v for k, v in job.__dict__.items() if k.startswith("_")})
             if i:  # the first clone carries the job's place; the others start with it
-                clone._placement = Placement(wait_for=place.wait_for)
+                clone.origin = dataclasses.replace(job.origin, placement=Placement(wait_for=place.wait_for))
             out.append(clone)
     return out
 
@@ -314,7 +340,7 @@ def schedule(jobs: list[Job]) -> list[Step]:
     steps: list[Step] = []
     groupid, in_group = 0, 0
     for job in jobs:
-        place = getattr(job, "_placement", Placement())
+        place = job.origin.placement if job.origin else Placement()
         if (place.stonewall or place.new_group) and in_group:
             groupid, in_group = groupid + 1, 0
         if place.stonewall or not steps:
@@ -409,7 +435,7 @@ def parse_fio(text: str, source: str = "<job file>") -> list[Job]:
     problems: list[str] = []  # every problem of the file, once each, in line order
     for name, _lineno, opts in jobs:
         job = Job(name=name)
-        job._where = {}  # Job field -> file:line that set it, for errors found later
+        job.origin = FioOrigin()
         place: dict = {}
         for opt_line, key, value in global_opts + opts:
             where = f"{source}:{opt_line}"
@@ -423,15 +449,15 @@ def parse_fio(text: str, source: str = "<job file>") -> list[Job]:
                     problems.append(str(e))
                 continue
             if key in _OPTIONS:
-                job._where[_OPTIONS[key][0]] = where
+                job.origin.where[_OPTIONS[key][0]] = where
         zoning = _zonemode(job, global_opts + opts, source)
         if zoning:
             problems.append(zoning)
             continue
-        job._placement = Placement(**place)
+        job.origin.placement = Placement(**place)
         # The options as written, for fio's JSON ("job options", "global options").
-        job._given = {key: "" if value is None else value for _l, key, value in opts}
-        job._global = {key: "" if value is None else value for _l, key, value in global_opts}
+        job.origin.given = {key: "" if value is None else value for _l, key, value in opts}
+        job.origin.global_options = {key: "" if value is None else value for _l, key, value in global_opts}
         result.append(job)
         # fio's loops=N: the job runs N times, one after another (each a run of its own).
         # fio's loops=N: the job's passes, one after another, reported as one job.
@@ -500,7 +526,7 @@ def job_error(job: Job, message: str) -> SsdlabError:
     """An error the model found in `job`'s values ("field: why"), placed at the job file's line
     that set the field when the job came from one, else named by the job."""
     field_name = message.split(":", 1)[0].strip()
-    where = getattr(job, "_where", {}).get(field_name)
+    where = (job.origin.where if job.origin else {}).get(field_name)
     if where:
         return SsdlabError(f"{where}: job '{job.name}': {message}")
     return SsdlabError(f"job '{job.name}': {message}")
@@ -523,7 +549,9 @@ def _apply(job: Job, key: str, value: str | None, where: str) -> None:
             raise SsdlabError(f"{where}: {key}={value}: accepted: " + (
                 "a percentage in (0, 100]" if key == "latency_percentile" else
                 "a time up to 10^6 s, bare numbers in us (fio's unit here), or with a unit us, ms, s, m, h")) from None
-        job._latency = {**getattr(job, "_latency", {}), key: v}
+        if job.origin is None:
+            job.origin = FioOrigin()
+        job.origin.latency[key] = v
         return
     if key == "ioengine" and (value or "").strip() in _NOT_BLOCK_IO:
         raise SsdlabError(f"{where}: ioengine={value.strip()} is not supported: {_NOT_BLOCK_IO[value.strip()]}; "

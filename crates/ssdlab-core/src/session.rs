@@ -4,7 +4,8 @@
 //! next submission, whichever comes first -> close the intervals the clock passed -> step ->
 //! drain completions -> record), and the [`Recorder`] it fills. A driver is a [`Source`]: it
 //! says only what to submit and when ([`Source::next_submission`], [`Source::submit`]), what
-//! a completion means to it ([`Source::completed`]) and when it is done. Jobs
+//! a completion means to it ([`Source::completed`]) and, through one answer at each point
+//! where the session could stop ([`Source::control`]), whether it goes on, pauses or is done. Jobs
 //! ([`crate::workload::JobRun`]) and trace replay ([`crate::replay::ReplayRun`]) are sources;
 //! a new per-interval column or a new kind of measurement goes in one place.
 //!
@@ -43,12 +44,6 @@ pub trait Source {
     /// bookkeeping commands, such as a final flush, are not recorded).
     fn completed(&mut self, c: &Completion, dev: &Device) -> bool;
 
-    /// The session is about to process the next event: false ends it there (a harness that
-    /// stops a set number of steps after its last command).
-    fn may_step(&mut self) -> bool {
-        true
-    }
-
     /// The device has processed an event; its completions follow (a data store applies the
     /// FTL's map changes here, before it answers them).
     fn stepped(&mut self, _dev: &mut Device) {}
@@ -58,36 +53,50 @@ pub trait Source {
     /// group, each measured over its own span) closes theirs here, with the same samples.
     fn before_event(&mut self, _dev: &Device, _t: SimTime) {}
 
-    /// After a step's completions and the submissions due then: is the source done?
-    fn finished(&self) -> bool {
-        false
-    }
-
-    /// After a step: return from this `advance` now (the session goes on at the next call; a
-    /// server that answers each completion as soon as the model has it).
-    fn pause(&mut self) -> bool {
-        false
-    }
-
-    /// The source has no end of its own: with nothing pending and nothing to submit, an
-    /// `advance` returns (not done) until the driver submits more (a server).
-    fn open_ended(&self) -> bool {
-        false
-    }
-
     /// Until when (ns, exclusive) the session may step the device through events that complete
     /// nothing without asking the source anything: while no command completes, no submission
-    /// is due before then, and `before_event`, `stepped`, `may_step`, `pause` and `finished`
-    /// would do nothing. 0 (the default): ask at every event.
+    /// is due before then, and `before_event`, `stepped` and `control` would do nothing. 0 (the
+    /// default): ask at every event.
     fn quiet_until(&mut self) -> u64 {
         0
     }
 
-    /// Nothing is pending on the device and nothing is to be submitted: the source may still
-    /// submit something (a final flush). Returns true when it is done.
-    fn at_rest(&mut self, _dev: &mut Device) -> bool {
-        true
+    /// What happens next at `point` (see [`Point`]): go on, return from this `advance` (not
+    /// done), or end the session. One answer in place of separate questions; the default is a
+    /// source that runs to its own end: go on everywhere, done when at rest.
+    #[inline]
+    fn control(&mut self, point: Point, _dev: &mut Device) -> Control {
+        match point {
+            Point::AtRest => Control::Stop,
+            _ => Control::Continue,
+        }
     }
+}
+
+/// Where the session asks a source what happens next ([`Source::control`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Point {
+    /// Before the next event is processed (`Stop`: end there, a harness that stops a set
+    /// number of steps after its last command).
+    BeforeEvent,
+    /// After a step's completions and the submissions due then (`Stop`: the source is done;
+    /// `Pause`: return now, a server that answers each completion as soon as the model has it).
+    AfterStep,
+    /// Nothing is to be submitted (`Pause`: the source has no end of its own, so the drive is
+    /// idle until the driver submits more: its background collection may use the time, and
+    /// with nothing pending an `advance` returns, not done).
+    Idle,
+    /// Nothing is pending on the device and nothing is to be submitted, and the source is not
+    /// open-ended (`Continue`: it submitted something more, a final flush; `Stop`: done).
+    AtRest,
+}
+
+/// A source's answer at a [`Point`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Control {
+    Continue,
+    Pause,
+    Stop,
 }
 
 /// A recorder and its ramp: nothing is recorded before `rec.start`, and the device's
@@ -185,7 +194,7 @@ impl Session {
             let now = dev.now();
             let submit_at = source.next_submission(now);
             let event_at = dev.next_event_time();
-            if submit_at.is_some() || source.open_ended() {
+            if submit_at.is_some() || source.control(Point::Idle, dev) == Control::Pause {
                 // The host is idle until its next submission (or, for a source without an end
                 // of its own, until this slice's): the drive's background collection may take
                 // a step before it and before the drive's next event (those first at the
@@ -221,7 +230,7 @@ impl Session {
                         self.clock = self.clock.max(until);
                         return false;
                     }
-                    if !source.may_step() {
+                    if source.control(Point::BeforeEvent, dev) == Control::Stop {
                         self.done = true;
                         break;
                     }
@@ -230,14 +239,14 @@ impl Session {
                     }
                 }
                 (None, None) | (Some(_), None) => {
-                    if source.open_ended() {
+                    if source.control(Point::Idle, dev) == Control::Pause {
                         return false;
                     }
                     assert!(
                         source.outstanding() == 0,
                         "commands outstanding with no event pending"
                     );
-                    self.done = source.at_rest(dev);
+                    self.done = source.control(Point::AtRest, dev) == Control::Stop;
                 }
             }
         }
@@ -250,8 +259,8 @@ impl Session {
     /// a drive's events (dispatches, program ends, die wake-ups) go by without the loop's
     /// questions. So are the events after the completions and submissions, while the next one
     /// comes before the source's and the meter's next point of interest (as the loop would
-    /// process them, without the questions the quiet span makes idle). Returns the source's
-    /// [`Source::pause`], asked once the completions and submissions are done.
+    /// process them, without the questions the quiet span makes idle). Returns whether the
+    /// source said `Pause` after the completions and submissions ([`Point::AfterStep`]).
     fn step(
         &mut self,
         dev: &mut Device,
@@ -299,16 +308,17 @@ impl Session {
                 }
                 source.submit(dev, now);
             }
-            if source.finished() {
-                self.done = true;
-                return source.pause();
-            }
-            if source.pause() {
-                return true;
+            match source.control(Point::AfterStep, dev) {
+                Control::Continue => {}
+                Control::Pause => return true,
+                Control::Stop => {
+                    self.done = true;
+                    return false;
+                }
             }
             // The next event, if it comes before anything the loop would ask about, goes on
             // here: before it no submission is due, and `before_event`, `stepped` and
-            // `may_step` would do nothing (crucial-m500-240's random writes: one return to the
+            // `control` would do nothing (crucial-m500-240's random writes: one return to the
             // loop per completion, ~50 instructions each).
             quiet = self.quiet_until(dev, source, until);
             if dev.next_event_time().is_none_or(|t| t.ns() >= quiet) {
@@ -352,8 +362,11 @@ pub fn idle(dev: &mut Device, until: SimTime) {
         fn completed(&mut self, _c: &Completion, _dev: &Device) -> bool {
             false
         }
-        fn open_ended(&self) -> bool {
-            true
+        fn control(&mut self, point: Point, _dev: &mut Device) -> Control {
+            match point {
+                Point::Idle | Point::AtRest => Control::Pause,
+                _ => Control::Continue,
+            }
         }
     }
     // One interval that never closes: nothing is recorded.
@@ -381,26 +394,14 @@ impl<S: Source> Source for AskEveryEvent<'_, S> {
     fn completed(&mut self, c: &Completion, dev: &Device) -> bool {
         self.0.completed(c, dev)
     }
-    fn may_step(&mut self) -> bool {
-        self.0.may_step()
-    }
     fn stepped(&mut self, dev: &mut Device) {
         self.0.stepped(dev)
     }
     fn before_event(&mut self, dev: &Device, t: SimTime) {
         self.0.before_event(dev, t)
     }
-    fn finished(&self) -> bool {
-        self.0.finished()
-    }
-    fn pause(&mut self) -> bool {
-        self.0.pause()
-    }
-    fn open_ended(&self) -> bool {
-        self.0.open_ended()
-    }
-    fn at_rest(&mut self, dev: &mut Device) -> bool {
-        self.0.at_rest(dev)
+    fn control(&mut self, point: Point, dev: &mut Device) -> Control {
+        self.0.control(point, dev)
     }
 }
 

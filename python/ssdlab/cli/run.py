@@ -9,7 +9,7 @@ import sys
 from .. import fio_logs
 from ..drive import FAULTS_HELP, LINK_POLICIES, Drive, Result, describe_preset, format_faults, preset_names
 from ..errors import SsdlabError
-from ..job import _OPTIONS, Job, _apply, _seconds, expand_clones, job_error, schedule
+from ..job import _OPTIONS, FioOrigin, Job, _apply, _seconds, expand_clones, job_error, schedule
 from .common import FAULTS_SPEC, SEED, add_precondition, in_range, out_dir, positive, power_line, whole
 
 
@@ -40,7 +40,7 @@ def _job_from_args(args: argparse.Namespace) -> list[Job]:
         jobs = Job.from_fio(args.jobfile)
     else:
         jobs = [Job(name=args.name or args.rw or "randread", rw="randread")]
-        jobs[0]._given = {"name": jobs[0].name}
+        jobs[0].origin = FioOrigin(given={"name": jobs[0].name})
     if args.jobfile and args.name:
         raise SsdlabError("--name names the job made from the command line; a job file names its jobs by their [sections]")
     overrides = {
@@ -71,13 +71,13 @@ def _job_from_args(args: argparse.Namespace) -> list[Job]:
     for job in jobs:
         for key, value in options:
             _apply(job, key, value, "command line")
-            if hasattr(job, "_given"):
-                job._given[key] = "" if value is None else value
+            if job.origin is not None:
+                job.origin.given[key] = "" if value is None else value
         for k, v in overrides.items():
             if v is not None:
                 setattr(job, k, v)
-        if hasattr(job, "_given"):
-            job._given.update({k: str(v) for k, v in given.items() if v is not None})
+        if job.origin is not None:
+            job.origin.given.update({k: str(v) for k, v in given.items() if v is not None})
         if args.time_based:
             job.time_based = True
         if args.runtime is not None:
@@ -219,19 +219,19 @@ def _run(args: argparse.Namespace) -> int:
     for step in schedule(expand_clones(jobs)):
         for job in step.jobs:
             _warn_unwritten_reads(drive, job)
-        latency = [j for j in step.jobs if getattr(j, "_latency", {}).get("latency_target")]
+        latency = [j for j in step.jobs if j.origin and j.origin.latency.get("latency_target")]
         if latency and len(step.jobs) > 1:
             raise SsdlabError(f"job '{latency[0].name}': latency_target probes queue depths one job at a time; "
                               "give it a stonewall so it runs alone")
         if latency:
-            lt = latency[0]._latency
+            lt = latency[0].origin.latency
             results = [drive.find_latency_depth(latency[0], lt["latency_target"], lt.get("latency_window", 1.0),
                                                 lt.get("latency_percentile", 100.0), progress=progress)]
         else:
             # fio's per-IO logs: each clone of each job a stream, numbered as fio numbers threads.
             streams = []
             for job in step.jobs:
-                options = {**getattr(job, "_global", {}), **getattr(job, "_given", {})}
+                options = job.origin.options() if job.origin else {}
                 for _ in range(job.numjobs):
                     streams.append((options, job.name, log_number + len(streams) + 1))
             writer = fio_logs.IoLogWriter(streams) if any(fio_logs.per_io(o) for o, _, _ in streams) else None
@@ -243,7 +243,7 @@ def _run(args: argparse.Namespace) -> int:
         for job, result, groupid in zip(step.jobs, results, step.groupids):
             prefix = f"{i:02d}-{job.name}-" if len(jobs) > 1 else ""
             i += 1
-            options = {**getattr(job, "_global", {}), **getattr(job, "_given", {})}
+            options = job.origin.options() if job.origin else {}
             first = log_number + 1
             log_number += job.numjobs if not latency else 1
             if fio_logs.wanted(options):
@@ -279,7 +279,7 @@ def _run(args: argparse.Namespace) -> int:
         import json
 
         from ..fio_json import fio_output
-        print(json.dumps(fio_output(fio_jobs, getattr(jobs[0], "_global", None)), indent=2))
+        print(json.dumps(fio_output(fio_jobs, jobs[0].origin.global_options if jobs[0].origin else None), indent=2))
     return 0
 
 

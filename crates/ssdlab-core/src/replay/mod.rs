@@ -6,7 +6,7 @@
 
 use crate::device::{Completion, Device, HostIo, IoKind};
 use crate::record::Sample;
-use crate::session::{Session, Source};
+use crate::session::{Control, Point, Session, Source};
 use crate::stats::{IntervalSeries, OpStats, OpSummary};
 use crate::time::{SimTime, NS_PER_S};
 use serde::Serialize;
@@ -581,19 +581,22 @@ impl<I: Iterator<Item = ReplayRequest>> Source for ReplaySource<I> {
         true
     }
 
-    /// The trace is over: flush the write buffer (as the end of a trace run does), so the
-    /// write amplification counts every write. True once the flush completed.
-    fn at_rest(&mut self, dev: &mut Device) -> bool {
+    /// At rest, the trace is over: flush the write buffer (as the end of a trace run does), so
+    /// the write amplification counts every write. Done once the flush completed.
+    fn control(&mut self, point: Point, dev: &mut Device) -> Control {
+        if point != Point::AtRest {
+            return Control::Continue;
+        }
         match self.flush {
             Flush::NotYet => {
                 let at = dev.now();
                 dev.submit(HostIo::flush(FLUSH_TAG), at);
                 self.flush = Flush::Running { since: at };
                 self.outstanding += 1;
-                false
+                Control::Continue
             }
             Flush::Running { .. } => unreachable!("flush outstanding with no event pending"),
-            Flush::Done { .. } => true,
+            Flush::Done { .. } => Control::Stop,
         }
     }
 }

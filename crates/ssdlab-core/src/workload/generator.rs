@@ -33,7 +33,7 @@ pub(super) struct Generator {
 
 /// IOs drawn ahead: a ring of `RING` places, `len` of them from `head`. A taken
 /// `Option<VecDeque>` read through `range` and `flat_map` cost about 90 instructions more per
-/// host IO, a growable ring indexed by a mask 45M more over 1.2M host writes (CONTRIBUTING).
+/// host IO, a growable ring indexed by a mask 45M more over 1.2M host writes (docs/performance.md).
 struct Drawn {
     ios: Box<[(IoKind, u64, u64); RING]>,
     head: usize,

@@ -6,7 +6,7 @@ use super::generator::{Generator, LOOKAHEAD};
 use super::job::SteadyState;
 use crate::device::{Ahead, Completion, Device, HostIo};
 use crate::record::Sample;
-use crate::session::{Meter, Session, Source};
+use crate::session::{Control, Meter, Point, Session, Source};
 use crate::stats::{IntervalSeries, OpSummary};
 use crate::time::{SimTime, NS_PER_S};
 use serde::Serialize;
@@ -651,14 +651,25 @@ impl Source for JobSource {
         }
     }
 
-    /// Every job is over (the drive's own work, such as programs still queued, goes on under
-    /// the next run).
-    fn finished(&self) -> bool {
-        debug_assert_eq!(
-            self.jobs_done == self.jobs.len(),
-            self.jobs.iter().all(|s| matches!(s.phase, Phase::Done(_)))
-        );
-        self.jobs_done == self.jobs.len()
+    /// After a step: done once every job is over (the drive's own work, such as programs still
+    /// queued, goes on under the next run).
+    #[inline]
+    fn control(&mut self, point: Point, _dev: &mut Device) -> Control {
+        match point {
+            Point::AfterStep => {
+                debug_assert_eq!(
+                    self.jobs_done == self.jobs.len(),
+                    self.jobs.iter().all(|s| matches!(s.phase, Phase::Done(_)))
+                );
+                if self.jobs_done == self.jobs.len() {
+                    Control::Stop
+                } else {
+                    Control::Continue
+                }
+            }
+            Point::AtRest => Control::Stop,
+            Point::BeforeEvent | Point::Idle => Control::Continue,
+        }
     }
 }
 

@@ -35,7 +35,7 @@ use crate::store::{DataStore, WriteData};
 use ssdlab_core::config::{DriveConfig, PowerLossProtection};
 use ssdlab_core::device::{Completion, Device, HostIo, IoKind};
 use ssdlab_core::rng::Rng;
-use ssdlab_core::session::{Session, Source};
+use ssdlab_core::session::{Control, Point, Session, Source};
 use ssdlab_core::time::{SimTime, NS_PER_S};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -478,20 +478,6 @@ impl Source for Cycle<'_> {
         self.flights.len() as u64
     }
 
-    /// After the cut's command, `extra_steps` more steps; a failed store stops at once.
-    fn may_step(&mut self) -> bool {
-        if self.error.is_some() {
-            return false;
-        }
-        if self.submitted >= self.cut_at {
-            if self.steps_after >= self.extra_steps {
-                return false;
-            }
-            self.steps_after += 1;
-        }
-        true
-    }
-
     fn stepped(&mut self, dev: &mut Device) {
         if let Err(e) = apply_map_changes(dev, self.store, &self.flights) {
             self.error.get_or_insert(e);
@@ -504,10 +490,26 @@ impl Source for Cycle<'_> {
         false
     }
 
-    /// Nothing pending and nothing chosen: done once the cut's command is in (else choose
-    /// again).
-    fn at_rest(&mut self, _dev: &mut Device) -> bool {
-        self.submitted >= self.cut_at
+    /// Before each event: after the cut's command, `extra_steps` more steps, and a failed store
+    /// stops at once. At rest (nothing pending, nothing chosen): done once the cut's command is
+    /// in (else choose again).
+    fn control(&mut self, point: Point, _dev: &mut Device) -> Control {
+        match point {
+            Point::BeforeEvent => {
+                if self.error.is_some() {
+                    return Control::Stop;
+                }
+                if self.submitted >= self.cut_at {
+                    if self.steps_after >= self.extra_steps {
+                        return Control::Stop;
+                    }
+                    self.steps_after += 1;
+                }
+                Control::Continue
+            }
+            Point::AtRest if self.submitted >= self.cut_at => Control::Stop,
+            _ => Control::Continue,
+        }
     }
 }
 

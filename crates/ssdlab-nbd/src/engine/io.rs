@@ -194,11 +194,15 @@ impl Source for Io {
         true
     }
 
-    fn pause(&mut self) -> bool {
-        self.pause_on_completion && self.completed_in_advance > 0
-    }
-
-    fn open_ended(&self) -> bool {
-        true
+    /// No end of its own (requests come from the sockets): idle until the engine submits
+    /// more; Pace::None pauses an advance at the first step that completes a command.
+    fn control(&mut self, point: Point, _dev: &mut Device) -> Control {
+        match point {
+            Point::Idle | Point::AtRest => Control::Pause,
+            Point::AfterStep if self.pause_on_completion && self.completed_in_advance > 0 => {
+                Control::Pause
+            }
+            _ => Control::Continue,
+        }
     }
 }

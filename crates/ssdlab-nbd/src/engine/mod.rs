@@ -5,7 +5,7 @@
 
 use crate::store::{DataStore, WriteData};
 use ssdlab_core::device::{Completion, Device, HostIo, IoKind};
-use ssdlab_core::session::{Session, Source};
+use ssdlab_core::session::{Control, Point, Session, Source};
 use ssdlab_core::stats::Histogram;
 use ssdlab_core::time::{SimTime, NS_PER_S};
 use std::collections::BTreeMap;
