@@ -1,7 +1,7 @@
 """Instructions per operation of four standard runs, counted by callgrind (issue 26).
 
 A speed measure that hardly moves with the machine. Wall times on a shared VM move by
-20-60% from hour to hour and by 2x from one VM to the next (CONTRIBUTING, Speed); the
+20-60% from hour to hour and by 2x from one VM to the next (docs/performance.md); the
 instructions a run executes repeat to within 0.001% (the same build, counted three times on
 2026-11-30: crucial-m500-120's steady state 445,041,200 each time; the fill and the random writes
 from empty moved by up to 22,500 of 7.8-14 billion: the threads that pre-fault the tables' pages,

@@ -12,7 +12,7 @@ dies): its waits for a place (`ActiveDies`, `PowerWaits`) run in training, as th
 validate's longest runs (micron-p320h-350 and -700, micron-p420m). micron-p320h-175's budget
 never binds; trained on it, callgrind's branch simulation counted 57.6M conditional
 mispredictions in 10 simulated seconds of micron-p320h-350's random writes, 28.1M of them in
-`JobRun::advance`, against 34.4M (2.0M) trained on the 350GB (CONTRIBUTING.md, Speed).
+`JobRun::advance`, against 34.4M (2.0M) trained on the 350GB (docs/performance.md).
 
     PYTHONPATH=DIR_WITH__ssdlab python tools/build/pgo_train.py PRESETS_DIR
 """

@@ -7,7 +7,7 @@ llvm-profdata merges what it counted; then maturin builds the extension with `-C
 so the compiler inlines and lays out the hot paths as they are run. Results do not change
 (the compiler keeps the program's meaning; README command 1's fio JSON is the same): only
 speed. Measured 2026-11-26 on a 2-vCPU VM: README command 1 14.1-15.5 s plain, 11.8-12.6 s
-profile-guided (CONTRIBUTING.md, Speed).
+profile-guided (docs/performance.md).
 
 llvm-profdata is looked for in $LLVM_PROFDATA, in the Rust toolchain (rustup's llvm-tools
 component), then as llvm-profdata-N and llvm-profdata on the PATH (Debian: `apt-get install

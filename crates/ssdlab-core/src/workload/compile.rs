@@ -234,7 +234,7 @@ impl Job {
         })
     }
 
-    /// bs (one size, or READ,WRITE[,TRIM]), bssplit and bsrange.
+    /// bs (one size, or `READ,WRITE[,TRIM]`), bssplit and bsrange.
     fn block_sizes(&self) -> Result<BlockSizes, String> {
         let mut sizes = Vec::new();
         let mut bs_range = None;

@@ -1,5 +1,5 @@
 //! Jobs as users write them (fio's option names and units), checked against a drive and
-//! turned into numbers ([`CompiledJob`]); fio's size syntax ([`parse_size`]).
+//! turned into numbers ([`super::CompiledJob`], in `compile.rs`); fio's size syntax ([`parse_size`]).
 
 use crate::power::LinkPolicy;
 use serde::{Deserialize, Serialize};
