@@ -218,11 +218,7 @@ impl Simulation {
         let dev = &mut self.dev;
         // From the run's clock, not the device's: an event more than one slice ahead (the
         // transfer of a 500 MiB read) must still be reached (issue 25, item 13).
-        let until = SimTime(
-            run.now(dev)
-                .ns()
-                .saturating_add((seconds * NS_PER_S as f64) as u64),
-        );
+        let until = slice_end(run.now(dev), seconds);
         Ok(py.allow_threads(|| run.advance(dev, until)))
     }
 
@@ -344,11 +340,7 @@ impl Simulation {
             .as_mut()
             .ok_or_else(|| PyRuntimeError::new_err("no replay running"))?;
         let dev = &mut self.dev;
-        let until = SimTime(
-            run.now(dev)
-                .ns()
-                .saturating_add((seconds * NS_PER_S as f64) as u64),
-        );
+        let until = slice_end(run.now(dev), seconds);
         Ok(py.allow_threads(|| run.advance(dev, until)))
     }
 
@@ -455,4 +447,9 @@ fn le_column<'py, const N: usize>(
 ) -> Bound<'py, PyBytes> {
     let bytes: Vec<u8> = values.flatten().collect();
     PyBytes::new(py, &bytes)
+}
+
+/// The end of a slice of `seconds` of simulated time from `now` (saturating).
+fn slice_end(now: SimTime, seconds: f64) -> SimTime {
+    SimTime(now.ns().saturating_add((seconds * NS_PER_S as f64) as u64))
 }
