@@ -13,6 +13,8 @@ lint:
 	$(PYTHON) -m ruff check python benches tools
 	$(PYTHON) tools/check_imports.py
 	$(PYTHON) tools/check_sizes.py
+	# Python's job table and README's option list against the model's table (job.rs).
+	$(PYTHON) tools/gen_job_table.py --check
 	# The extension's stub (python/ssdlab/_ssdlab.pyi) against the installed build.
 	$(PYTHON) -m pip install -q "mypy>=1.18"
 	$(PYTHON) -m mypy.stubtest ssdlab._ssdlab

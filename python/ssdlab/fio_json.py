@@ -22,10 +22,10 @@ import os
 import time
 
 from . import __version__
+from ._job_table import ROWS
 
-# Job fields -> fio option names (the Job dataclass follows fio's names otherwise).
-_OPTION_NAMES = {"runtime_s": "runtime", "log_interval_s": "log_avg_msec", "ramp_time_s": "ramp_time",
-                 "ss_dur_s": "ss_dur", "ss_ramp_s": "ss_ramp", "startdelay_s": "startdelay"}
+# Job fields -> fio option names where they differ (a field's first fio spelling, from the table).
+_OPTION_NAMES = {row.name: row.spellings[0][0] for row in ROWS if row.spellings and row.spellings[0][0] != row.name}
 
 
 def _lat(o: dict, percentiles: bool) -> dict:

@@ -8,79 +8,15 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._job_table import ROWS, JobFields
 from .errors import SsdlabError
 
 
 @dataclass
-class Job:
-    """One fio-style job. Sizes are fio strings ("4k", "128KiB", "8g"); offset and size may be
-    percentages of the drive ("25%"). Field names follow fio's options.
+class Job(JobFields):
+    """One fio-style job: the fields of the one table of job options (`JobFields`, generated
+    from the model's table by tools/gen_job_table.py) and `origin`."""
 
-    Parameters
-    ----------
-    rw : read, write, randread, randwrite, randrw, rw/readwrite, trim, randtrim
-    rw : ... with fio's ``:NR`` suffix too: ``read:-8k`` reads backwards, ``write:4k`` leaves
-        holes, ``randread:8`` issues 8 IOs in a row from each random offset
-    bs : block size, or ``bssplit`` ("4k/50:64k/40:128k/10") for a mix, or ``bsrange``
-        ("512-64k": uniform, multiples of the smallest)
-    blockalign : random offsets align to this (default: the smallest block size)
-    zonesize, zonerange, zoneskip : fio's zonemode=strided: zonesize bytes are transferred in
-        a zone of zonerange bytes (default: zonesize), then the next zone starts zonerange +
-        zoneskip further on; the skipped bytes count toward the job's size, as in fio
-    iodepth : commands kept in flight
-    offset, size : the LBA span the job touches (default: the whole drive)
-    io_size : bytes to transfer (default: ``size``, unless ``runtime_s`` with ``time_based``
-        or ``number_ios`` bound the job)
-    runtime_s : simulated seconds
-    ramp_time_s : simulated seconds run before anything is measured (fio's ramp_time)
-    startdelay_s : simulated seconds after the start of its group (or after the job it waits
-        for) before the job issues anything (fio's startdelay)
-    numjobs : copies of the job at once, each its own random stream and queue of ``iodepth``;
-        reported together, as fio's group_reporting does
-    ss, ss_dur_s, ss_ramp_s : fio's steady-state detection ("iops:0.3%", "iops_slope:0.1%",
-        "bw:..", "bw_slope:.."): the job stops once the last ss_dur_s meet it
-    random_distribution : random, zipf:THETA, pareto:H, zoned:50/5:30/15:20/ (ACCESS%/SPAN%),
-        zoned_abs:50/10g:50/ (ACCESS%/SIZE); with READ,WRITE[,TRIM] lists after commas;
-        sequence:2,0,1 (fio's fixed order of block indices, up to 64)
-    random_sequence_stride : with sequence: the pattern relative to a block group that
-        advances by its length after each cycle (the job ends at the span's end), as fio
-    link_power : the host's link power management during the job (none, hipm, dipm,
-        hipm+dipm, devsleep); only a drive with a power model changes link state
-    loops : fio's loops: the job's passes, one after another (each from the span's start once
-        the pass before has completed), reported as one job
-    origin : what a job file or the command line said of the job beyond these fields
-        (`FioOrigin`; None for a job made in Python); the model never sees it
-    """
-
-    name: str = "job"
-    rw: str = "read"
-    bs: str = "4k"
-    bssplit: str | None = None
-    bsrange: str | None = None
-    blockalign: str | None = None
-    zonesize: str | None = None
-    zonerange: str | None = None
-    zoneskip: str | None = None
-    iodepth: int = 1
-    offset: str = "0"
-    size: str | None = None
-    io_size: str | None = None
-    runtime_s: float | None = None
-    time_based: bool = False
-    number_ios: int | None = None
-    rwmixread: int = 50
-    random_distribution: str = "random"
-    random_sequence_stride: bool = False
-    randseed: int = 0
-    log_interval_s: float = 1.0
-    ramp_time_s: float = 0.0
-    startdelay_s: float = 0.0
-    numjobs: int = 1
-    ss: str | None = None
-    ss_dur_s: float = 0.0
-    ss_ramp_s: float = 0.0
-    link_power: str = "none"
-    loops: int = 1
     origin: FioOrigin | None = field(default=None, repr=False, compare=False, metadata={"model": False})
 
     def model_dict(self) -> dict:
@@ -89,7 +25,7 @@ class Job:
 
     def to_json(self) -> str:
         """The job for the model; ValueError ("field: why") for a count out of its range."""
-        for name in ("iodepth", "rwmixread", "numjobs", "loops"):
+        for name in _COUNTS:
             v = getattr(self, name)
             if not isinstance(v, int) or not 0 <= v < 2**32:
                 raise ValueError(f"{name}: {v} is out of range; accepted: a whole number below 2^32")
@@ -109,6 +45,12 @@ class Job:
             line = data[: e.start].count(b"\n") + 1
             raise SsdlabError(f"{path}:{line}: byte {e.start} is not UTF-8 text; accepted: a fio job file (text)") from None
         return parse_fio(text, str(path))
+
+
+Job.__doc__ = (JobFields.__doc__ or "").rstrip() + """
+    origin : what a job file or the command line said of the job beyond these fields
+        (`FioOrigin`; None for a job made in Python); the model never sees it
+    """
 
 
 def _bool(value: str) -> bool:
@@ -144,47 +86,33 @@ def _int(value: str) -> int:
     return int(v) * mult
 
 
-# fio option -> (Job field, converter). Options that change nothing in the model are accepted
-# and ignored (direct, ioengine, ...): they describe the host side of a real run.
-_OPTIONS = {
-    "rw": ("rw", str),
-    "readwrite": ("rw", str),
-    "bs": ("bs", str),
-    "blocksize": ("bs", str),
-    "bssplit": ("bssplit", str),
-    "bsrange": ("bsrange", str),
-    "blocksize_range": ("bsrange", str),
-    "blockalign": ("blockalign", str),
-    "ba": ("blockalign", str),
-    "zonesize": ("zonesize", str),
-    "zonerange": ("zonerange", str),
-    "zoneskip": ("zoneskip", str),
-    "timeout": ("runtime_s", _seconds),
-    "iodepth": ("iodepth", _int),
-    "offset": ("offset", str),
-    "size": ("size", str),
-    "filesize": ("size", str),
-    "io_size": ("io_size", str),
-    "io_limit": ("io_size", str),
-    "runtime": ("runtime_s", _seconds),
-    "ramp_time": ("ramp_time_s", _seconds),
-    "startdelay": ("startdelay_s", _seconds),
-    "numjobs": ("numjobs", _int),
-    "ss": ("ss", str),
-    "steadystate": ("ss", str),
-    "ss_dur": ("ss_dur_s", _seconds),
-    "steadystate_duration": ("ss_dur_s", _seconds),
-    "ss_ramp": ("ss_ramp_s", _seconds),
-    "steadystate_ramp_time": ("ss_ramp_s", _seconds),
-    "time_based": ("time_based", _bool),
-    "number_ios": ("number_ios", _int),
-    "rwmixread": ("rwmixread", _int),
-    "rwmixwrite": ("rwmixread", lambda v: 100 - _int(v)),
-    "random_distribution": ("random_distribution", str),
-    "random_sequence_stride": ("random_sequence_stride", _bool),
-    "randseed": ("randseed", _int),
-    "log_avg_msec": ("log_interval_s", lambda v: _log_avg_msec(v)),
-    "name": ("name", str),
+# How each kind of field and each fio reading turns text into the field's value (the kinds
+# and readings of the table, ssdlab_core::workload::{FieldKind, Reading}).
+def _count(value: str) -> int:
+    n = _int(value)
+    if n >= 2**32:
+        raise ValueError(f"{n} is out of range; accepted: a whole number below 2^32")
+    return n
+
+
+READERS = {"text": str, "count": _count, "whole": _int, "seconds": _seconds, "flag": _bool}
+_READINGS = {"complement": lambda v: 100 - _int(v), "log_avg_msec": _log_avg_msec}
+# fio option -> (Job field, converter), from the table. Options that change nothing in the
+# model are accepted and ignored (direct, ioengine, ...): they describe the host side of a run.
+_OPTIONS = {name: (row.name, _READINGS.get(reading, READERS[row.kind]))
+            for row in ROWS for name, reading in row.spellings}
+_KINDS = {row.name: row.kind for row in ROWS}
+_COUNTS = tuple(row.name for row in ROWS if row.kind == "count")
+# What the job-file reader takes beside the table's fields (README's list and run's --help).
+PARSER_OPTIONS = {
+    "zonemode": "strided (with zonesize) or none; zbd is refused (zoned block devices are not modelled)",
+    "fill_device, fill_fs": "the span runs to the end of the drive and the job writes all of it",
+    "latency_target, latency_window, latency_percentile": "the deepest queue that keeps the percentile "
+        "within the target, found in windows as fio does (`Drive.find_latency_depth`)",
+    "write_lat_log, write_bw_log, write_iops_log, log_offset": "fio's logs: as fio, a line per IO, one "
+        "file per clone; with log_avg_msec, interval means",
+    "stonewall, new_group, wait_for": "where the job runs among the file's others (the sections of a "
+        "file run at once otherwise, as in fio) and fio's groupid",
 }
 _IGNORED = {
     "direct", "ioengine", "filename", "group_reporting", "buffered", "norandommap",
@@ -459,19 +387,6 @@ def parse_fio(text: str, source: str = "<job file>") -> list[Job]:
         job.origin.given = {key: "" if value is None else value for _l, key, value in opts}
         job.origin.global_options = {key: "" if value is None else value for _l, key, value in global_opts}
         result.append(job)
-        # fio's loops=N: the job runs N times, one after another (each a run of its own).
-        # fio's loops=N: the job's passes, one after another, reported as one job.
-        loops = [(line, v) for line, k, v in global_opts + opts if k == "loops"]
-        if loops:
-            line, value = loops[-1]
-            try:
-                n = _int(value or "")
-            except ValueError:
-                n = 0
-            if not 1 <= n < 2**32:
-                problems.append(f"{source}:{line}: loops={value}: accepted: a whole number from 1 to 2^32 - 1")
-                continue
-            job.loops = n
     if len(problems) == 1:
         raise SsdlabError(problems[0])
     if problems:
@@ -581,8 +496,6 @@ def _apply(job: Job, key: str, value: str | None, where: str) -> None:
             job.size = None
             job.io_size = None
         return
-    if key == "loops":
-        return  # parse_fio repeats the job
     if key in _IGNORED:
         check = _UNSUPPORTED_VALUES.get(key)
         if check and value is not None and check(value):
@@ -595,8 +508,8 @@ def _apply(job: Job, key: str, value: str | None, where: str) -> None:
         raise SsdlabError(f"{where}: option '{key}' is not supported; accepted: {accepted} (and host-side options such as direct, ioengine, filename, which are ignored)")
     field_name, convert = _OPTIONS[key]
     if value is None:
-        if field_name == "time_based":
-            job.time_based = True
+        if _KINDS[field_name] == "flag":  # an option alone is true, as fio reads it
+            setattr(job, field_name, True)
             return
         raise SsdlabError(f"{where}: option '{key}' needs a value ({key}=...)")
     try:

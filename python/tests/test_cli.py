@@ -96,10 +96,10 @@ def test_review_checks_out_before_running_anything(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["run", "--drive", "SMALL", "--rw", "randwrite", "--runtime", "1", "--interval", "nan"], "--interval nan: accepted: a positive number"),
-    (["run", "--drive", "SMALL", "--rw", "randwrite", "--runtime", "1", "--interval", "inf"], "--interval inf: accepted: a positive number"),
+    (["run", "--drive", "SMALL", "--rw", "randwrite", "--runtime", "1", "--interval", "nan"], "--interval nan: 'nan' is not a time"),
+    (["run", "--drive", "SMALL", "--rw", "randwrite", "--runtime", "1", "--interval", "inf"], "--interval inf: 'inf' is not a time"),
     # A typo that grew the series to 9.8 GB in 50 s: the shortest interval is fio's millisecond.
-    (["run", "--drive", "SMALL", "--rw", "randwrite", "--runtime", "1", "--interval", "1e-9"], "accepted: a finite number of seconds of at least 0.001"),
+    (["run", "--drive", "SMALL", "--rw", "randwrite", "--runtime", "1", "--interval", "0.0000001"], "accepted: a finite number of seconds of at least 0.001"),
     (["run", "--drive", "SMALL", "--rw", "randwrite", "--runtime", "2000", "--interval", "0.001"], "accepted: at most 1000000"),
     (["sweep", "BINARY", "--out", "OUT"], "not a text file (byte 0xe1 at offset 0"),
     (["procedure", "transfer-size", "--drive", "SMALL", "--set", "min_bs=8m", "--set", "max_bs=512"], "min_bs 8m is larger than max_bs 512"),
@@ -110,7 +110,8 @@ def test_review_checks_out_before_running_anything(tmp_path):
     # Item 7: a negative value reaches the option's own check (was argparse's "expected one argument").
     (["run", "--drive", "SMALL", "--rw", "randwrite", "--bs", "-4k"], "bs"),
     (["run", "--drive", "SMALL", "--rw", "randwrite", "--size", "-1g"], "size"),
-    (["run", "--drive", "SMALL", "--rw", "randrw", "--rwmixread", "-5"], "--rwmixread -5: must be between 0 and 100"),
+    (["run", "--drive", "SMALL", "--rw", "randrw", "--rwmixread", "-5"], "--rwmixread -5: '-5' is not a whole number"),
+    (["run", "--drive", "SMALL", "--rw", "randrw", "--rwmixread", "150"], "--rwmixread: job 'randrw': rwmixread: 150 is not a percentage"),
 ])
 def test_issue_73_bad_inputs_are_one_clear_line(tmp_path, small_toml, monkeypatch, args, message):
     """Issue 73 items 5, 6, 13, 18: tracebacks, a bound on the series, an empty --store that

@@ -200,7 +200,7 @@ def test_garbage_and_huge_job_files_get_one_line(tmp_path):
     assert p.returncode == 2 and "bad.fio:2: byte" in p.stderr and "Traceback" not in p.stderr, p.stderr
     f.write_text("[a]\nnumjobs=99999999999\n")
     p = cli("run", "--drive", "crucial-m4-128", str(f))
-    assert p.returncode == 2 and "bad.fio:2: job 'a': numjobs: 99999999999 is out of range" in p.stderr, p.stderr
+    assert p.returncode == 2 and "bad.fio:2: numjobs=99999999999: 99999999999 is out of range" in p.stderr, p.stderr
 
 
 def test_the_steady_state_precondition_from_the_command_line(tmp_path):

@@ -2,6 +2,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ssdlab import Job, SsdlabError, parse_fio
+import ssdlab
+from ssdlab.job import job_error
 
 JOB = """\
 ; consistency test
@@ -198,8 +200,13 @@ def test_loops_run_a_job_s_passes_as_one_job_while_the_others_run(tmp_path, smal
     jobs = parse_fio("[a]\nrw=randread\nnumber_ios=1000\nloops=3\n[b]\nrw=randwrite\nnumber_ios=1000\n", "c.fio")
     assert [(j.name, j.loops) for j in jobs] == [("a", 3), ("b", 1)]
     assert schedule(jobs)[0].after == [None, None]
-    with pytest.raises(SsdlabError, match=r"c.fio:2: loops=0: accepted: a whole number from 1 to 2\^32 - 1"):
-        parse_fio("[a]\nloops=0\n", "c.fio")
+    # A count past 2^32 is the reader's to refuse; no pass at all is the model's, at its line.
+    with pytest.raises(SsdlabError, match=r"c.fio:2: loops=5g: 5000000000 is out of range; accepted: a whole number below 2\^32"):
+        parse_fio("[a]\nloops=5g\n", "c.fio")
+    none = parse_fio("[a]\nloops=0\n", "c.fio")[0]
+    with pytest.raises(ValueError) as e:
+        ssdlab.Drive.open(str(small_toml))._sim.check_job(none.to_json())
+    assert str(job_error(none, str(e.value))) == "c.fio:2: job 'a': loops: 0; accepted: 1 or more"
     ran = _fio_json(tmp_path, small_toml, "[a]\nrw=randread\nnumber_ios=1000\nloops=3\n")
     assert [j["read"]["total_ios"] for j in ran] == [3000]
     fsx = _fio_json(tmp_path, small_toml, "[file]\niodepth=1\nrw=randrw\nsize=256k\nbs=4k\nnorandommap\n"

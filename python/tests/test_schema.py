@@ -75,3 +75,61 @@ def test_results_have_the_shapes_ssdlab_results_states(tmp_path):
     _check_shape(rr.summary, results.ReplaySummary, "replay summary")
     for cls in ("all", "read", "write", "trim"):
         _check_shape(rr.summary[cls], results.ClassSummary, cls)
+
+
+def test_the_python_table_and_readme_list_are_what_the_models_table_gives(tmp_path):
+    """Issue 74 item 2: python/ssdlab/_job_table.py (the `Job`'s fields, the job-file
+    spellings, the run flags) and README's option list are written from the model's one table
+    by tools/gen_job_table.py; `--check` passes on the tree and fails on a stale copy."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    tool = root / "tools" / "gen_job_table.py"
+    p = subprocess.run([sys.executable, str(tool), "--check"], capture_output=True, text=True, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    # A stale copy: the README's list one row short, the Python table a default off.
+    for rel in ("README.md", "python/ssdlab/job.py", "python/ssdlab/_job_table.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(root / rel, tmp_path / rel)
+    readme = tmp_path / "README.md"
+    readme.write_text("".join(line for line in readme.read_text().splitlines(True) if not line.startswith("| `loops`")))
+    table = tmp_path / "python/ssdlab/_job_table.py"
+    table.write_text(table.read_text().replace("iodepth: int = 1", "iodepth: int = 2"))
+    p = subprocess.run([sys.executable, str(tool), "--check", "--root", str(tmp_path)], capture_output=True,
+                       text=True, cwd=tmp_path)
+    assert p.returncode == 1 and "2 file(s) differ" in p.stderr, p.stdout + p.stderr
+    assert "+| `loops` |" in p.stdout and "-    iodepth: int = 2" in p.stdout and "+    iodepth: int = 1" in p.stdout
+    # Written, the copy checks clean.
+    assert subprocess.run([sys.executable, str(tool), "--root", str(tmp_path)], capture_output=True).returncode == 0
+    assert subprocess.run([sys.executable, str(tool), "--check", "--root", str(tmp_path)],
+                          capture_output=True).returncode == 0
+
+
+def test_each_job_file_spelling_and_run_flag_sets_its_field_as_the_table_reads_it():
+    """The job-file reader and `ssdlab run`'s flags are the table's: each spelling of each row
+    reaches its field, read by its kind (or its own reading), and so does each flag."""
+    import argparse
+
+    from ssdlab._job_table import ROWS
+    from ssdlab.cli.run import _job_from_args, add_parsers
+    from ssdlab.job import READERS, _apply
+
+    samples = {"text": "x", "count": "3", "whole": "7", "seconds": "2m", "flag": "1"}
+    for row in ROWS:
+        for spelling, reading in row.spellings:
+            job = Job()
+            _apply(job, spelling, samples[row.kind] if reading == "as_written" else "3", "t")
+            want = {"complement": 97, "log_avg_msec": 0.003}.get(reading, READERS[row.kind](samples[row.kind]))
+            assert getattr(job, row.name) == want, (spelling, getattr(job, row.name))
+    parser = argparse.ArgumentParser()
+    add_parsers(parser.add_subparsers())
+    for row in (r for r in ROWS if r.flag):
+        argv = ["run", "--drive", "d", row.flag] + ([] if row.kind == "flag" else [samples[row.kind]])
+        args = parser.parse_args(argv)
+        args.fio_options = []
+        job = _job_from_args(args)[0]
+        assert getattr(job, row.name) == READERS[row.kind](samples[row.kind]), row.flag
+        assert job.origin.where[row.name] == row.flag

@@ -39,15 +39,18 @@ fn job_defaults() -> String {
     serde_json::to_string(&Job::default()).expect("a job serialises")
 }
 
-/// The job schema: each field's name, unit, accepted values and default, in order, as JSON.
+/// The job schema, the one table of job options: each field's name, kind, unit, accepted
+/// values, doc, fio spellings (with how each is read), `ssdlab run` flag and default, in
+/// order, as JSON.
 #[pyfunction]
 fn job_schema() -> String {
     let defaults = serde_json::to_value(Job::default()).expect("a job serialises");
     let fields: Vec<serde_json::Value> = ssdlab_core::workload::JOB_FIELDS
         .iter()
         .map(|f| {
-            serde_json::json!({"name": f.name, "unit": f.unit, "accepted": f.accepted,
-                               "default": defaults[f.name]})
+            let mut row = serde_json::to_value(f).expect("a field serialises");
+            row["default"] = defaults[f.name].clone();
+            row
         })
         .collect();
     serde_json::to_string(&fields).expect("the schema serialises")

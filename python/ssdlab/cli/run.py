@@ -7,10 +7,11 @@ import math
 import sys
 
 from .. import fio_logs
-from ..drive import FAULTS_HELP, LINK_POLICIES, Drive, Result, describe_preset, format_faults, preset_names
+from ..drive import FAULTS_HELP, Drive, Result, describe_preset, format_faults, preset_names
 from ..errors import SsdlabError
-from ..job import _OPTIONS, FioOrigin, Job, _apply, _seconds, expand_clones, job_error, schedule
-from .common import FAULTS_SPEC, SEED, add_precondition, in_range, out_dir, positive, power_line, whole
+from .._job_table import ROWS
+from ..job import _OPTIONS, PARSER_OPTIONS, READERS, FioOrigin, Job, _apply, expand_clones, job_error, schedule
+from .common import FAULTS_SPEC, SEED, add_precondition, out_dir, power_line
 
 
 def _drives(args: argparse.Namespace) -> int:
@@ -39,31 +40,17 @@ def _job_from_args(args: argparse.Namespace) -> list[Job]:
     if args.jobfile:
         jobs = Job.from_fio(args.jobfile)
     else:
-        jobs = [Job(name=args.name or args.rw or "randread", rw="randread")]
+        jobs = [Job(name=args.name or args.job_rw or "randread", rw="randread")]
         jobs[0].origin = FioOrigin(given={"name": jobs[0].name})
     if args.jobfile and args.name:
         raise SsdlabError("--name names the job made from the command line; a job file names its jobs by their [sections]")
-    overrides = {
-        "rw": args.rw,
-        "bs": args.bs,
-        "bssplit": args.bssplit,
-        "iodepth": args.iodepth,
-        "offset": args.offset,
-        "size": args.size,
-        "io_size": args.io_size,
-        "number_ios": args.number_ios,
-        "rwmixread": args.rwmixread,
-        "random_distribution": args.random_distribution,
-        "randseed": args.seed,
-        "log_interval_s": args.interval,
-        "numjobs": args.numjobs,
-        "link_power": args.link_power,
-    }
-    # The options as given, in fio's names and spelling, for fio's JSON "job options".
-    from ..fio_json import _OPTION_NAMES
-    given = {_OPTION_NAMES.get(k, k): v for k, v in overrides.items() if k != "log_interval_s"}
-    given.update({"log_avg_msec": None if args.interval is None else round(args.interval * 1000),
-                  "runtime": args.runtime, "ramp_time": args.ramp_time, "time_based": "" if args.time_based else None})
+    # The table's flags given (text as written, checked by argparse), read as their fields'
+    # kinds; and, for fio's JSON "job options", in fio's names and spelling.
+    flags = [(row, getattr(args, _dest(row))) for row in ROWS if row.flag and getattr(args, _dest(row)) is not None]
+    values = {row.name: READERS[row.kind](text) for row, text in flags}
+    given = {_fio_name(row): _as_given(row, text, values[row.name]) for row, text in flags}
+    if args.seed is not None:  # the run's root seed: the drive's and the job's streams'
+        values["randseed"], given["randseed"] = args.seed, str(args.seed)
     given.update({k: (v if v is not True else "") for k, v in (("ioengine", args.ioengine), ("direct", args.direct),
                                                               ("filename", args.filename),
                                                               ("group_reporting", args.group_reporting)) if v is not None})
@@ -73,25 +60,62 @@ def _job_from_args(args: argparse.Namespace) -> list[Job]:
             _apply(job, key, value, "command line")
             if job.origin is not None:
                 job.origin.given[key] = "" if value is None else value
-        for k, v in overrides.items():
-            if v is not None:
-                setattr(job, k, v)
+        for name, value in values.items():
+            setattr(job, name, value)
+            if job.origin is not None:
+                job.origin.where[name] = next((row.flag for row, _ in flags if row.name == name), "--seed")
         if job.origin is not None:
-            job.origin.given.update({k: str(v) for k, v in given.items() if v is not None})
-        if args.time_based:
-            job.time_based = True
-        if args.runtime is not None:
-            try:
-                job.runtime_s = _seconds(args.runtime)
-            except ValueError as e:
-                raise SsdlabError(f"--runtime: {e}") from None
-            job.time_based = True
-        if args.ramp_time is not None:
-            try:
-                job.ramp_time_s = _seconds(args.ramp_time)
-            except ValueError as e:
-                raise SsdlabError(f"--ramp-time: {e}") from None
+            job.origin.given.update(given)
+        if "runtime_s" in values:
+            job.time_based = True  # --runtime runs for that long, as README's examples expect
     return jobs
+
+
+def _dest(row) -> str:
+    return f"job_{row.name}"
+
+
+def _fio_name(row) -> str:
+    """The field's name in fio's JSON "job options": its first fio spelling."""
+    return row.spellings[0][0] if row.spellings else row.name
+
+
+def _as_given(row, text: str, value) -> str:
+    """A flag's value as fio would have been given it (under `_fio_name`)."""
+    if row.kind == "flag":
+        return ""
+    if row.spellings and row.spellings[0][1] == "log_avg_msec":
+        return str(round(value * 1000))
+    return text
+
+
+def _checked(flag: str, kind: str):
+    """An argparse type: the text as given once the field's reader accepts it, with a clear error."""
+    def parse(text: str) -> str:
+        try:
+            READERS[kind](text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(f"{flag} {text}: {e}") from None
+        return text
+    return parse
+
+
+def _add_job_flags(r: argparse.ArgumentParser) -> None:
+    """The job table's flags (a row's `flag`), each also with fio's underscores (--ramp_time)."""
+    for row in ROWS:
+        if not row.flag:
+            continue
+        names = list(dict.fromkeys((row.flag, "--" + row.flag[2:].replace("-", "_"))))
+        first = row.doc.split(". ")[0].rstrip(".")
+        if row.kind == "flag":
+            r.add_argument(*names, dest=_dest(row), action="store_const", const="1", help=first.replace("%", "%%"))
+            continue
+        # The doc's first sentence when short, then what is accepted (--help stays scannable).
+        help_text = (f"{first}; accepted: " if len(first) <= 70 else "") + row.accepted + (f" ({row.unit})" if row.unit else "")
+        metavar = {"seconds": "TIME", "count": "N", "whole": "N"}.get(row.kind, row.name.upper())
+        r.add_argument(*names, dest=_dest(row), type=_checked(row.flag, row.kind), metavar=metavar,
+                       help=help_text.replace("%", "%%"))
+
 
 
 def _fio_options(extra: list[str]) -> list[tuple[str, str | None]]:
@@ -315,30 +339,15 @@ def add_parsers(sub) -> None:
     d.set_defaults(func=_drives)
     r = sub.add_parser("run", help="run a job (fio job file or flags) on a drive",
                        description="Run fio-style jobs on a simulated drive. Times are simulated seconds.")
-    r.add_argument("jobfile", nargs="?", help="fio job file; its sections run at once unless stonewall/wait_for says otherwise (subset: rw (with :NR), bs (also READ,WRITE[,TRIM]), bssplit (also READ,WRITE[,TRIM] lists), bsrange, blockalign, zonemode=strided with zonesize/zonerange/zoneskip, iodepth, offset, size, io_size, runtime/timeout, time_based, ramp_time, startdelay, numjobs, number_ios, rwmixread, random_distribution (incl. zoned, zoned_abs, sequence with random_sequence_stride), randseed, log_avg_msec, ss, fill_device, loops, latency_target, fio's log options, stonewall, new_group, wait_for); any of them also on the command line as fio spells it, e.g. --bsrange=512-4k")
+    r.add_argument("jobfile", nargs="?", help="fio job file; its sections run at once unless stonewall/wait_for says "
+                   "otherwise (options: " + ", ".join(_OPTIONS) + "; and " + ", ".join(PARSER_OPTIONS) + "); any of "
+                   "them also on the command line as fio spells it, e.g. --bsrange=512-4k")
     r.add_argument("--name", help="the job's name (fio's --name; default: its rw)")
-    r.add_argument("--time-based", "--time_based", action="store_true",
-                   help="run for --runtime even after the span is covered (implied by --runtime)")
     for opts in (("--direct",), ("--ioengine",), ("--filename",), ("--group_reporting", "--group-reporting")):
         # fio's host-side options: accepted as fio spells them and ignored (nothing the drive sees).
         r.add_argument(*opts, nargs="?", const=True, help=argparse.SUPPRESS)
     r.add_argument("--drive", required=True, help="preset name (see `ssdlab drives`) or path to a drive .toml")
-    r.add_argument("--rw", help="read, write, randread, randwrite, randrw, rw, trim, randtrim (default randread)")
-    r.add_argument("--bs", help="block size, e.g. 4k, 128k")
-    r.add_argument("--bssplit", help="block size mix, e.g. 4k/50:64k/50")
-    r.add_argument("--iodepth", type=whole("--iodepth"), help="commands in flight")
-    r.add_argument("--runtime", help="simulated time (implies time_based): seconds, or with a unit us, ms, s, m, h (e.g. 1m)")
-    r.add_argument("--numjobs", type=whole("--numjobs"), help="copies of the job at once, each its own stream and queue (with --group_reporting reported together, else each as a job of its own, as fio)")
-    r.add_argument("--ramp-time", "--ramp_time", help="simulated time run before measuring (fio's ramp_time), e.g. 30s")
-    r.add_argument("--number-ios", "--number_ios", type=whole("--number-ios"), help="stop after this many IOs")
-    r.add_argument("--offset", help="start of the LBA span (bytes, 1g, or 25%%)")
-    r.add_argument("--size", help="length of the LBA span (bytes, 8g, or 75%%)")
-    r.add_argument("--io-size", "--io_size", help="bytes to transfer")
-    r.add_argument("--rwmixread", type=in_range("--rwmixread", 0, 100), help="percent reads for randrw/rw")
-    r.add_argument("--random-distribution", "--random_distribution",
-                   help="random, zipf:THETA, pareto:H, zoned:A/S:..., zoned_abs:A/SIZE:..., sequence:B,B,... (fio's forms)")
-    r.add_argument("--link-power", "--link_power", choices=LINK_POLICIES,
-                   help="the host's link power management during the job (default none; drives with a power model)")
+    _add_job_flags(r)
     add_precondition(r, "the job")
     r.add_argument("--seed", type=SEED, help="root seed (same seed, same results)")
     r.add_argument("--faults", metavar="SPEC", type=FAULTS_SPEC, help=FAULTS_HELP)
@@ -346,7 +355,6 @@ def add_parsers(sub) -> None:
                    help="json: print only fio's JSON output (jobs[].read/write/trim with iops, bw, clat_ns percentiles); "
                         "json+: with the latency histograms (clat_ns bins), as fio_jsonplus_clat2csv reads them")
     r.add_argument("--output", metavar="FILE", help="write what the run prints to FILE instead (fio's --output)")
-    r.add_argument("--interval", type=positive("--interval"), help="seconds per time-series interval (default 1; at least 0.001)")
     r.add_argument("--intervals", default="chart", choices=("chart", "all", "none"), help="print the per-interval series as a chart (default), in full, or not")
     r.add_argument("--out", help="directory for summary.json, timeseries.parquet/.csv and erase_counts.parquet")
     r.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -9,236 +9,245 @@ pub const MIN_LOG_INTERVAL_S: f64 = 0.001;
 /// The most intervals a timed job's series may have (one row each, kept in memory).
 pub const MAX_INTERVALS: u64 = 1_000_000;
 
-/// A job as a user writes it, in fio's option names and units (sizes as fio strings: "4k",
-/// "128KiB", "8g", offsets also as "25%").
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct Job {
-    pub name: String,
+/// What a field's value is: its JSON type and how a job file's or a flag's text is read.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldKind {
+    /// Text as written (sizes stay fio strings; the compile step reads them).
+    Text,
+    /// A whole number below 2^32, with fio's k/m/g (x1000).
+    Count,
+    /// A whole number below 2^64, with fio's k/m/g (x1000).
+    Whole,
+    /// A time: a number with an optional unit us, ms, s (default), m, h.
+    Seconds,
+    /// A boolean: 0, false, no, off are false; anything else, or the option alone, true.
+    Flag,
+}
+
+/// How the value of one fio spelling becomes its field's.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Reading {
+    /// Read as the field's kind.
+    AsWritten,
+    /// 100 minus the percentage given (fio's rwmixwrite for rwmixread).
+    Complement,
+    /// fio's log_avg_msec: whole milliseconds per interval; 0 (fio's default, a log line per
+    /// IO) keeps the series at 1 s.
+    LogAvgMsec,
+}
+
+/// One name a job file (and `ssdlab run --NAME=VALUE`) may give a field, as fio spells it.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Spelling {
+    pub name: &'static str,
+    pub reading: Reading,
+}
+
+const fn opt(name: &'static str) -> Spelling {
+    Spelling {
+        name,
+        reading: Reading::AsWritten,
+    }
+}
+
+/// One field of [`Job`] as data: what it is, how users write it and what it accepts. With
+/// [`Job::default`] (the defaults) this is the job schema (`_ssdlab.job_schema`) from which
+/// `tools/gen_job_table.py` writes the Python `Job`'s fields, the job-file spellings, the
+/// `ssdlab run` flags and README's option list.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct JobField {
+    pub name: &'static str,
+    pub kind: FieldKind,
+    /// "" for names and counts without a unit.
+    pub unit: &'static str,
+    pub accepted: &'static str,
+    /// The field's documentation (its doc comment), one line per source line.
+    pub doc: &'static str,
+    /// fio's names for it in a job file, first the one fio's JSON reports; none: only from
+    /// Python or the flag.
+    pub fio: &'static [Spelling],
+    /// The `ssdlab run` flag listed in its --help (read as the field's kind; `_` or `-` both
+    /// work); "": none (every fio spelling still works as `--NAME=VALUE`).
+    pub flag: &'static str,
+}
+
+/// The one table of job options: each row declares a field of [`Job`] (its doc, type and
+/// default) and its [`JobField`] (kind, unit, accepted values, fio spellings, flag).
+macro_rules! job_table {
+    ($(
+        $(#[doc = $doc:literal])*
+        $name:ident: $ty:ty = $default:expr;
+            $kind:ident, unit $unit:literal, accepted $accepted:expr,
+            fio [$($spelling:expr),* $(,)?], flag $flag:literal;
+    )*) => {
+        /// A job as a user writes it, in fio's option names and units (sizes as fio strings:
+        /// "4k", "128KiB", "8g", offsets also as "25%"). Declared by the one table of job
+        /// options (`job_table!` in job.rs), which [`JOB_FIELDS`] describes.
+        #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+        #[serde(deny_unknown_fields, default)]
+        pub struct Job {
+            $( $(#[doc = $doc])* pub $name: $ty, )*
+        }
+
+        impl Default for Job {
+            fn default() -> Self {
+                Job { $( $name: $default, )* }
+            }
+        }
+
+        /// Every field of [`Job`], in declaration order.
+        pub const JOB_FIELDS: &[JobField] = &[$(
+            JobField {
+                name: stringify!($name),
+                kind: FieldKind::$kind,
+                unit: $unit,
+                accepted: $accepted,
+                doc: concat!($($doc, "\n"),*),
+                fio: &[$($spelling),*],
+                flag: $flag,
+            },
+        )*];
+    };
+}
+
+job_table! {
+    /// The job's label (a job file's `[section]`).
+    name: String = "job".into();
+        Text, unit "", accepted "any text (the job's label)",
+        fio [opt("name")], flag "";
     /// read, write, randread, randwrite, randrw, rw (readwrite), trim, randtrim; fio's
     /// `:<nr>` suffix too: a sequential job adds nr bytes to each next offset (holes, or
     /// backwards when negative: `read:-8k`), a random one issues nr IOs in a row from each
     /// random offset (`randread:8`).
-    pub rw: String,
-    pub bs: String,
-    /// "4k/50:64k/40:128k/10": sizes and percentages; overrides bs.
-    pub bssplit: Option<String>,
+    rw: String = "read".into();
+        Text, unit "", accepted "read, write, randread, randwrite, randrw, rw, readwrite, trim, randtrim; each with an optional :NR",
+        fio [opt("rw"), opt("readwrite")], flag "--rw";
+    /// The block size of every IO, or one per direction (`READ,WRITE[,TRIM]`).
+    bs: String = "4k".into();
+        Text, unit "bytes (fio size)", accepted "a size (4k, 128KiB), or READ,WRITE[,TRIM] sizes",
+        fio [opt("bs"), opt("blocksize")], flag "--bs";
+    /// A mix of block sizes, "4k/50:64k/40:128k/10": sizes and percentages; overrides bs.
+    bssplit: Option<String> = None;
+        Text, unit "bytes/percent", accepted "SIZE/PCT pairs joined by ':' (4k/50:64k/50; a blank PCT shares what is left evenly), one list or READ,WRITE[,TRIM] lists; overrides bs",
+        fio [opt("bssplit")], flag "--bssplit";
     /// fio's bsrange "MIN-MAX": each IO's size drawn uniformly in the range, a multiple of MIN.
-    pub bsrange: Option<String>,
+    bsrange: Option<String> = None;
+        Text, unit "bytes", accepted "MIN-MAX (512-64k), multiples of 512; overrides bs",
+        fio [opt("bsrange"), opt("blocksize_range")], flag "";
     /// fio's blockalign: random offsets align to this (default: the smallest block size).
-    pub blockalign: Option<String>,
+    blockalign: Option<String> = None;
+        Text, unit "bytes", accepted "a multiple of 512 (default: the smallest block size)",
+        fio [opt("blockalign"), opt("ba")], flag "";
     /// fio's zonemode=strided: `zonesize` bytes are transferred in a zone of `zonerange`
     /// bytes (default: zonesize), then the next zone starts `zonerange + zoneskip` further on
     /// (back to the start past the end); the job ends when what it transferred and skipped
     /// covers its span. None: no zones.
-    pub zonesize: Option<String>,
-    pub zonerange: Option<String>,
-    pub zoneskip: Option<String>,
-    pub iodepth: u32,
+    zonesize: Option<String> = None;
+        Text, unit "bytes", accepted "a size, a multiple of the block size (fio's zonemode=strided); unset: no zones",
+        fio [opt("zonesize")], flag "";
+    /// The zone's length with zonesize (default: zonesize).
+    zonerange: Option<String> = None;
+        Text, unit "bytes", accepted "a size (default: zonesize); only with zonesize",
+        fio [opt("zonerange")], flag "";
+    /// The bytes skipped after each zone with zonesize.
+    zoneskip: Option<String> = None;
+        Text, unit "bytes", accepted "a size (default 0); only with zonesize",
+        fio [opt("zoneskip")], flag "";
+    /// Commands kept in flight (per copy of the job).
+    iodepth: u32 = 1;
+        Count, unit "commands", accepted "1 or more",
+        fio [opt("iodepth")], flag "--iodepth";
     /// Start of the LBA span.
-    pub offset: String,
+    offset: String = "0".into();
+        Text, unit "bytes (fio size) or percent", accepted "a size or N% of the drive",
+        fio [opt("offset")], flag "--offset";
     /// Length of the LBA span (default: to the end of the drive).
-    pub size: Option<String>,
+    size: Option<String> = None;
+        Text, unit "bytes (fio size) or percent", accepted "a size or N% of the drive; none: to the end",
+        fio [opt("size"), opt("filesize")], flag "--size";
     /// Total bytes to transfer (default: `size`, unless time_based or number_ios).
-    pub io_size: Option<String>,
-    /// Simulated seconds to run.
-    pub runtime_s: Option<f64>,
+    io_size: Option<String> = None;
+        Text, unit "bytes (fio size)", accepted "a size; none: size (unless time_based or number_ios)",
+        fio [opt("io_size"), opt("io_limit")], flag "--io-size";
+    /// Simulated seconds to run (on the command line it implies time_based).
+    runtime_s: Option<f64> = None;
+        Seconds, unit "s (simulated)", accepted "a positive number; none: until io_size",
+        fio [opt("runtime"), opt("timeout")], flag "--runtime";
     /// Keep going until runtime even after `io_size` bytes.
-    pub time_based: bool,
+    time_based: bool = false;
+        Flag, unit "", accepted "true, false",
+        fio [opt("time_based")], flag "--time-based";
     /// Stop after this many IOs per stream; 0 means no limit, as in fio.
-    pub number_ios: Option<u64>,
-    pub rwmixread: u32,
-    /// random (uniform), zipf:theta, pareto:h, zoned, zoned_abs, sequence:B,B,...
-    pub random_distribution: String,
+    number_ios: Option<u64> = None;
+        Whole, unit "commands", accepted "1 or more; 0 or none: no limit",
+        fio [opt("number_ios")], flag "--number-ios";
+    /// Percent reads of randrw and rw (rwmixwrite: its complement).
+    rwmixread: u32 = 50;
+        Count, unit "percent", accepted "0 to 100",
+        fio [opt("rwmixread"), Spelling { name: "rwmixwrite", reading: Reading::Complement }],
+        flag "--rwmixread";
+    /// random (uniform), zipf:theta, pareto:h, zoned, zoned_abs (with `READ,WRITE[,TRIM]` lists
+    /// after commas), sequence:B,B,...
+    random_distribution: String = "random".into();
+        Text, unit "", accepted "random, zipf:THETA, pareto:H, zoned:A/S:..., zoned_abs:A/SIZE:..., sequence:B,B,... (up to 64 block indices)",
+        fio [opt("random_distribution")], flag "--random-distribution";
     /// fio's random_sequence_stride: `sequence:...` as a pattern relative to a block group that
     /// advances by the sequence's length after each cycle (the job ends at the span's end),
     /// instead of the same absolute blocks again and again.
-    pub random_sequence_stride: bool,
-    pub randseed: u64,
+    random_sequence_stride: bool = false;
+        Flag, unit "", accepted "true, false",
+        fio [opt("random_sequence_stride")], flag "";
+    /// The job's random streams' seed (`ssdlab run --seed` sets it and the drive's).
+    randseed: u64 = 0;
+        Whole, unit "", accepted "a whole number",
+        fio [opt("randseed")], flag "";
     /// Interval of the time series, simulated seconds.
-    pub log_interval_s: f64,
+    log_interval_s: f64 = 1.0;
+        Seconds, unit "s (simulated)", accepted "a positive number",
+        fio [Spelling { name: "log_avg_msec", reading: Reading::LogAvgMsec }], flag "--interval";
     /// fio's ramp_time: run this many simulated seconds before measuring anything (the
     /// runtime follows it; every result, series and counter covers the measured part only).
-    pub ramp_time_s: f64,
+    ramp_time_s: f64 = 0.0;
+        Seconds, unit "s (simulated)", accepted "0 or more",
+        fio [opt("ramp_time")], flag "--ramp-time";
     /// fio's startdelay: simulated seconds after the start of its group (or after the job it
     /// waits for) before the job issues anything; the other jobs of its group run meanwhile.
-    pub startdelay_s: f64,
+    startdelay_s: f64 = 0.0;
+        Seconds, unit "s (simulated)", accepted "0 or more",
+        fio [opt("startdelay")], flag "";
     /// fio's numjobs: this many copies of the job at once on the drive, each its own random
     /// stream and its own `iodepth` queue; results are reported together (group_reporting).
-    pub numjobs: u32,
+    numjobs: u32 = 1;
+        Count, unit "copies", accepted "1 or more",
+        fio [opt("numjobs")], flag "--numjobs";
     /// fio's steady-state detection: "iops:0.3%", "iops_slope:0.1%", "bw:..." or "bw_slope:...";
     /// the job stops once the last `ss_dur_s` of per-interval figures meet it (after
     /// `ss_ramp_s`), or runs to its end.
-    pub ss: Option<String>,
-    pub ss_dur_s: f64,
-    pub ss_ramp_s: f64,
+    ss: Option<String> = None;
+        Text, unit "", accepted "iops:P%, iops_slope:P%, bw:P%, bw_slope:P%, lat:P%, lat_slope:P%; none: off",
+        fio [opt("ss"), opt("steadystate")], flag "";
+    /// The window steady-state detection judges.
+    ss_dur_s: f64 = 0.0;
+        Seconds, unit "s (simulated)", accepted "a positive number with ss",
+        fio [opt("ss_dur"), opt("steadystate_duration")], flag "";
+    /// Seconds before steady-state detection starts judging.
+    ss_ramp_s: f64 = 0.0;
+        Seconds, unit "s (simulated)", accepted "0 or more",
+        fio [opt("ss_ramp"), opt("steadystate_ramp_time")], flag "";
     /// The host's link power management during the job (`crate::power::LinkPolicy`): none,
     /// hipm, dipm, hipm+dipm, devsleep. Matters only on a drive with a power model.
-    pub link_power: String,
+    link_power: String = "none".into();
+        Text, unit "", accepted LinkPolicy::NAMES,
+        fio [], flag "--link-power";
     /// fio's loops: the job runs this many times, one after another, as one job (its
     /// results over all of them); each pass starts at the span's start once the pass before
     /// it has completed every IO. 1: once.
-    pub loops: u32,
+    loops: u32 = 1;
+        Count, unit "passes", accepted "1 or more (fio's loops: the whole job again, reported as one)",
+        fio [opt("loops")], flag "";
 }
-
-/// One field of [`Job`] as data: its unit and what it accepts. With [`Job::default`] (the
-/// defaults) this is the job schema the Python API is checked against (`_ssdlab.job_schema`).
-#[derive(Clone, Copy, Debug, Serialize)]
-pub struct JobField {
-    pub name: &'static str,
-    /// "" for names and counts without a unit.
-    pub unit: &'static str,
-    pub accepted: &'static str,
-}
-
-/// Every field of [`Job`], in declaration order.
-pub const JOB_FIELDS: &[JobField] = &[
-    JobField {
-        name: "name",
-        unit: "",
-        accepted: "any text (the job's label)",
-    },
-    JobField {
-        name: "rw",
-        unit: "",
-        accepted: "read, write, randread, randwrite, randrw, rw, readwrite, trim, randtrim; each with an optional :NR",
-    },
-    JobField {
-        name: "bs",
-        unit: "bytes (fio size)",
-        accepted: "a size (4k, 128KiB), or READ,WRITE[,TRIM] sizes",
-    },
-    JobField {
-        name: "bssplit",
-        unit: "bytes/percent",
-        accepted: "SIZE/PCT pairs joined by ':' (4k/50:64k/50; a blank PCT shares what is left evenly), one list or READ,WRITE[,TRIM] lists; overrides bs",
-    },
-    JobField {
-        name: "bsrange",
-        unit: "bytes",
-        accepted: "MIN-MAX (512-64k), multiples of 512; overrides bs",
-    },
-    JobField {
-        name: "blockalign",
-        unit: "bytes",
-        accepted: "a multiple of 512 (default: the smallest block size)",
-    },
-    JobField {
-        name: "zonesize",
-        unit: "bytes",
-        accepted: "a size, a multiple of the block size (fio's zonemode=strided); unset: no zones",
-    },
-    JobField {
-        name: "zonerange",
-        unit: "bytes",
-        accepted: "a size (default: zonesize); only with zonesize",
-    },
-    JobField {
-        name: "zoneskip",
-        unit: "bytes",
-        accepted: "a size (default 0); only with zonesize",
-    },
-    JobField {
-        name: "iodepth",
-        unit: "commands",
-        accepted: "1 or more",
-    },
-    JobField {
-        name: "offset",
-        unit: "bytes (fio size) or percent",
-        accepted: "a size or N% of the drive",
-    },
-    JobField {
-        name: "size",
-        unit: "bytes (fio size) or percent",
-        accepted: "a size or N% of the drive; none: to the end",
-    },
-    JobField {
-        name: "io_size",
-        unit: "bytes (fio size)",
-        accepted: "a size; none: size (unless time_based or number_ios)",
-    },
-    JobField {
-        name: "runtime_s",
-        unit: "s (simulated)",
-        accepted: "a positive number; none: until io_size",
-    },
-    JobField {
-        name: "time_based",
-        unit: "",
-        accepted: "true, false",
-    },
-    JobField {
-        name: "number_ios",
-        unit: "commands",
-        accepted: "1 or more; 0 or none: no limit",
-    },
-    JobField {
-        name: "rwmixread",
-        unit: "percent",
-        accepted: "0 to 100",
-    },
-    JobField {
-        name: "random_distribution",
-        unit: "",
-        accepted: "random, zipf:THETA, pareto:H, zoned:A/S:..., zoned_abs:A/SIZE:..., sequence:B,B,... (up to 64 block indices)",
-    },
-    JobField {
-        name: "random_sequence_stride",
-        unit: "",
-        accepted: "true, false",
-    },
-    JobField {
-        name: "randseed",
-        unit: "",
-        accepted: "a whole number",
-    },
-    JobField {
-        name: "log_interval_s",
-        unit: "s (simulated)",
-        accepted: "a positive number",
-    },
-    JobField {
-        name: "ramp_time_s",
-        unit: "s (simulated)",
-        accepted: "0 or more",
-    },
-    JobField {
-        name: "startdelay_s",
-        unit: "s (simulated)",
-        accepted: "0 or more",
-    },
-    JobField {
-        name: "numjobs",
-        unit: "copies",
-        accepted: "1 or more",
-    },
-    JobField {
-        name: "ss",
-        unit: "",
-        accepted: "iops:P%, iops_slope:P%, bw:P%, bw_slope:P%, lat:P%, lat_slope:P%; none: off",
-    },
-    JobField {
-        name: "ss_dur_s",
-        unit: "s (simulated)",
-        accepted: "a positive number with ss",
-    },
-    JobField {
-        name: "ss_ramp_s",
-        unit: "s (simulated)",
-        accepted: "0 or more",
-    },
-    JobField {
-        name: "link_power",
-        unit: "",
-        accepted: LinkPolicy::NAMES,
-    },
-    JobField {
-        name: "loops",
-        unit: "passes",
-        accepted: "1 or more (fio's loops: the whole job again, reported as one)",
-    },
-];
 
 /// A steady-state criterion (fio's `ss`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -262,42 +271,6 @@ pub struct SteadyState {
     /// The last window's figure: max deviation from its mean, or the slope of its least
     /// squares line, in percent of the mean.
     pub value_pct: f64,
-}
-
-impl Default for Job {
-    fn default() -> Self {
-        Job {
-            name: "job".into(),
-            rw: "read".into(),
-            bs: "4k".into(),
-            bssplit: None,
-            bsrange: None,
-            blockalign: None,
-            zonesize: None,
-            zonerange: None,
-            zoneskip: None,
-            iodepth: 1,
-            offset: "0".into(),
-            size: None,
-            io_size: None,
-            runtime_s: None,
-            time_based: false,
-            number_ios: None,
-            rwmixread: 50,
-            random_distribution: "random".into(),
-            random_sequence_stride: false,
-            randseed: 0,
-            log_interval_s: 1.0,
-            ramp_time_s: 0.0,
-            startdelay_s: 0.0,
-            numjobs: 1,
-            ss: None,
-            ss_dur_s: 0.0,
-            ss_ramp_s: 0.0,
-            link_power: "none".into(),
-            loops: 1,
-        }
-    }
 }
 
 /// Parse a fio size: a number with an optional suffix (k, m, g, t, p; KiB, MiB...; powers of

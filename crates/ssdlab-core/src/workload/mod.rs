@@ -9,7 +9,7 @@ mod job;
 mod run;
 
 pub use compile::CompiledJob;
-pub use job::{parse_size, Job, JobField, SteadyState, JOB_FIELDS};
+pub use job::{parse_size, FieldKind, Job, JobField, Reading, Spelling, SteadyState, JOB_FIELDS};
 pub use run::{run_job, IoLog, JobResult, JobRun, JobSummary};
 
 #[cfg(test)]
@@ -31,6 +31,72 @@ mod tests {
         let mut sorted = keys.clone();
         sorted.sort_unstable();
         assert_eq!(names, sorted);
+    }
+
+    #[test]
+    fn each_row_of_the_job_table_says_what_its_field_is_and_names_it_once() {
+        let json = serde_json::to_value(Job::default()).unwrap();
+        let mut spellings = std::collections::BTreeSet::new();
+        let mut flags = std::collections::BTreeSet::new();
+        for f in JOB_FIELDS {
+            let default = &json[f.name];
+            // The kind is the field's type: what Python declares and how text is read.
+            let fits = |v: &serde_json::Value| match f.kind {
+                FieldKind::Text => v.is_string(),
+                FieldKind::Count => v.as_u64().is_some_and(|n| n <= u32::MAX as u64),
+                FieldKind::Whole => v.is_u64(),
+                FieldKind::Seconds => v.is_f64(),
+                FieldKind::Flag => v.is_boolean(),
+            };
+            let sample = match f.kind {
+                FieldKind::Text => serde_json::json!("x"),
+                FieldKind::Count | FieldKind::Whole => serde_json::json!(3),
+                FieldKind::Seconds => serde_json::json!(2.5),
+                FieldKind::Flag => serde_json::json!(true),
+            };
+            assert!(
+                default.is_null() || fits(default),
+                "{}: default {default} is not {:?}",
+                f.name,
+                f.kind
+            );
+            let mut job = json.clone();
+            job[f.name] = sample;
+            assert!(
+                serde_json::from_value::<Job>(job).is_ok(),
+                "{}: a {:?} value does not deserialise",
+                f.name,
+                f.kind
+            );
+            if f.kind == FieldKind::Count {
+                let mut job = json.clone();
+                job[f.name] = serde_json::json!(u32::MAX as u64 + 1);
+                assert!(
+                    serde_json::from_value::<Job>(job).is_err(),
+                    "{}: not a u32",
+                    f.name
+                );
+            }
+            assert!(
+                !f.accepted.is_empty() && !f.doc.trim().is_empty(),
+                "{}: undocumented",
+                f.name
+            );
+            for s in f.fio {
+                assert!(spellings.insert(s.name), "fio spelling {} twice", s.name);
+            }
+            if !f.flag.is_empty() {
+                assert!(
+                    f.flag.starts_with("--") && flags.insert(f.flag),
+                    "flag {}",
+                    f.flag
+                );
+            }
+        }
+        // The readings that are not the field's own are where fio's option differs.
+        let rwmix = JOB_FIELDS.iter().find(|f| f.name == "rwmixread").unwrap();
+        assert_eq!(rwmix.fio[1].name, "rwmixwrite");
+        assert_eq!(rwmix.fio[1].reading, Reading::Complement);
     }
 
     #[test]
