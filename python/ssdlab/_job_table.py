@@ -140,7 +140,7 @@ ROWS: tuple[Row, ...] = (
         (('iodepth', 'as_written'),), '--iodepth',
         'Commands kept in flight (per copy of the job).'),
     Row('offset', 'text', 'bytes (fio size) or percent', 'a size or N% of the drive',
-        (('offset', 'as_written'),), '--offset',
+        (('offset', 'as_written'), ('fileoffset', 'as_written')), '--offset',
         'Start of the LBA span.'),
     Row('size', 'text', 'bytes (fio size) or percent', 'a size or N% of the drive; none: to the end',
         (('size', 'as_written'), ('filesize', 'as_written')), '--size',

@@ -162,7 +162,7 @@ job_table! {
     /// Start of the LBA span.
     offset: String = "0".into();
         Text, unit "bytes (fio size) or percent", accepted "a size or N% of the drive",
-        fio [opt("offset")], flag "--offset";
+        fio [opt("offset"), opt("fileoffset")], flag "--offset";
     /// Length of the LBA span (default: to the end of the drive).
     size: Option<String> = None;
         Text, unit "bytes (fio size) or percent", accepted "a size or N% of the drive; none: to the end",
