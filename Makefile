@@ -39,6 +39,7 @@ bench:
 	$(PYTHON) benches/bench_nbd.py
 	$(PYTHON) benches/bench_sweep.py
 	$(PYTHON) benches/bench_review.py
+	$(PYTHON) benches/bench_enterprise_consistency.py
 
 presets:
 	$(PYTHON) tools/gen_presets.py
