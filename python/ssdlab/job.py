@@ -441,7 +441,9 @@ def job_error(job: Job, message: str) -> SsdlabError:
     """An error the model found in `job`'s values ("field: why"), placed at the job file's line
     that set the field when the job came from one, else named by the job."""
     field_name = message.split(":", 1)[0].strip()
-    where = (job.origin.where if job.origin else {}).get(field_name)
+    where = job.origin.where if job.origin else {}
+    # The model names a field in seconds by its option ("log_interval: ..." for log_interval_s).
+    where = where.get(field_name) or where.get(f"{field_name}_s")
     if where:
         return SsdlabError(f"{where}: job '{job.name}': {message}")
     return SsdlabError(f"job '{job.name}': {message}")

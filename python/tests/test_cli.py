@@ -100,6 +100,7 @@ def test_review_checks_out_before_running_anything(tmp_path):
     (["run", "--drive", "SMALL", "--rw", "randwrite", "--runtime", "1", "--interval", "inf"], "--interval inf: 'inf' is not a time"),
     # A typo that grew the series to 9.8 GB in 50 s: the shortest interval is fio's millisecond.
     (["run", "--drive", "SMALL", "--rw", "randwrite", "--runtime", "1", "--interval", "0.0000001"], "accepted: a finite number of seconds of at least 0.001"),
+    (["run", "--drive", "SMALL", "--rw", "randwrite", "--runtime", "1", "--interval", "0"], "--interval: job 'randwrite': log_interval: 0 s"),
     (["run", "--drive", "SMALL", "--rw", "randwrite", "--runtime", "2000", "--interval", "0.001"], "accepted: at most 1000000"),
     (["sweep", "BINARY", "--out", "OUT"], "not a text file (byte 0xe1 at offset 0"),
     (["procedure", "transfer-size", "--drive", "SMALL", "--set", "min_bs=8m", "--set", "max_bs=512"], "min_bs 8m is larger than max_bs 512"),
