@@ -110,9 +110,9 @@ def python_table(rows: list[dict]) -> str:
         out.append(f"    {f['name']}: {ty} = {default!r}")
     out += ["", "", "ROWS: tuple[Row, ...] = ("]
     for f in rows:
-        spellings = "".join(f"({s['name']!r}, {s['reading']!r}), " for s in f["fio"])
+        spellings = tuple((s["name"], s["reading"]) for s in f["fio"])
         out.append(f"    Row({f['name']!r}, {f['kind']!r}, {f['unit']!r}, {f['accepted']!r},")
-        out.append(f"        ({spellings.rstrip(', ') + (',' if len(f['fio']) == 1 else '')}), {f['flag']!r},")
+        out.append(f"        {spellings!r}, {f['flag']!r},")
         out.append(f"        {' '.join(_doc(f))!r}),")
     out += [")", ""]
     return "\n".join(out)

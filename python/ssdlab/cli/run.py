@@ -49,8 +49,9 @@ def _job_from_args(args: argparse.Namespace) -> list[Job]:
     flags = [(row, getattr(args, _dest(row))) for row in ROWS if row.flag and getattr(args, _dest(row)) is not None]
     values = {row.name: READERS[row.kind](text) for row, text in flags}
     given = {_fio_name(row): _as_given(row, text, values[row.name]) for row, text in flags}
+    where = {row.name: row.flag for row, _ in flags}
     if args.seed is not None:  # the run's root seed: the drive's and the job's streams'
-        values["randseed"], given["randseed"] = args.seed, str(args.seed)
+        values["randseed"], given["randseed"], where["randseed"] = args.seed, str(args.seed), "--seed"
     given.update({k: (v if v is not True else "") for k, v in (("ioengine", args.ioengine), ("direct", args.direct),
                                                               ("filename", args.filename),
                                                               ("group_reporting", args.group_reporting)) if v is not None})
@@ -62,9 +63,8 @@ def _job_from_args(args: argparse.Namespace) -> list[Job]:
                 job.origin.given[key] = "" if value is None else value
         for name, value in values.items():
             setattr(job, name, value)
-            if job.origin is not None:
-                job.origin.where[name] = next((row.flag for row, _ in flags if row.name == name), "--seed")
         if job.origin is not None:
+            job.origin.where.update(where)
             job.origin.given.update(given)
         if "runtime_s" in values:
             job.time_based = True  # --runtime runs for that long, as README's examples expect
@@ -115,7 +115,6 @@ def _add_job_flags(r: argparse.ArgumentParser) -> None:
         metavar = {"seconds": "TIME", "count": "N", "whole": "N"}.get(row.kind, row.name.upper())
         r.add_argument(*names, dest=_dest(row), type=_checked(row.flag, row.kind), metavar=metavar,
                        help=help_text.replace("%", "%%"))
-
 
 
 def _fio_options(extra: list[str]) -> list[tuple[str, str | None]]:
