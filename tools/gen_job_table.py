@@ -129,7 +129,7 @@ def readme_block(rows: list[dict], parser_options: dict[str, str]) -> str:
         default = "none" if f["default"] is None else f"`{json.dumps(f['default'])}`"
         accepted = f["accepted"].replace("|", "\\|")
         out.append(f"| `{f['name']}` | {spellings} | {flag} | {f['unit'] or '-'} | {default} | {accepted} |")
-    out += ["", "Beside the fields, the job-file reader takes:"]
+    out += ["", "Beside the fields, the job-file reader takes:", ""]
     out += [f"- `{name}`: {what}" for name, what in parser_options.items()]
     out += ["", END]
     return "\n".join(out)
