@@ -96,7 +96,15 @@ def _count(value: str) -> int:
 
 
 READERS = {"text": str, "count": _count, "whole": _int, "seconds": _seconds, "flag": _bool}
-_READINGS = {"complement": lambda v: 100 - _int(v), "log_avg_msec": _log_avg_msec}
+def _complement(value: str) -> int:
+    """fio's rwmixwrite: the percentage of writes, so 100 minus the field's reads."""
+    n = _int(value)
+    if n > 100:
+        raise ValueError(f"{n} is not a percentage; accepted: 0 to 100")
+    return 100 - n
+
+
+_READINGS = {"complement": _complement, "log_avg_msec": _log_avg_msec}
 # fio option -> (Job field, converter), from the table. Options that change nothing in the
 # model are accepted and ignored (direct, ioengine, ...): they describe the host side of a run.
 _OPTIONS = {name: (row.name, _READINGS.get(reading, READERS[row.kind]))

@@ -279,3 +279,11 @@ def test_strided_zones_and_per_direction_bssplit_run_as_fio_reads_them(tmp_path,
         parse_fio("[a]\nzonemode=none\nzonesize=1m\n", "c.fio")
     with pytest.raises(SsdlabError, match=r"c.fio:2: zonemode=strided needs zonesize"):
         parse_fio("[a]\nzonemode=strided\n", "c.fio")
+
+
+def test_rwmixwrite_is_the_complement_of_rwmixread_and_a_percentage():
+    """fio's rwmixwrite sets the reads' share to 100 minus it; more than 100 is refused at its
+    line, naming the option as written (was the model's 'rwmixread: -200 is out of range')."""
+    assert parse_fio("[a]\nrw=randrw\nrwmixwrite=30\n", "w.fio")[0].rwmixread == 70
+    with pytest.raises(SsdlabError, match=r"w.fio:3: rwmixwrite=300: 300 is not a percentage; accepted: 0 to 100"):
+        parse_fio("[a]\nrw=randrw\nrwmixwrite=300\n", "w.fio")
