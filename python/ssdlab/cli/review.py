@@ -143,9 +143,12 @@ def _procedure(args) -> int:
 
 
 def _target_args(p) -> None:
-    p.add_argument("--target", action="append", help="a file or block device to run the procedures on through fio (repeatable)")
+    p.add_argument("--target", action="append",
+                   help="a file, a block device or an NBD URI (nbd://HOST:PORT, nbd+unix:///?socket=PATH; a drive "
+                        "`ssdlab serve` exports, for one) to run the procedures on through fio (repeatable)")
     p.add_argument("--target-size", help="size of a target file (default 1g)")
-    p.add_argument("--yes-destroy-data", action="store_true", help="allow overwriting a block device or an existing file")
+    p.add_argument("--yes-destroy-data", action="store_true",
+                   help="allow overwriting a block device, an NBD export or an existing file")
     p.add_argument("--no-direct", action="store_true", help="buffered I/O on the target (for file systems without O_DIRECT)")
 
 

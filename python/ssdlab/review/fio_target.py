@@ -1,14 +1,19 @@
-"""The same procedures on a real file or block device, through fio: generate the fio job, run
-it, read fio's JSON output and its per-second IOPS log.
+"""The same procedures on a real file or block device, or an NBD export, through fio: generate
+the fio job, run it, read fio's JSON output and its per-second IOPS log.
 
-A file that exists and holds data, and any block device, is only written with
+A file that exists and holds data, any block device and any NBD export are only written with
 `yes_destroy=True` (`--yes-destroy-data`). Secure erase has no fio equivalent: a file is
-recreated, a block device is trimmed end to end (which a drive may or may not honour)."""
+recreated, a block device or an export is trimmed end to end (which a drive may or may not
+honour). An NBD export is named by its URI (`nbd://HOST[:PORT][/EXPORT]`,
+`nbd+unix:///EXPORT?socket=PATH`, as nbdinfo and fio take it) and reached through fio's `nbd`
+engine: a modelled drive served by `ssdlab serve` (whose replies are paced to the model's
+completion times) is measured exactly as a real one is."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -34,10 +39,23 @@ NOT_ON_TARGETS = {
 }
 
 
+# The NBD URI schemes of the NBD URI specification (libnbd's nbd_connect_uri takes these).
+NBD_SCHEMES = ("nbd://", "nbds://", "nbd+unix://", "nbds+unix://", "nbd+vsock://", "nbds+vsock://")
+
+
+def is_nbd_uri(target: str) -> bool:
+    return target.startswith(NBD_SCHEMES)
+
+
 def check_target(path: str, yes_destroy: bool, size: str | None) -> dict:
     """Where fio will write, how big, and whether it may. Raises SsdlabError otherwise."""
     if shutil.which("fio") is None:
         raise SsdlabError("--target needs fio (apt-get install fio)")
+    if is_nbd_uri(path):
+        return _check_nbd_target(path, yes_destroy, size)
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", path) or path.startswith("nbd:"):
+        raise SsdlabError(f"--target {path}: not a file, a block device or an NBD URI; NBD URIs start with "
+                          + ", ".join(NBD_SCHEMES))
     p = Path(path)
     block = p.exists() and stat.S_ISBLK(p.stat().st_mode)
     if block:
@@ -60,6 +78,38 @@ def check_target(path: str, yes_destroy: bool, size: str | None) -> dict:
             "created": not p.exists()}
 
 
+def _check_nbd_target(uri: str, yes_destroy: bool, size: str | None) -> dict:
+    """An NBD export: fio's `nbd` engine must be there, and nbdinfo (libnbd-bin) to ask the
+    export's size and flags; it must be writable, and is overwritten only with the flag."""
+    if size is not None:
+        raise SsdlabError(f"--target-size {size}: an NBD export has the size its server gives it; drop --target-size")
+    engines = subprocess.run(["fio", "--enghelp"], capture_output=True, text=True).stdout
+    if "nbd" not in engines.split():
+        raise SsdlabError(f"--target {uri}: this fio has no nbd engine (Debian's fio has it; fio --enghelp lists the engines)")
+    if shutil.which("nbdinfo") is None:
+        raise SsdlabError(f"--target {uri}: an NBD target needs nbdinfo (apt-get install libnbd-bin)")
+    try:
+        p = subprocess.run(["nbdinfo", "--json", uri], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        raise SsdlabError(f"--target {uri}: nbdinfo had no answer from the server in 60 s") from None
+    if p.returncode != 0:
+        why = (p.stderr or p.stdout).strip().splitlines()
+        raise SsdlabError(f"--target {uri}: nbdinfo could not open it: {why[-1] if why else f'exit {p.returncode}'}")
+    try:
+        export = json.loads(p.stdout)["exports"][0]
+        size_bytes = int(export["export-size"])
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise SsdlabError(f"--target {uri}: nbdinfo's answer has no export size") from None
+    if export.get("is_read_only"):
+        raise SsdlabError(f"--target {uri}: the export is read-only; the procedures write")
+    if not yes_destroy:
+        raise SsdlabError(f"--target {uri} is an NBD export: the procedures overwrite it; add --yes-destroy-data if that is what you want")
+    if size_bytes < 1 << 20:
+        raise SsdlabError(f"--target {uri}: the export holds {size_bytes:,} bytes; the procedures need at least 1 MiB")
+    return {"path": uri, "nbd": True, "block": True, "can_trim": bool(export.get("can_trim")),
+            "size_bytes": size_bytes // (1 << 20) * (1 << 20), "created": False}
+
+
 class Fio:
     def __init__(self, target: dict, workdir: Path):
         self.t = target
@@ -67,8 +117,11 @@ class Fio:
         self.n = 0
 
     def fresh(self) -> None:
+        if self.t.get("nbd") and not self.t.get("can_trim"):
+            return  # the server takes no TRIM: the export stays as it is
         if self.t["block"]:
-            self.run(rw="trim", bs="64m", iodepth=1, size=self.t["size_bytes"])
+            # 32 MiB: within what NBD servers take in one request (ssdlab serve, nbdkit).
+            self.run(rw="trim", bs="32m" if self.t.get("nbd") else "64m", iodepth=1, size=self.t["size_bytes"])
         else:
             Path(self.t["path"]).unlink(missing_ok=True)
 
@@ -80,8 +133,12 @@ class Fio:
         self.n += 1
         out = self.dir / f"fio-{self.n}.json"
         log = self.dir / f"log-{self.n}"
-        args = ["fio", f"--name=ssdlab{self.n}", f"--filename={self.t['path']}", f"--size={size}", f"--offset={offset}",
-                f"--rw={rw}", f"--bs={bs}", f"--iodepth={iodepth}", "--ioengine=libaio", f"--direct={int(self.t.get('direct', True))}",
+        if self.t.get("nbd"):
+            where = ["--ioengine=nbd", f"--uri={self.t['path']}"]
+        else:
+            where = [f"--filename={self.t['path']}", "--ioengine=libaio", f"--direct={int(self.t.get('direct', True))}"]
+        args = ["fio", f"--name=ssdlab{self.n}", *where, f"--size={size}", f"--offset={offset}",
+                f"--rw={rw}", f"--bs={bs}", f"--iodepth={iodepth}",
                 "--randrepeat=0", "--norandommap", "--refill_buffers", "--output-format=json", f"--output={out}"]
         if rwmixread is not None:
             args.append(f"--rwmixread={rwmixread}")
@@ -91,10 +148,12 @@ class Fio:
             args += [f"--runtime={runtime_s}", "--time_based"]
         if iops_log:
             args += [f"--write_iops_log={log}", "--log_avg_msec=1000"]
-        p = subprocess.run(args, capture_output=True, text=True)
+        # In the run's directory: fio may leave state files where it runs.
+        p = subprocess.run(args, capture_output=True, text=True, cwd=self.dir)
         if p.returncode != 0 or not out.exists():
             err = (p.stderr or p.stdout).strip().splitlines()
-            hint = " (the file system may not support O_DIRECT: try --no-direct)" if any("direct" in e.lower() or "Invalid argument" in e for e in err) else ""
+            direct = not self.t.get("nbd") and any("direct" in e.lower() or "Invalid argument" in e for e in err)
+            hint = " (the file system may not support O_DIRECT: try --no-direct)" if direct else ""
             raise SsdlabError(f"fio failed on {self.t['path']}: {err[-1] if err else p.returncode}{hint}")
         text = out.read_text()
         result = json.loads(text[text.index("{"):])
