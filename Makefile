@@ -25,7 +25,7 @@ rust-test:
 	cargo test -p ssdlab-core --features verify --lib
 
 py-test:
-	$(PYTHON) -m pip install -q "pytest>=7" "hypothesis>=6" "duckdb>=1.2" six  # six: fio_jsonplus_clat2csv imports it
+	$(PYTHON) -m pip install -q "pytest>=7" "hypothesis>=6" "duckdb>=1.2" "scipy>=1.9" six  # six: fio_jsonplus_clat2csv imports it; scipy: ssdlab fit
 	$(PYTHON) -m pytest -q python/tests
 
 install:

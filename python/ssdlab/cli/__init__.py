@@ -1,5 +1,5 @@
 """The ssdlab command: one module per command (`run`: drives, run, synth-trace; `replay`: replay,
-trace stats; `serve`; `review`: review, procedure; `validate`; `crashtest`; `sweep`), what they
+trace stats; `serve`; `review`: review, procedure; `validate`; `crashtest`; `sweep`; `fit`), what they
 share in `common`, and here the parser they make together and `main`."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ssdlab", description="A software SSD: model NAND-flash drives and run workloads on them.")
     p.add_argument("--version", action="version", version=f"ssdlab {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    from . import crashtest, replay, review, run, serve, sweep, validate
+    from . import crashtest, fit, replay, review, run, serve, sweep, validate
 
     run.add_parsers(sub)
     replay.add_parsers(sub)
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_parser(sub)
     crashtest.add_parser(sub)
     sweep.add_parser(sub)
+    fit.add_parser(sub)
     return p
 
 

@@ -1,0 +1,59 @@
+"""`ssdlab fit`: a preset fitted to a drive's measured figures (`ssdlab.fit`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import SsdlabError
+
+
+def _fit(args) -> int:
+    from ..fit import FREE, fit, fitted_preset, read_measurements, report
+
+    meas = read_measurements(args.measurements)
+    drive = args.drive or meas.drive
+    if not drive:
+        raise SsdlabError(f"{args.measurements}: no drive to start from: give --drive or `drive = ...` in the file")
+    free = [n.strip() for n in args.free.split(",") if n.strip()] if args.free else None
+    if free is not None and not free:
+        raise SsdlabError(f"--free {args.free!r}: name at least one parameter, e.g. {next(iter(FREE))}")
+    if args.seconds <= 0:
+        raise SsdlabError(f"--seconds {args.seconds:g}: simulated seconds per figure, above 0")
+    if args.jobs is not None and args.jobs < 1:
+        raise SsdlabError(f"--jobs {args.jobs}: at least 1")
+    out = Path(args.out) if args.out else None
+    if out is not None and out.exists() and not args.force:
+        raise SsdlabError(f"--out {out} exists; add --force to replace it")
+    if out is not None and not out.parent.is_dir():
+        raise SsdlabError(f"--out {out}: directory {out.parent} does not exist")
+    progress = None if args.quiet else (lambda text: print(text, flush=True))
+    r = fit(drive, meas, free, seconds=args.seconds, jobs=args.jobs, progress=progress, max_trials=args.max_trials)
+    print(report(r))
+    if not r.converged:
+        raise SsdlabError(f"the fit did not converge in {r.trials} trials ({r.message}); nothing written: "
+                          "raise --max-trials, or free fewer parameters")
+    if out is not None:
+        out.write_text(fitted_preset(r, meas))
+        print(f"wrote {out}")
+    return 0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("fit", help="fit a preset's calibrated and assumed parameters to a drive's measured figures",
+                       description="Find the parameter values with which a preset reproduces a drive's measured "
+                                   "4 KiB random and sequential figures (a TOML file: [figures] rand_read_iops, "
+                                   "rand_write_iops, seq_read_mbps, seq_write_mbps; optional [conditions] "
+                                   "queue_depth, workers, seq_transfer_kib; drive = START), print how each figure "
+                                   "moves with each parameter, name those the figures cannot identify, and write "
+                                   "the fitted preset (--out).")
+    p.add_argument("measurements", help="the measurement file (TOML)")
+    p.add_argument("--drive", help="the preset (or drive .toml) to start from (default: the file's `drive`)")
+    p.add_argument("--free", help="comma-separated SECTION.KEY parameters to fit (default: the calibrated and "
+                                  "assumed ones the drive sets, as docs/fidelity.md lists them)")
+    p.add_argument("--out", help="write the fitted preset here (TOML)")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    p.add_argument("--seconds", type=float, default=3.0, help="simulated seconds per figure and trial (default 3)")
+    p.add_argument("--max-trials", type=int, default=200, help="simulations at most (default 200)")
+    p.add_argument("--jobs", type=int, help="parallel processes (default: all cores)")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=_fit)
