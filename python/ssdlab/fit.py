@@ -1,7 +1,8 @@
 """`ssdlab fit`: a model of your own drive from its measurements (issue 76, first part).
 
-Given the four datasheet figures of a drive (4 KiB random read and write IOPS, sequential read
-and write MB/s, as its vendor rates them or as you measured them under stated conditions), a
+Given measured figures of a drive (the datasheet's four, 4 KiB random read and write IOPS and
+sequential read and write MB/s, as its vendor rates them or as you measured them under stated
+conditions; or the figures of a review procedure, e.g. from `ssdlab procedure --target`), a
 starting preset and the parameters left free, it finds the values that best reproduce the
 figures and writes the preset back with each fitted value, what it was fitted on and its
 residual on the parameter's line, the rest of the file as it was.
@@ -21,17 +22,11 @@ more is *not identifiable* from these figures: it is held at its starting value 
 given an arbitrary value. Two parameters whose effects are proportional (the cosine of their
 columns 0.98 or more) cannot be separated: the first is fitted, the second held and named.
 
-Measurements, a TOML file:
-
-    drive = "crucial-m500-120"      # the starting preset (or --drive)
-    [conditions]                    # optional, as a preset's [datasheet]: QD32, 1 worker, 128 KiB
-    queue_depth = 32
-    [figures]                       # any of the four
-    rand_read_iops = 62000
-    seq_write_mbps = 130
-
-What the figures are: `validate.measure_figures` (fresh for client drives; at steady state for
-drives whose `[datasheet] segment` is "enterprise", or `steady_state = true` in the file).
+The measurements (`ssdlab.fit_input`): the datasheet's four figures, measured as
+`validate.measure_figures` measures them (fresh for client drives; at steady state for drives
+whose `[datasheet] segment` is "enterprise", or `steady_state = true` in the file), and figures
+of the review procedures with their parameters (a trial runs the procedure on the candidate
+drive with the same parameters), from a TOML file or from `ssdlab procedure --out`'s summary.
 """
 
 from __future__ import annotations
@@ -41,69 +36,23 @@ import re
 import time
 import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from .configs import config_text
+from .configs import DriveText, config_text, dump_toml
 from .errors import SsdlabError
-from .validate import FIGURES, SENSITIVITY_PARAMETERS, Conditions, in_pool, measure_figures
+from .fit_input import DATASHEET, Measurements, label, read_measurements  # noqa: F401  (read_measurements re-exported)
+from .validate import SENSITIVITY_PARAMETERS, in_pool, measure_figures
 
 # A parameter that moves no figure by this much (percent, for a +10% move) is not identifiable.
 IDENTIFIABLE_PCT = 1.0
 # Columns of the sensitivity table this parallel cannot be told apart.
 SEPARABLE_COSINE = 0.98
+# How far a figure moves with the workload's random seed (a fit's residuals are no more exact).
+FIGURE_NOISE = 0.01
+# A fitted parameter whose standard uncertainty is above this is named as weakly identified.
+WELL_IDENTIFIED_PCT = 5.0
 PROBE = 0.10
 BOUND = 5.0
 FREE = {f"{sec}.{key}": why for sec, key, why in SENSITIVITY_PARAMETERS}
-
-
-@dataclass
-class Measurements:
-    path: str
-    figures: dict[str, float]
-    conditions: Conditions
-    drive: str | None = None
-    steady_state: bool | None = None
-
-
-def read_measurements(path: str) -> Measurements:
-    """A measurement file, checked: every error names the file, the field and what is accepted."""
-    p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text())
-    except OSError as e:
-        raise SsdlabError(f"{path}: {e.strerror or e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise SsdlabError(f"{path}: not TOML: {e}") from None
-    known = {"drive", "conditions", "figures", "steady_state"}
-    for k in data:
-        if k not in known:
-            raise SsdlabError(f"{path}: unknown field '{k}'; accepted: {', '.join(sorted(known))}")
-    figures = data.get("figures")
-    if not isinstance(figures, dict) or not figures:
-        raise SsdlabError(f"{path}: no [figures] table; give at least one of {', '.join(FIGURES)}")
-    out = {}
-    for k, v in figures.items():
-        if k not in FIGURES:
-            raise SsdlabError(f"{path}: figures.{k}: not a figure; accepted: "
-                              + ", ".join(f"{n} ({FIGURES[n][0]}, {FIGURES[n][1]})" for n in FIGURES))
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise SsdlabError(f"{path}: figures.{k} = {v!r}: a measured {FIGURES[k][1]} figure, above 0")
-        out[k] = float(v)
-    cond = data.get("conditions", {})
-    if not isinstance(cond, dict):
-        raise SsdlabError(f"{path}: conditions: a table (queue_depth, workers, seq_transfer_kib)")
-    for k, v in cond.items():
-        if k not in ("queue_depth", "workers", "seq_transfer_kib"):
-            raise SsdlabError(f"{path}: conditions.{k}: unknown; accepted: queue_depth, workers, seq_transfer_kib")
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise SsdlabError(f"{path}: conditions.{k} = {v!r}: a whole number, 1 or more")
-    drive = data.get("drive")
-    if drive is not None and not isinstance(drive, str):
-        raise SsdlabError(f"{path}: drive = {drive!r}: a preset name or drive .toml file")
-    steady = data.get("steady_state")
-    if steady is not None and not isinstance(steady, bool):
-        raise SsdlabError(f"{path}: steady_state = {steady!r}: true or false")
-    return Measurements(str(p), out, Conditions.of({**cond, "conditions_source": f"{path} [conditions]"}), drive, steady)
 
 
 @dataclass
@@ -162,10 +111,26 @@ def with_values(text: str, params: list[Parameter], values: list[float]) -> dict
 
 
 def _figures(task: tuple) -> dict:
-    """One trial (module-level, for the pool): the figures of a configuration."""
-    from .configs import dump_toml
-    cfg, source, wanted, steady, seconds, cond = task
-    return measure_figures(dump_toml(cfg), source, wanted, steady, seconds, 1.5, cond)
+    """One trial (module-level, for the pool): every figure of the measurements, by its id, as a
+    configuration gives it."""
+    from .review.catalog import run_procedure
+
+    cfg, source, groups, steady, seconds, cond = task
+    text = dump_toml(cfg)
+    out = {}
+    for g in groups:
+        if g.kind == DATASHEET:
+            out.update(measure_figures(text, source, list(g.figures), steady, seconds, 1.5, cond))
+            continue
+        runs = [o for o in run_procedure(g.kind, DriveText(text, source), g.params) if o.variant == g.variant]
+        if not runs:
+            raise SsdlabError(f"the model's {g.kind} has no run '{g.variant}' to compare with the measured one")
+        for k in g.figures:
+            v = runs[0].summary.get(k)
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise SsdlabError(f"the model's {g.kind} has no figure '{k}'")
+            out[g.figure_id(k)] = float(v)
+    return out
 
 
 @dataclass
@@ -185,6 +150,11 @@ class FitResult:
     message: str
     text: str = field(repr=False, default="")
     at_bound: list[str] = field(default_factory=list)  # fitted parameters that ended at a bound
+    uncertainty: dict[str, float] = field(default_factory=dict)  # fitted parameter: standard uncertainty, %
+
+    def identified(self, name: str) -> bool:
+        """Fitted, and to within WELL_IDENTIFIED_PCT."""
+        return name in self.fitted and self.uncertainty.get(name, math.inf) <= WELL_IDENTIFIED_PCT
 
     def residual_pct(self, fig: str) -> float:
         return 100 * (self.figures[fig] / self.measured[fig] - 1)
@@ -209,7 +179,7 @@ def fit(drive: str, meas: Measurements, free: list[str] | None = None, seconds: 
     say = progress or (lambda text: None)
 
     def run(points: list[list[float]]) -> list[dict]:
-        tasks = [(with_values(text, params, pt), source, wanted, steady, seconds, meas.conditions) for pt in points]
+        tasks = [(with_values(text, params, pt), source, meas.groups, steady, seconds, meas.conditions) for pt in points]
         trials[0] += len(tasks)
         return in_pool(_figures, tasks, jobs)
 
@@ -243,7 +213,8 @@ def fit(drive: str, meas: Measurements, free: list[str] | None = None, seconds: 
         return [cache[tuple(x)] for x in xs]
 
     def residuals(got: dict) -> list[float]:
-        return [math.log(got[f] / meas.figures[f]) for f in wanted]
+        # A figure the model gives as 0 (a run that moved nothing) counts as far off, not as -inf.
+        return [math.log(max(got[f], 1e-9) / meas.figures[f]) for f in wanted]
 
     def fun(x):
         return residuals(evaluate([list(x)])[0])
@@ -273,12 +244,31 @@ def fit(drive: str, meas: Measurements, free: list[str] | None = None, seconds: 
         r = least_squares(fun, x0, jac=jac, bounds=(lower, upper), method="trf", x_scale=1.0, xtol=1e-3,
                           ftol=1e-4, max_nfev=max_nfev)
         x, converged, message = list(r.x), r.status > 0, r.message
+        uncertainty = _uncertainty(r.jac, r.fun, fit_params)
+    else:
+        uncertainty = {}
     final = evaluate([list(x)])[0]
     values = full(x)
     fitted = {p.name: (int(round(v)) if p.integer else v) for p, v in zip(params, values) if p.name not in held}
     at_bound = [p.name for p, xi, lo, hi in zip(fit_params, x, lower, upper) if xi <= lo + 1e-6 or xi >= hi - 1e-6]
     return FitResult(cfg.get("name", drive), source, params, fitted, held, dict(meas.figures), base, final, sensitivity,
-                     trials[0], time.perf_counter() - t0, converged, message, text, at_bound)
+                     trials[0], time.perf_counter() - t0, converged, message, text, at_bound, uncertainty)
+
+
+def _uncertainty(jac, res, params: list[Parameter]) -> dict[str, float]:
+    """Each fitted parameter's standard uncertainty, percent: the least-squares covariance
+    (J^T J)^-1 s^2 in the logarithm of the parameters, `s` the residuals' root mean square but no
+    less than FIGURE_NOISE (how far a figure moves with the workload's random seed)."""
+    import numpy as np
+
+    j = np.asarray(jac, dtype=float)
+    r = np.asarray(res, dtype=float)
+    s2 = max(float(np.mean(r * r)), FIGURE_NOISE ** 2)
+    try:
+        cov = np.linalg.inv(j.T @ j) * s2
+    except np.linalg.LinAlgError:
+        return {p.name: math.inf for p in params}
+    return {p.name: 100 * math.expm1(math.sqrt(max(float(cov[i, i]), 0.0))) for i, p in enumerate(params)}
 
 
 def unidentifiable(params: list[Parameter], sensitivity: dict, wanted: list[str]) -> dict[str, str]:
@@ -306,8 +296,8 @@ def fitted_preset(result: FitResult, meas: Measurements) -> str:
     """The starting preset's text with each fitted value in place, its line's comment saying
     what it was fitted on, from what, and the residuals; every other line as it was."""
     lines = result.text.splitlines()
-    on = ", ".join(f"{FIGURES[f][0]} {result.measured[f]:,.0f} {FIGURES[f][1]}" for f in result.measured)
-    res = ", ".join(f"{FIGURES[f][0]} {result.residual_pct(f):+.1f}%" for f in result.measured)
+    on = ", ".join(f"{label(f)} {result.measured[f]:,.4g}" for f in result.measured)
+    res = ", ".join(f"{label(f)} {result.residual_pct(f):+.1f}%" for f in result.measured)
     name_line = next((i for i, line in enumerate(lines) if re.match(r"\s*name\s*=", line)), None)
     if name_line is not None:
         lines[name_line] = f'name = "{result.drive}-fit"'
@@ -347,23 +337,26 @@ def report(result: FitResult) -> str:
     figs = list(result.measured)
     out = [f"ssdlab fit of {result.source}: {result.trials} trials in {result.wall_s:.1f} s wall",
            "", "sensitivity: how each figure moves when one parameter moves by +10%",
-           "  " + f"{'parameter':<36}" + "".join(f"{FIGURES[f][0]:>24}" for f in figs)]
+           "  " + f"{'parameter':<36}" + "".join(f"{'(' + str(i + 1) + ')':>8}" for i in range(len(figs)))]
     for p in result.params:
-        out.append("  " + f"{p.name:<36}" + "".join(f"{result.sensitivity[p.name][f]:>+23.1f}%" for f in figs))
+        out.append("  " + f"{p.name:<36}" + "".join(f"{result.sensitivity[p.name][f]:>+7.1f}%" for f in figs))
+    out += [f"  ({i + 1}) {label(f)}" for i, f in enumerate(figs)]
     out += ["", "parameters:"]
     for p in result.params:
         if p.name in result.fitted:
             v = result.fitted[p.name]
-            out.append(f"  {p.name:<36} {p.value:>12,.6g} -> {v:>12,.6g} ({100 * (v / p.value - 1):+.1f}%)  [{p.why}]")
+            u = result.uncertainty.get(p.name, math.inf)
+            weak = "" if result.identified(p.name) else f"; weakly identified by these figures (over {WELL_IDENTIFIED_PCT:g}%)"
+            out.append(f"  {p.name:<36} {p.value:>12,.6g} -> {v:>12,.6g} ({100 * (v / p.value - 1):+.1f}%) "
+                       f"+-{u:.1f}%{weak}  [{p.why}]")
         else:
             out.append(f"  {p.name:<36} {p.value:>12,.6g}    held: {result.held[p.name]}")
     out += ["", "figures (measured, model before, model fitted, residual):"]
-    for f in figs:
-        label, unit = FIGURES[f]
-        out.append(f"  {label + ' ' + unit:<28} {result.measured[f]:>12,.1f} {result.start_figures[f]:>12,.1f} "
-                   f"{result.figures[f]:>12,.1f} {result.residual_pct(f):>+7.1f}%")
+    for i, f in enumerate(figs):
+        out.append(f"  ({i + 1}) {result.measured[f]:>14,.4g} {result.start_figures[f]:>14,.4g} "
+                   f"{result.figures[f]:>14,.4g} {result.residual_pct(f):>+7.1f}%   {label(f)}")
     for f in unreached(result):
-        out.append(f"\n{FIGURES[f][0]} is {result.residual_pct(f):+.1f}% off after the fit: these parameters cannot reach it"
+        out.append(f"\n{label(f)} is {result.residual_pct(f):+.1f}% off after the fit: these parameters cannot reach it"
                    + (f" ({', '.join(result.at_bound)} at the edge of its range, 1/{BOUND:g} to {BOUND:g}x the start)"
                       if result.at_bound else "") + "; a mechanism the preset lacks, or figures that contradict each other")
     return "\n".join(out)

@@ -10,10 +10,11 @@ from ..errors import SsdlabError
 def _fit(args) -> int:
     from ..fit import FREE, fit, fitted_preset, read_measurements, report
 
-    meas = read_measurements(args.measurements)
+    only = [k.strip() for k in args.figures.split(",") if k.strip()] if args.figures else None
+    meas = read_measurements(args.measurements, only)
     drive = args.drive or meas.drive
     if not drive:
-        raise SsdlabError(f"{args.measurements}: no drive to start from: give --drive or `drive = ...` in the file")
+        raise SsdlabError(f"{meas.path}: no drive to start from: give --drive or `drive = ...` in the file")
     free = [n.strip() for n in args.free.split(",") if n.strip()] if args.free else None
     if free is not None and not free:
         raise SsdlabError(f"--free {args.free!r}: name at least one parameter, e.g. {next(iter(FREE))}")
@@ -41,15 +42,20 @@ def _fit(args) -> int:
 def add_parser(sub) -> None:
     p = sub.add_parser("fit", help="fit a preset's calibrated and assumed parameters to a drive's measured figures",
                        description="Find the parameter values with which a preset reproduces a drive's measured "
-                                   "4 KiB random and sequential figures (a TOML file: [figures] rand_read_iops, "
-                                   "rand_write_iops, seq_read_mbps, seq_write_mbps; optional [conditions] "
-                                   "queue_depth, workers, seq_transfer_kib; drive = START), print how each figure "
-                                   "moves with each parameter, name those the figures cannot identify, and write "
-                                   "the fitted preset (--out).")
-    p.add_argument("measurements", help="the measurement file (TOML)")
+                                   "figures, print how each figure moves with each parameter, name those the "
+                                   "figures cannot identify, and write the fitted preset (--out). The figures: a "
+                                   "TOML file ([figures] rand_read_iops, rand_write_iops, seq_read_mbps, "
+                                   "seq_write_mbps under [conditions] queue_depth, workers, seq_transfer_kib; "
+                                   "[[procedure]] name, parameters, variant, figures; drive = START), or the "
+                                   "summary JSON of `ssdlab procedure NAME --out DIR` (of a real device through "
+                                   "--target, or of a model).")
+    p.add_argument("measurements", nargs="+", help="the measurement files (TOML, or a procedure's NAME-summary.json), "
+                                                   "their figures fitted together")
     p.add_argument("--drive", help="the preset (or drive .toml) to start from (default: the file's `drive`)")
     p.add_argument("--free", help="comma-separated SECTION.KEY parameters to fit (default: the calibrated and "
                                   "assumed ones the drive sets, as docs/fidelity.md lists them)")
+    p.add_argument("--figures", help="comma-separated figures of the file to fit (default: every one it gives; of a "
+                                     "procedure's summary JSON its rates, and a consistency run's level, floor and spread)")
     p.add_argument("--out", help="write the fitted preset here (TOML)")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--seconds", type=float, default=3.0, help="simulated seconds per figure and trial (default 3)")

@@ -136,7 +136,9 @@ def _procedure(args) -> int:
             for tname, df in o.tables.items():
                 df.to_csv(out / f"{stem}-{tname}.csv", index=False)
                 df.to_parquet(out / f"{stem}-{tname}.parquet", index=False)
-        (out / f"{name}-summary.json").write_text(json.dumps([{"drive": o.drive, "variant": o.variant, "summary": o.summary} for o in outs], indent=2) + "\n")
+        # With the procedure and its parameters: what `ssdlab fit` needs to run it again on a model.
+        runs = [{"procedure": name, "drive": o.drive, "variant": o.variant, "parameters": p, "summary": o.summary} for o in outs]
+        (out / f"{name}-summary.json").write_text(json.dumps(runs, indent=2, default=str) + "\n")
         print(f"wrote tables to {out}")
     print(f"{time.perf_counter() - t0:.1f} s wall")
     return 0
