@@ -31,11 +31,15 @@ drive with the same parameters), from a TOML file or from `ssdlab procedure --ou
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
 import re
 import time
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from .configs import DriveText, config_text, dump_toml
 from .errors import SsdlabError
@@ -133,6 +137,80 @@ def _figures(task: tuple) -> dict:
     return out
 
 
+class Trials:
+    """A fit's simulations: each point (the free parameters' values) run once, on the process
+    pool or on Ray, and kept in the catalog, a JSON lines file (DuckDB reads it as it is:
+    `SELECT * FROM read_json_auto('FILE')`) whose first line says which fit it belongs to. A
+    fit is deterministic, so run again it takes the same steps, finds the trials it had already
+    run there, and goes on from the first it had not: a stopped fit resumes."""
+
+    def __init__(self, text: str, source: str, params: list[Parameter], meas: Measurements, steady: bool,
+                 seconds: float, jobs: int | None, ray_address: str | None, catalog: Path | None):
+        self.text, self.source, self.params = text, source, params
+        self.meas, self.steady, self.seconds, self.jobs, self.ray_address = meas, steady, seconds, jobs, ray_address
+        self.catalog = catalog
+        self.done: dict[tuple, dict] = {}
+        self.count = 0
+        self.ran = 0
+        ident = json.dumps([text, [p.name for p in params], [asdict(g) for g in meas.groups], steady, seconds,
+                            asdict(meas.conditions)], sort_keys=True, default=str)
+        self.identity = hashlib.sha256(ident.encode()).hexdigest()[:16]
+        if catalog is not None and catalog.exists() and catalog.stat().st_size > 0:
+            self._load(catalog)
+
+    def _load(self, path: Path) -> None:
+        lines = path.read_text().splitlines()
+        try:
+            head = json.loads(lines[0])
+            rows = [json.loads(line) for line in lines[1:] if line.strip()]
+        except (json.JSONDecodeError, IndexError):
+            raise SsdlabError(f"--catalog {path}: not a fit's catalog (JSON lines)") from None
+        if not isinstance(head, dict) or head.get("ssdlab_fit") != self.identity:
+            raise SsdlabError(f"--catalog {path} belongs to another fit (another drive, free parameters, figures or "
+                              "--seconds): name a new file, or remove it")
+        for r in rows:
+            self.done[tuple(r["values"])] = r["figures"]
+
+    def key(self, values: list[float]) -> tuple:
+        return tuple(int(round(v)) if p.integer else v for p, v in zip(self.params, values))
+
+    def run(self, points: list[list[float]]) -> list[dict]:
+        keys = [self.key(pt) for pt in points]
+        todo = list(dict.fromkeys(k for k in keys if k not in self.done))
+        self.count += len(points)
+        if todo:
+            tasks = [(with_values(self.text, self.params, list(k)), self.source, self.meas.groups, self.steady,
+                      self.seconds, self.meas.conditions) for k in todo]
+            results = self._on_ray(tasks) if self.ray_address is not None else in_pool(_figures, tasks, self.jobs)
+            self.ran += len(todo)
+            for k, got in zip(todo, results):
+                self.done[k] = got
+            self._keep(todo)
+        return [self.done[k] for k in keys]
+
+    def _on_ray(self, tasks: list[tuple]) -> list[dict]:
+        from .sweeps.run import connect_ray
+        ray = connect_ray(self.ray_address or None)
+        remote = ray.remote(max_retries=2)(_figures)
+        try:
+            return ray.get([remote.remote(t) for t in tasks])
+        except ray.exceptions.RayTaskError as e:
+            raise SsdlabError(f"a trial failed on Ray: {str(e).strip().splitlines()[-1]}") from None
+
+    def _keep(self, keys: list[tuple]) -> None:
+        if self.catalog is None:
+            return
+        new = not self.catalog.exists() or self.catalog.stat().st_size == 0
+        with self.catalog.open("a") as f:
+            if new:
+                f.write(json.dumps({"ssdlab_fit": self.identity, "drive": self.source,
+                                    "free": [p.name for p in self.params], "figures": list(self.meas.figures)}) + "\n")
+            for k in keys:
+                f.write(json.dumps({"values": list(k), "figures": self.done[k]}) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
 @dataclass
 class FitResult:
     drive: str
@@ -151,6 +229,7 @@ class FitResult:
     text: str = field(repr=False, default="")
     at_bound: list[str] = field(default_factory=list)  # fitted parameters that ended at a bound
     uncertainty: dict[str, float] = field(default_factory=dict)  # fitted parameter: standard uncertainty, %
+    ran: int = 0  # trials simulated by this call (the rest came from the catalog)
 
     def identified(self, name: str) -> bool:
         """Fitted, and to within WELL_IDENTIFIED_PCT."""
@@ -161,8 +240,10 @@ class FitResult:
 
 
 def fit(drive: str, meas: Measurements, free: list[str] | None = None, seconds: float = 3.0, jobs: int | None = None,
-        progress=None, max_trials: int = 200) -> FitResult:
-    """Fit `free` (default: the calibrated and assumed parameters `drive` sets) to `meas`."""
+        progress=None, max_trials: int = 200, catalog: Path | None = None, ray_address: str | None = None) -> FitResult:
+    """Fit `free` (default: the calibrated and assumed parameters `drive` sets) to `meas`, the
+    trials on the process pool (`jobs`) or on Ray (`ray_address`; "auto" or "" for a local
+    instance), each kept in `catalog` if given (a stopped fit resumes from it)."""
     try:
         from scipy.optimize import least_squares
     except ImportError:
@@ -175,13 +256,11 @@ def fit(drive: str, meas: Measurements, free: list[str] | None = None, seconds: 
         steady = cfg.get("datasheet", {}).get("segment") == "enterprise"
     params = free_parameters(cfg, free, source)
     wanted = list(meas.figures)
-    trials = [0]
+    trials = Trials(text, source, params, meas, steady, seconds, jobs, ray_address, catalog)
+    run = trials.run
     say = progress or (lambda text: None)
-
-    def run(points: list[list[float]]) -> list[dict]:
-        tasks = [(with_values(text, params, pt), source, meas.groups, steady, seconds, meas.conditions) for pt in points]
-        trials[0] += len(tasks)
-        return in_pool(_figures, tasks, jobs)
+    if trials.done:
+        say(f"{len(trials.done)} trials in the catalog {catalog}: taken from there")
 
     start = [p.value for p in params]
     # Each moved up by PROBE, or down where that would pass its ceiling (an efficiency's 1): the
@@ -233,7 +312,7 @@ def fit(drive: str, meas: Measurements, free: list[str] | None = None, seconds: 
         for j, got in enumerate(evaluate(points)):
             h = points[j][j] - x[j]
             cols.append([(a - b) / h for a, b in zip(residuals(got), here)])
-        say(f"  {trials[0]} trials, worst figure {100 * max(abs(math.expm1(r)) for r in here):.1f}% off")
+        say(f"  {trials.count} trials, worst figure {100 * max(abs(math.expm1(r)) for r in here):.1f}% off")
         return [[cols[j][i] for j in range(len(x))] for i in range(len(wanted))]
 
     cache[tuple(x0)] = base  # the held parameters stay at their starting values, the rest start there
@@ -252,7 +331,8 @@ def fit(drive: str, meas: Measurements, free: list[str] | None = None, seconds: 
     fitted = {p.name: (int(round(v)) if p.integer else v) for p, v in zip(params, values) if p.name not in held}
     at_bound = [p.name for p, xi, lo, hi in zip(fit_params, x, lower, upper) if xi <= lo + 1e-6 or xi >= hi - 1e-6]
     return FitResult(cfg.get("name", drive), source, params, fitted, held, dict(meas.figures), base, final, sensitivity,
-                     trials[0], time.perf_counter() - t0, converged, message, text, at_bound, uncertainty)
+                     trials.count, time.perf_counter() - t0, converged, message, text, at_bound, uncertainty,
+                     trials.ran)
 
 
 def _uncertainty(jac, res, params: list[Parameter]) -> dict[str, float]:

@@ -1,3 +1,8 @@
+import os
+import socket
+import subprocess
+import sys
+
 import pytest
 
 SMALL_TOML = """\
@@ -39,3 +44,30 @@ def small_toml(tmp_path):
     p = tmp_path / "small.toml"
     p.write_text(SMALL_TOML)
     return p
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def ray_cluster():
+    """A local Ray head of two CPUs on loopback (the sweep and fit tests); its address."""
+    # Ray as this Python has it (a `ray` on PATH may belong to another Python).
+    import importlib.util
+    if importlib.util.find_spec("ray") is None:
+        if os.environ.get("SSDLAB_REQUIRE_TOOLS") == "1":
+            raise RuntimeError("ray is not installed")
+        pytest.skip("ray not installed")
+    port = _free_port()
+    ray = [sys.executable, "-m", "ray.scripts.scripts"]
+    p = subprocess.run([*ray, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", "2",
+                        "--include-dashboard=false", "--disable-usage-stats"], capture_output=True, text=True,
+                       env=os.environ | {"RAY_ADDRESS": ""})
+    assert p.returncode == 0, p.stderr
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([*ray, "stop", "--force"], capture_output=True)

@@ -197,3 +197,51 @@ def test_measurement_files_that_contradict_each_other_are_one_line(tmp_path, sma
     old.write_text('[{"drive": "x", "variant": "", "summary": {"4K random read QD3 (IOPS)": 5000}}]')
     p = fit_cli(str(old), "--drive", str(small_toml))
     assert p.returncode == 2 and "written by an older ssdlab" in p.stderr, p.stderr
+
+
+def _hidden_ratings(tmp_path):
+    hidden = tomllib.loads(SMALL_TOML)
+    hidden["nand"]["program_page_us"] = 2000.0
+    hidden["nand"]["read_page_us"] = 92.0
+    m = tmp_path / "m.toml"
+    write_measurements(m, hidden_figures(hidden))
+    return m
+
+
+def test_a_stopped_fit_resumes_from_its_catalog_and_ends_where_an_unstopped_one_does(tmp_path, small_toml):
+    m = _hidden_ratings(tmp_path)
+    free = ("--free", "nand.read_page_us,nand.program_page_us,controller.command_ns")
+    out = tmp_path / "fit.toml"
+    p = fit_cli(str(m), "--drive", str(small_toml), *free, "--max-trials", "6", "--out", str(out), "--jobs", "2")
+    assert p.returncode == 2 and "did not converge" in p.stderr and not out.exists(), p.stderr
+    catalog = tmp_path / "fit.trials.jsonl"
+    kept = len(catalog.read_text().splitlines()) - 1
+    assert kept >= 6
+    p = fit_cli(str(m), "--drive", str(small_toml), *free, "--out", str(out), "--jobs", "2")
+    assert p.returncode == 0, p.stderr
+    ran, total = (int(w) for w in p.stdout.split(" trials simulated now")[0].split()[-4::3])
+    assert total - ran >= kept, p.stdout  # the stopped run's trials were taken, not run again
+    again = tmp_path / "again.toml"
+    p = fit_cli(str(m), "--drive", str(small_toml), *free, "--out", str(again), "--jobs", "2")
+    assert p.returncode == 0, p.stderr
+    assert again.read_text() == out.read_text()
+    # A catalog belongs to one fit.
+    p = fit_cli(str(m), "--drive", str(small_toml), "--free", "nand.read_page_us", "--catalog", str(catalog))
+    assert p.returncode == 2 and "belongs to another fit" in p.stderr, p.stderr
+
+
+def test_a_fit_on_ray_gives_the_local_result(tmp_path, small_toml, ray_cluster):
+    """The trials on a Ray cluster (a local instance of two CPUs) instead of two local processes:
+    the same fitted preset; both wall times printed with the trial count."""
+    import time
+    m = _hidden_ratings(tmp_path)
+    free = ("--free", "nand.read_page_us,nand.program_page_us")
+    walls = {}
+    for how, extra in (("two cores", ("--jobs", "2")), ("Ray", ("--ray", ray_cluster))):
+        t = time.perf_counter()
+        p = fit_cli(str(m), "--drive", str(small_toml), *free, *extra, "--out", str(tmp_path / f"{how}.toml"))
+        walls[how] = time.perf_counter() - t
+        assert p.returncode == 0, p.stderr
+        trials = p.stdout.split(" trials in ")[0].split()[-1]
+    print(f"\nfit of 2 parameters on 4 figures, {trials} trials: " + ", ".join(f"{k} {v:.1f} s" for k, v in walls.items()))
+    assert (tmp_path / "two cores.toml").read_text() == (tmp_path / "Ray.toml").read_text()

@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -243,32 +242,6 @@ def test_a_local_worker_hands_its_result_over_in_one_short_message(tmp_path):
     assert res["tables"].keys() == direct["tables"].keys()
     for name, table in direct["tables"].items():
         assert res["tables"][name].equals(table)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def ray_cluster():
-    # Ray as this Python has it (a `ray` on PATH may belong to another Python).
-    import importlib.util
-    if importlib.util.find_spec("ray") is None:
-        if REQUIRE:
-            raise RuntimeError("ray is not installed")
-        pytest.skip("ray not installed")
-    port = _free_port()
-    ray = [sys.executable, "-m", "ray.scripts.scripts"]
-    p = subprocess.run([*ray, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", "2",
-                        "--include-dashboard=false", "--disable-usage-stats"], capture_output=True, text=True,
-                       env=os.environ | {"RAY_ADDRESS": ""})
-    assert p.returncode == 0, p.stderr
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        subprocess.run([*ray, "stop", "--force"], capture_output=True)
 
 
 def test_ray_gives_the_local_results_and_survives_a_killed_worker(tmp_path, ray_cluster):

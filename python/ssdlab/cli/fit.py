@@ -27,12 +27,18 @@ def _fit(args) -> int:
         raise SsdlabError(f"--out {out} exists; add --force to replace it")
     if out is not None and not out.parent.is_dir():
         raise SsdlabError(f"--out {out}: directory {out.parent} does not exist")
+    catalog = Path(args.catalog) if args.catalog else out.with_name(out.stem + ".trials.jsonl") if out else None
+    if catalog is not None and not catalog.parent.is_dir():
+        raise SsdlabError(f"--catalog {catalog}: directory {catalog.parent} does not exist")
     progress = None if args.quiet else (lambda text: print(text, flush=True))
-    r = fit(drive, meas, free, seconds=args.seconds, jobs=args.jobs, progress=progress, max_trials=args.max_trials)
+    r = fit(drive, meas, free, seconds=args.seconds, jobs=args.jobs, progress=progress, max_trials=args.max_trials,
+            catalog=catalog, ray_address=args.ray)
     print(report(r))
+    if catalog is not None:
+        print(f"{r.ran} of the {r.trials} trials simulated now, the rest from the catalog; all kept in {catalog}")
     if not r.converged:
         raise SsdlabError(f"the fit did not converge in {r.trials} trials ({r.message}); nothing written: "
-                          "raise --max-trials, or free fewer parameters")
+                          "raise --max-trials (the trials run so far are kept in the catalog, if any), or free fewer parameters")
     if out is not None:
         out.write_text(fitted_preset(r, meas))
         print(f"wrote {out}")
@@ -61,5 +67,9 @@ def add_parser(sub) -> None:
     p.add_argument("--seconds", type=float, default=3.0, help="simulated seconds per figure and trial (default 3)")
     p.add_argument("--max-trials", type=int, default=200, help="simulations at most (default 200)")
     p.add_argument("--jobs", type=int, help="parallel processes (default: all cores)")
+    p.add_argument("--ray", metavar="ADDRESS", help="run the trials on the Ray cluster at ADDRESS ('auto': the one "
+                                                    "this machine joined) instead of local processes")
+    p.add_argument("--catalog", help="keep every trial in this JSON lines file and take those already there (a "
+                                     "stopped fit resumes; default with --out: OUT's name with .trials.jsonl)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_fit)

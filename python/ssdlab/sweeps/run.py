@@ -92,7 +92,8 @@ def _local(points: list[Point], workers: int, on_retry, spool_in: Path):
         yield by_key[key], ({"key": key, "error": str(res)} if isinstance(res, Died) else res)
 
 
-def _ray(points: list[Point], address: str | None, on_retry):
+def connect_ray(address: str | None):
+    """Ray, connected to the cluster at `address` (None: a local one); the module."""
     _ray_token_auth()  # before Ray is imported: it reads the mode once
     try:
         import ray
@@ -103,6 +104,11 @@ def _ray(points: list[Point], address: str | None, on_retry):
             ray.init(address=address, log_to_driver=False, include_dashboard=False, logging_level="ERROR")
         except (ConnectionError, RuntimeError, ValueError) as e:
             raise SsdlabError(f"--ray {address or ''}: cannot connect: {e}") from None
+    return ray
+
+
+def _ray(points: list[Point], address: str | None, on_retry):
+    ray = connect_ray(address)
     # Ray retries a task whose worker died (max_retries); a Python error is a result, not a retry.
     task = ray.remote(max_retries=ATTEMPTS - 1, retry_exceptions=False)(run_point)
     refs = {task.remote(p.as_dict()): p for p in points}
