@@ -348,7 +348,9 @@ def _uncertainty(jac, res, params: list[Parameter]) -> dict[str, float]:
         cov = np.linalg.inv(j.T @ j) * s2
     except np.linalg.LinAlgError:
         return {p.name: math.inf for p in params}
-    return {p.name: 100 * math.expm1(math.sqrt(max(float(cov[i, i]), 0.0))) for i, p in enumerate(params)}
+    # A parameter the figures barely see has a variance too large to express as a percentage.
+    sd = [math.sqrt(max(float(cov[i, i]), 0.0)) for i in range(len(params))]
+    return {p.name: 100 * math.expm1(u) if u < 20 else math.inf for p, u in zip(params, sd)}
 
 
 def unidentifiable(params: list[Parameter], sensitivity: dict, wanted: list[str]) -> dict[str, str]:
