@@ -126,9 +126,12 @@ def _figures(task: tuple) -> dict:
         if g.kind == DATASHEET:
             out.update(measure_figures(text, source, list(g.figures), steady, seconds, 1.5, cond))
             continue
-        runs = [o for o in run_procedure(g.kind, DriveText(text, source), g.params) if o.variant == g.variant]
+        outs = run_procedure(g.kind, DriveText(text, source), g.params)
+        # A variant not named matches a procedure's only run.
+        runs = [o for o in outs if o.variant == g.variant or (not g.variant and len(outs) == 1)]
         if not runs:
-            raise SsdlabError(f"the model's {g.kind} has no run '{g.variant}' to compare with the measured one")
+            raise SsdlabError(f"the model's {g.kind} has no run '{g.variant}' to compare with the measured one; its runs: "
+                              + ", ".join(repr(o.variant) for o in outs))
         for k in g.figures:
             v = runs[0].summary.get(k)
             if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -382,7 +385,7 @@ def fitted_preset(result: FitResult, meas: Measurements) -> str:
     res = ", ".join(f"{label(f)} {result.residual_pct(f):+.1f}%" for f in result.measured)
     name_line = next((i for i, line in enumerate(lines) if re.match(r"\s*name\s*=", line)), None)
     if name_line is not None:
-        lines[name_line] = f'name = "{result.drive}-fit"'
+        lines[name_line] = f'name = "{result.drive if result.drive.endswith("-fit") else result.drive + "-fit"}"'
     for p in result.params:
         if p.name not in result.fitted:
             continue

@@ -60,6 +60,38 @@ def test_a_hidden_drive_is_recovered_and_what_cannot_be_is_named(tmp_path, small
     assert fitted["name"] == "test-small-fit"
 
 
+def test_the_m500_family_s_hand_fits_are_commands(tmp_path):
+    """docs/fits/ holds the measurement files of docs/fidelity.md's hand fits of the M500
+    family; from starts far off, `ssdlab fit` gives back the calibrated values within 5%: the
+    M500 firmware's read data path on the M500 480GB's sequential reads alone (the hand fit's
+    figure: the path caps its random reads too), then the 88SS9187's command time and the write
+    data path on its random reads and sequential writes. (The GC cost per copied unit from measurements.md's floor, docs/fits/m500-960-floor.toml,
+    takes a minute: docs/fidelity.md gives its result.)"""
+    from pathlib import Path
+    fits = Path(__file__).resolve().parents[2] / "docs" / "fits"
+    preset = config_text("crucial-m500-480")[0]
+    start = tmp_path / "off480.toml"
+    start.write_text(preset.replace("command_ns = 12500 ", "command_ns = 9000 ").replace("write_mb_per_s = 400 ", "write_mb_per_s = 300 ")
+                     .replace("read_mb_per_s = 500 ", "read_mb_per_s = 400 "))
+    off = tomllib.loads(start.read_text())["controller"]
+    assert (off["command_ns"], off["write_mb_per_s"], off["read_mb_per_s"]) == (9000, 300, 400)
+    # In the hand fit's order: the read path first (while it caps the random reads, the command
+    # time moves none of them: the fit names it not identifiable), then the command time.
+    cases = [(("--free", "controller.read_mb_per_s", "--figures", "seq_read_mbps"), {"read_mb_per_s": 500}),
+             (("--free", "controller.command_ns,controller.write_mb_per_s", "--figures", "rand_read_iops,seq_write_mbps"),
+              {"command_ns": 12500, "write_mb_per_s": 400, "read_mb_per_s": 500})]
+    for i, (args, want) in enumerate(cases):
+        out = tmp_path / f"fit{i}.toml"
+        p = fit_cli(str(fits / "m500-480-ratings.toml"), "--drive", str(start), *args, "--jobs", "2", "--out", str(out),
+                    "--quiet")
+        assert p.returncode == 0, p.stderr
+        got = tomllib.loads(out.read_text())["controller"]
+        for k, v in want.items():
+            assert got[k] == pytest.approx(v, rel=0.05), (k, got[k])
+        start = out
+    assert (fits / "m500-960-floor.toml").exists() and (fits / "m500-120-ratings.toml").exists()
+
+
 def test_refitting_the_m500_120_from_its_ratings_gives_its_calibrated_values(tmp_path):
     """docs/fidelity.md's hand fits of the 20nm 128Gbit part (tR 101 us on the M500 120GB's
     62K random reads, tPROG 1,860 us on its 130 MB/s sequential writes) as a command, from a
