@@ -18,8 +18,10 @@ def _fit(args) -> int:
     free = [n.strip() for n in args.free.split(",") if n.strip()] if args.free else None
     if free is not None and not free:
         raise SsdlabError(f"--free {args.free!r}: name at least one parameter, e.g. {next(iter(FREE))}")
-    if args.seconds <= 0:
-        raise SsdlabError(f"--seconds {args.seconds:g}: simulated seconds per figure, above 0")
+    if not (0 < args.seconds < 1e6):
+        raise SsdlabError(f"--seconds {args.seconds:g}: simulated seconds per figure and trial, above 0 (and finite)")
+    if args.max_trials < 1:
+        raise SsdlabError(f"--max-trials {args.max_trials}: at least 1")
     if args.jobs is not None and args.jobs < 1:
         raise SsdlabError(f"--jobs {args.jobs}: at least 1")
     out = Path(args.out) if args.out else None
