@@ -38,6 +38,7 @@ bench:
 	$(PYTHON) benches/bench_trace.py
 	$(PYTHON) benches/bench_nbd.py
 	$(PYTHON) benches/bench_sweep.py
+	$(PYTHON) benches/bench_fit.py
 	$(PYTHON) benches/bench_review.py
 	$(PYTHON) benches/bench_enterprise_consistency.py
 
