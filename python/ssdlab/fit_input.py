@@ -128,6 +128,9 @@ def _read_one(path: str) -> Measurements:
         text = p.read_text()
     except OSError as e:
         raise SsdlabError(f"{path}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise SsdlabError(f"{path}: not a text file (byte {e.start} is not UTF-8); a measurement file is TOML or "
+                          "the JSON `ssdlab procedure --out` writes") from None
     return _read_json(path, text) if p.suffix == ".json" else _read_toml(path, text)
 
 

@@ -126,10 +126,11 @@ def test_refitting_the_m500_120_from_its_ratings_gives_its_calibrated_values(tmp
     ("[figures]\nrand_read_iops = 1000\nrand_read_iops = 2000\n", (), "not TOML"),
     ("[figures]\nrand_read_iops = 1000\n[conditions]\nqd = 4\n", (), "conditions.qd: unknown"),
     ("speed = 1\n[figures]\nrand_read_iops = 1000\n", (), "unknown field 'speed'"),
+    ("\x82\x00garbage", (), "not a text file (byte 0 is not UTF-8)"),
 ])
 def test_bad_measurements_and_parameters_are_one_line(tmp_path, small_toml, content, args, message):
     m = tmp_path / "m.toml"
-    m.write_text(content)
+    m.write_bytes(content.encode("latin-1"))
     p = fit_cli(str(m), "--drive", str(small_toml), *args)
     assert p.returncode == 2 and message in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert "Traceback" not in p.stderr
