@@ -318,7 +318,10 @@ def fit(drive: str, meas: Measurements, free: list[str] | None = None, seconds: 
         say(f"  {trials.count} trials, worst figure {100 * max(abs(math.expm1(r)) for r in here):.1f}% off")
         return [[cols[j][i] for j in range(len(x))] for i in range(len(wanted))]
 
-    cache[tuple(x0)] = base  # the held parameters stay at their starting values, the rest start there
+    # The start is the sensitivity table's base trial: exp(log(v)) need not give v back bit for bit,
+    # so the optimiser's points are kept by their log coordinates here, beside `Trials`' own
+    # keeping by the values simulated.
+    cache[tuple(x0)] = base
     converged, message = True, "no parameter left to fit"
     x = x0
     if fit_params:
@@ -390,7 +393,9 @@ def fitted_preset(result: FitResult, meas: Measurements) -> str:
         if p.name not in result.fitted:
             continue
         v = result.fitted[p.name]
-        shown = str(v) if p.integer else f"{v:.6g}" if "." in f"{v:.6g}" or "e" in f"{v:.6g}" else f"{v:.6g}.0"
+        g = f"{v:.6g}"
+        # A float stays a TOML float (1868.2, 4.1943e+06, 2000.0).
+        shown = str(v) if p.integer else g if any(c in g for c in ".e") else g + ".0"
         comment = f"# fitted by ssdlab fit on {meas.path} ({on}): was {p.value:g}; residuals {res}"
         lines = _set_line(lines, p.section, p.key, f"{p.key} = {shown}    {comment}")
     text = "\n".join(lines) + "\n"
