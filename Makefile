@@ -25,8 +25,10 @@ rust-test:
 	cargo test -p ssdlab-core --features verify --lib
 
 py-test:
-	$(PYTHON) -m pip install -q "pytest>=7" "hypothesis>=6" "duckdb>=1.2" "scipy>=1.9" six  # six: fio_jsonplus_clat2csv imports it; scipy: ssdlab fit
-	$(PYTHON) -m pytest -q python/tests
+	$(PYTHON) -m pip install -q "pytest>=7" "pytest-xdist>=3" "hypothesis>=6" "duckdb>=1.2" "scipy>=1.9" six  # six: fio_jsonplus_clat2csv imports it; scipy: ssdlab fit
+	# Two workers (most tests wait on subprocesses and servers), then the wall-clock ones alone.
+	$(PYTHON) -m pytest -q -n 2 -m "not wallclock" python/tests
+	$(PYTHON) -m pytest -q -m wallclock python/tests
 
 install:
 	$(PYTHON) -m pip install .

@@ -28,13 +28,18 @@ def unit_bytes(lba: int, version: int) -> bytes:
     return head + bytes([version & 0xFF]) * (UNIT - len(head))
 
 
-def decode(lba: int, data: bytes) -> int | str:
-    """The version a unit holds: 0 for zeros (never written), else its version; a string
-    saying what is wrong when it is neither."""
-    if data == bytes(UNIT):
+_ZERO = bytes(UNIT)
+_HEAD = struct.Struct(">IIQ")
+_FILL = [bytes([b]) * (UNIT - _HEAD.size) for b in range(256)]
+
+
+def decode(lba: int, data: bytes | bytearray, at: int = 0) -> int | str:
+    """The version the unit at `data[at:at + UNIT]` holds: 0 for zeros (never written), else
+    its version; a string saying what is wrong when it is neither."""
+    if data[at:at + UNIT] == _ZERO:
         return 0
-    magic, got_lba, version = struct.unpack(">IIQ", data[:16])
-    if magic != MAGIC or got_lba != lba or data != unit_bytes(lba, version):
+    magic, got_lba, version = _HEAD.unpack_from(data, at)
+    if magic != MAGIC or got_lba != lba or data[at + _HEAD.size:at + UNIT] != _FILL[version & 0xFF]:
         return f"foreign bytes (magic {magic:#x}, lba {got_lba})"
     return version
 
@@ -62,6 +67,16 @@ def recv_exact(c: socket.socket, n: int) -> bytes:
             raise ConnectionError("server closed the connection")
         out += got
     return bytes(out)
+
+
+def recv_into(c: socket.socket, buf: memoryview) -> None:
+    """Fill `buf` from the socket (a read's data: no copies)."""
+    got = 0
+    while got < len(buf):
+        n = c.recv_into(buf[got:])
+        if not n:
+            raise ConnectionError("server closed the connection")
+        got += n
 
 
 def request(cmd: int, handle: int, offset: int, length: int, flags: int = 0) -> bytes:
@@ -103,6 +118,10 @@ def run_cycle(c: socket.socket, shadow: Shadow, rng: random.Random, tally: Tally
     span = len(shadow.durable)
     flights: dict[int, tuple] = {}
     busy: set[int] = set()
+    # Each acknowledgement in order, (unit, version): a FLUSH makes durable what was
+    # acknowledged before it was sent, the log's first `len(acks)` entries then.
+    acks: list[tuple[int, int]] = []
+    applied = 0
     handle = 0
     sent = 0
     while sent < commands:
@@ -110,7 +129,7 @@ def run_cycle(c: socket.socket, shadow: Shadow, rng: random.Random, tally: Tally
             handle += 1
             roll = rng.random()
             if roll < 0.08:
-                flights[handle] = ("flush", list(shadow.acked))
+                flights[handle] = ("flush", len(acks))
                 c.sendall(request(FLUSH, handle, 0, 0))
                 tally.flushes += 1
             else:
@@ -137,14 +156,15 @@ def run_cycle(c: socket.socket, shadow: Shadow, rng: random.Random, tally: Tally
             assert magic == 0x67446698 and error == 0, (magic, error)
             f = flights.pop(h)
             if f[0] == "flush":
-                for lba, v in enumerate(f[1]):
-                    if v > shadow.durable[lba]:
-                        shadow.durable[lba] = v
+                for lba, v in acks[applied:f[1]]:
+                    shadow.durable[lba] = max(shadow.durable[lba], v)
+                applied = max(applied, f[1])
             else:
                 _, lbas, version, fua = f
                 for lba in lbas:
                     busy.discard(lba)
                     shadow.acked[lba] = max(shadow.acked[lba], version)
+                    acks.append((lba, version))
                     if fua:
                         shadow.durable[lba] = max(shadow.durable[lba], version)
             if len(flights) < queue_depth:
@@ -156,15 +176,17 @@ def check(c: socket.socket, shadow: Shadow, tally: Tally, cycle: int) -> list[in
     span = len(shadow.durable)
     holds = []
     chunk = 256
+    data = bytearray(chunk * UNIT)
     for first in range(0, span, chunk):
         n = min(chunk, span - first)
         c.sendall(request(READ, first, first * UNIT, n * UNIT))
         magic, error, _ = struct.unpack(">IIQ", recv_exact(c, 16))
         assert magic == 0x67446698
-        data = recv_exact(c, n * UNIT) if error == 0 else None
+        if error == 0:
+            recv_into(c, memoryview(data)[:n * UNIT])
         for k in range(n):
             lba = first + k
-            v = "a read error" if data is None else decode(lba, data[k * UNIT:(k + 1) * UNIT])
+            v = "a read error" if error else decode(lba, data, k * UNIT)
             tally.units_checked += 1
             if isinstance(v, str) or not shadow.allows(lba, v):
                 tally.violations.append(

@@ -92,29 +92,33 @@ def test_power_cuts_through_program_and_erase_failures_keep_the_promise(tmp_path
     assert r["program_failures"] > 0, r
 
 
-@pytest.mark.parametrize("protection", ["full", "map", "none"])
-def test_a_small_drive_of_every_protection_class_never_loses_flushed_data(tmp_path, protection):
+def test_a_small_drive_of_every_protection_class_never_loses_flushed_data(tmp_path):
     """Issue 25, item 1: the example drive (4 dies of 64 blocks) with each protection class,
     prefilled, at QD32 over 32 MiB, so that collection keeps reaching the copies that lost
     writes fall back to. 1,000 cuts: no violation; the `map` and `none` drives held erases to
-    keep those copies (a `full` drive loses nothing and holds none) (without the hold the Rust test `flushed_data_survives_a_cut_because_the_superseded_copy_is_kept`
-    shows zeros where flushed data was)."""
+    keep those copies (a `full` drive loses nothing and holds none) (without the hold the Rust
+    test `flushed_data_survives_a_cut_because_the_superseded_copy_is_kept` shows zeros where
+    flushed data was). The three classes run at once."""
     example = Path(__file__).resolve().parents[2] / "crates/ssdlab-core/src/example_drive.toml"
-    drive = tmp_path / f"example-{protection}.toml"
-    drive.write_text(example.read_text().replace(
-        "[controller]", f'[controller]\npower_loss_protection = "{protection}"', 1))
-    out = tmp_path / "crash.json"
-    p = subprocess.run(
-        [sys.executable, "-m", "ssdlab.cli", "crashtest", "--drive", str(drive), "--cycles", "1000", "--prefill",
-         "--queue-depth", "32", "--commands", "300", "--span-mib", "32", "--seed", "3", "--json", str(out)],
-        capture_output=True, text=True, timeout=900)
-    assert p.returncode == 0, p.stdout + p.stderr
-    (r,) = json.loads(out.read_text())
-    assert r["protection"] == protection and r["cycles"] == 1000
-    assert r["violations"] == 0, r["examples"]
-    assert r["erase_holds_broken"] == 0
-    if protection == "full":
-        assert r["erases_held"] == 0 and r["lost_units"] == 0
-    else:
-        assert r["erases_held"] > 0 and r["lost_units"] > 0 and r["fell_back_units"] > 0
-    assert any(line.split()[:1] == ["drive"] and "held" in line.split() for line in p.stdout.splitlines())
+    runs = {}
+    for protection in ("full", "map", "none"):
+        drive = tmp_path / f"example-{protection}.toml"
+        drive.write_text(example.read_text().replace(
+            "[controller]", f'[controller]\npower_loss_protection = "{protection}"', 1))
+        out = tmp_path / f"crash-{protection}.json"
+        runs[protection] = out, subprocess.Popen(
+            [sys.executable, "-m", "ssdlab.cli", "crashtest", "--drive", str(drive), "--cycles", "1000", "--prefill",
+             "--queue-depth", "32", "--commands", "300", "--span-mib", "32", "--seed", "3", "--json", str(out)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    for protection, (out, proc) in runs.items():
+        stdout, _ = proc.communicate(timeout=900)
+        assert proc.returncode == 0, stdout
+        (r,) = json.loads(out.read_text())
+        assert r["protection"] == protection and r["cycles"] == 1000
+        assert r["violations"] == 0, r["examples"]
+        assert r["erase_holds_broken"] == 0
+        if protection == "full":
+            assert r["erases_held"] == 0 and r["lost_units"] == 0
+        else:
+            assert r["erases_held"] > 0 and r["lost_units"] > 0 and r["fell_back_units"] > 0
+        assert any(line.split()[:1] == ["drive"] and "held" in line.split() for line in stdout.splitlines())

@@ -985,6 +985,7 @@ def test_an_nbd_target_nobody_serves_or_an_unknown_scheme_is_one_line(tmp_path):
     assert p.returncode == 2 and "NBD URIs start with nbd://" in p.stderr, p.stderr
 
 
+@pytest.mark.wallclock
 def test_a_hidden_drive_served_over_nbd_is_fitted_from_fio_s_figures(tmp_path):
     """Issue 76's closed loop through the real tools: a drive with a hidden effective tPROG
     (and tR, and GC cost) served over NBD (paced to the model), measured by four-corners through

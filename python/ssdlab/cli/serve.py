@@ -84,19 +84,23 @@ def run_cli(args) -> int:
              if server.all_interfaces else ""), flush=True)
     stop = threading.Event()
     report = threading.Event()
+    wake = threading.Event()  # either signal: answered at once, not at the next poll
 
     def on_stop(signum, frame):
         stop.set()
+        wake.set()
 
     def on_report(signum, frame):
         report.set()
+        wake.set()
 
     signal.signal(signal.SIGINT, on_stop)
     signal.signal(signal.SIGTERM, on_stop)
     signal.signal(signal.SIGUSR1, on_report)
     failed = False
     while not stop.is_set():
-        stop.wait(0.2)
+        wake.wait(0.2)
+        wake.clear()
         if server.failed():
             failed = True
             break

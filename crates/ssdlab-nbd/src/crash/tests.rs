@@ -135,7 +135,8 @@ fn crashtest_judged(
 /// the drive runs, nothing is lost beyond what the class may lose.
 #[test]
 fn flushed_data_survives_a_cut_because_the_superseded_copy_is_kept() {
-    for protection in [PowerLossProtection::Map, PowerLossProtection::None] {
+    // The two classes are independent: one thread each (the hold switch is per thread).
+    let class = |protection: PowerLossProtection| {
         let name = protection.name();
         let dir =
             std::env::temp_dir().join(format!("ssdlab-crash-hold-{name}-{}", std::process::id()));
@@ -165,10 +166,38 @@ fn flushed_data_survives_a_cut_because_the_superseded_copy_is_kept() {
         assert_eq!(with.violations, 0, "{name}: {:?}", with.examples);
         assert!(with.erases_held > 0, "{name}: the hold held erases");
         assert!(with.fell_back_units > 0, "{name}: lost writes fell back");
-    }
+    };
+    std::thread::scope(|s| {
+        for protection in [PowerLossProtection::Map, PowerLossProtection::None] {
+            s.spawn(move || class(protection));
+        }
+    });
 }
 
 thread_local! {
     pub(super) static JUDGE: std::cell::Cell<Option<PowerLossProtection>> = const { std::cell::Cell::new(None) };
     pub(super) static NO_HOLD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// What a read back holds, decoded: a write's unit its version, zeros ZEROS, one byte changed
+/// anywhere bit corruption, another unit's write a flying write.
+#[test]
+fn a_unit_read_back_is_told_apart_from_every_damage() {
+    use super::shadow::{decode, unit_bytes, ZEROS};
+    let good = unit_bytes(7, 3, 4096);
+    assert_eq!(decode(7, &good), Ok(3));
+    assert_eq!(decode(7, &[0u8; 4096]), Ok(ZEROS));
+    for at in [0, 4, 8, 100, 4095] {
+        let mut bad = good.clone();
+        bad[at] ^= 0x40;
+        assert_eq!(
+            decode(7, &bad).unwrap_err().0,
+            "bit corruption",
+            "byte {at}"
+        );
+    }
+    let mut almost_zero = vec![0u8; 4096];
+    almost_zero[4000] = 1;
+    assert_eq!(decode(7, &almost_zero).unwrap_err().0, "bit corruption");
+    assert_eq!(decode(8, &good).unwrap_err().0, "flying write");
 }
