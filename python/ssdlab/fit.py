@@ -22,6 +22,17 @@ more is *not identifiable* from these figures: it is held at its starting value 
 given an arbitrary value. Two parameters whose effects are proportional (the cosine of their
 columns 0.98 or more) cannot be separated: the first is fitted, the second held and named.
 
+Each fitted value comes with its standard uncertainty (`_uncertainty`: the least-squares
+covariance in the logarithm of the parameters, the figures taken as no better than 1%); one
+over 5% is named "weakly identified". It is the spread the figures allow under the model, not
+the model's own error: a model that cannot reproduce some figure at all pulls a parameter
+further than its uncertainty says.
+
+Every trial (a point of the free parameters, run once) goes to the catalog (`Trials`: JSON
+lines beside `--out`, DuckDB reads it), so a stopped fit resumes where it stopped and ends
+where an unstopped one does. Trials run on the process pool, or on a Ray cluster with
+`--ray ADDRESS` (`sweeps.run.connect_ray`), with the same result.
+
 The measurements (`ssdlab.fit_input`): the datasheet's four figures, measured as
 `validate.measure_figures` measures them (fresh for client drives; at steady state for drives
 whose `[datasheet] segment` is "enterprise", or `steady_state = true` in the file), and figures
