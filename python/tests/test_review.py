@@ -324,6 +324,9 @@ def test_fio_target_next_to_a_model_in_one_report(tmp_path, small_toml):
     assert p.returncode == 0, p.stderr
     rows = json.loads((out / "summary.json").read_text())
     assert {(r["drive"], r["source"]) for r in rows} == {("test-small", "model"), (f"target {tmp_path / 't.img'}", "fio")}
+    # The page says which figures were simulated and which measured.
+    page = (out / "report.html").read_text()
+    assert f"Drives simulated with ssdlab {ssdlab.__version__}, targets measured through fio on {tmp_path / 't.img'}" in page
     # TRIM is not run through fio: said, not drawn as an empty chart.
     p = ssdlab_cli("review", str(small_toml), "--out", str(tmp_path / "t"), "--procedures", "trim",
                    "--set", "trim.random_s=5", "--set", "trim.positions=4", "--target", str(tmp_path / "t.img"),

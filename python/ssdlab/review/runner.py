@@ -177,6 +177,17 @@ class _Direct:
         self.board.draw()
 
 
+def provenance_note(simulated: bool, targets: list[str], version: str, quick: bool, seed: int) -> str:
+    """How the page's figures were made: simulated drives by ssdlab (with the seed), targets
+    measured through fio (the procedures run by ssdlab), and with which settings."""
+    settings = " using --quick settings (shorter than methodology.md)" if quick else " with the methodology.md defaults"
+    measured = f"measured through fio on {', '.join(targets)}" if targets else ""
+    if not simulated:
+        return f"{measured[0].upper()}{measured[1:]}{settings} (procedures run by ssdlab {version})."
+    sim = f"simulated with ssdlab {version}"
+    return ((f"Drives {sim}, targets {measured}" if targets else sim[0].upper() + sim[1:]) + f"{settings}; seed {seed}.")
+
+
 def review(drives: list[str], out: str | Path, procedures: list[str] | None = None, overrides: dict | None = None,
            quick: bool = False, jobs: int | None = None, targets: list[dict] = (), png: bool = True,
            progress: bool = True, seed: int = 0) -> dict:
@@ -193,8 +204,8 @@ def review(drives: list[str], out: str | Path, procedures: list[str] | None = No
             o.params = {**o.params, "quick": True}
     from .report import write_pngs, write_report
     from .. import __version__
-    note = (f"Simulated with ssdlab {__version__}" + (" using --quick settings (shorter than methodology.md)" if quick else " with the methodology.md defaults")
-            + f"; seed {seed}. Buttons switch the drive shown in per-drive charts and the spare-area variant of the consistency test.")
+    note = (provenance_note(bool(drives), [t["path"] for t in targets], __version__, quick, seed)
+            + " Buttons switch the drive shown in per-drive charts and the spare-area variant of the consistency test.")
     provenance = {"ssdlab_version": __version__, "seed": seed, "quick": quick, "procedures": procedures,
                   "overrides": overrides or {}}
     skipped = not_run(procedures, list(targets))
