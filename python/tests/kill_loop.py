@@ -23,14 +23,13 @@ WRITE, FLUSH, READ = 1, 3, 0
 FLAG_FUA = 1
 
 
-def unit_bytes(lba: int, version: int) -> bytes:
-    head = struct.pack(">IIQ", MAGIC, lba, version)
-    return head + bytes([version & 0xFF]) * (UNIT - len(head))
-
-
 _ZERO = bytes(UNIT)
 _HEAD = struct.Struct(">IIQ")
 _FILL = [bytes([b]) * (UNIT - _HEAD.size) for b in range(256)]
+
+
+def unit_bytes(lba: int, version: int) -> bytes:
+    return _HEAD.pack(MAGIC, lba, version) + _FILL[version & 0xFF]
 
 
 def decode(lba: int, data: bytes | bytearray, at: int = 0) -> int | str:

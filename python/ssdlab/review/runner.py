@@ -181,11 +181,12 @@ def provenance_note(simulated: bool, targets: list[str], version: str, quick: bo
     """How the page's figures were made: simulated drives by ssdlab (with the seed), targets
     measured through fio (the procedures run by ssdlab), and with which settings."""
     settings = " using --quick settings (shorter than methodology.md)" if quick else " with the methodology.md defaults"
-    measured = f"measured through fio on {', '.join(targets)}" if targets else ""
+    on = ", ".join(targets)
     if not simulated:
-        return f"{measured[0].upper()}{measured[1:]}{settings} (procedures run by ssdlab {version})."
-    sim = f"simulated with ssdlab {version}"
-    return ((f"Drives {sim}, targets {measured}" if targets else sim[0].upper() + sim[1:]) + f"{settings}; seed {seed}.")
+        return f"Measured through fio on {on}{settings} (procedures run by ssdlab {version})."
+    if not targets:
+        return f"Simulated with ssdlab {version}{settings}; seed {seed}."
+    return f"Drives simulated with ssdlab {version}, targets measured through fio on {on}{settings}; seed {seed}."
 
 
 def review(drives: list[str], out: str | Path, procedures: list[str] | None = None, overrides: dict | None = None,
