@@ -13,6 +13,7 @@
 //! at power-on.
 
 use crate::disk::DiskUnits;
+use ssdlab_core::device::Device;
 use ssdlab_core::ftl::{MapChange, HELD, TAG_ERASE, TAG_RELOCATION, UNMAPPED};
 use std::collections::BTreeMap;
 use std::io;
@@ -91,6 +92,59 @@ impl DataStore {
         match &mut self.units {
             Units::Memory(m) => Ok(m.get(&ppn).cloned()),
             Units::Disk(d) => d.load(ppn),
+        }
+    }
+
+    /// Apply the FTL's map changes recorded since the last call (see [`DataStore::apply`]).
+    /// An erase among them may be one the erase hold released at the end of the programs of
+    /// host data that superseded copies in the block: the store first records those units as
+    /// programmed ([`DataStore::settle_programmed`]), or a kill between the erase and that
+    /// record would leave them pending with nothing to fall back to.
+    pub fn apply_from<'a>(
+        &mut self,
+        dev: &mut Device,
+        writes: impl Fn(u64) -> Option<&'a WriteData>,
+    ) -> io::Result<()> {
+        let changes = dev.ftl.map_changes();
+        if changes.is_empty() {
+            return Ok(());
+        }
+        if changes.iter().any(|c| c.tag == TAG_ERASE) {
+            self.settle_programmed(dev)?;
+        }
+        #[cfg(test)]
+        if let Some(d) = self.disk() {
+            d.check_hold = dev.ftl.erase_hold_on();
+        }
+        self.apply(dev.ftl.drain_map_changes(), writes)
+    }
+
+    /// Clear the PENDING marks of host units the model has programmed since they were stored;
+    /// mark RUNNING those whose program has started, on a drive without full protection (a
+    /// kill is judged by them: see [`crate::disk::mount`]).
+    pub fn settle_programmed(&mut self, dev: &Device) -> io::Result<()> {
+        let Some(disk) = self.disk().filter(|d| d.has_pending()) else {
+            return Ok(());
+        };
+        let upu = dev.geometry.units_per_pu;
+        let mut still = dev.ftl.buffered_host_ppns();
+        let mut running = Vec::new();
+        for u in dev.unfinished_programs() {
+            if u.program.kind == ssdlab_core::ftl::ProgramKind::Host {
+                let units = u.program.first_ppn..u.program.first_ppn + upu;
+                still.extend(units.clone());
+                if u.started {
+                    running.extend(units);
+                }
+            }
+        }
+        still.sort_unstable();
+        still.dedup();
+        running.sort_unstable();
+        disk.settle_pending(&still)?;
+        match dev.config.controller.power_loss_protection {
+            ssdlab_core::config::PowerLossProtection::Full => Ok(()),
+            _ => disk.mark_running(&running),
         }
     }
 

@@ -238,6 +238,11 @@ impl Ftl {
         self.hold.enabled = on;
     }
 
+    /// Whether the erase hold is on (see [`Ftl::set_erase_hold`]).
+    pub fn erase_hold_on(&self) -> bool {
+        self.hold.enabled
+    }
+
     /// A host program on `die` is done (its `ProgramDone`): the blocks it held are erased.
     pub fn host_program_done<S: NandSink>(&mut self, die: u32, sink: &mut S) {
         if !self.hold.enabled || !self.hold.program_done(die) {

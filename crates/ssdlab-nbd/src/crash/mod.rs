@@ -519,14 +519,9 @@ fn apply_map_changes(
     store: &mut DataStore,
     flights: &BTreeMap<u64, Flight>,
 ) -> Result<(), String> {
-    if !dev.ftl.map_changes().is_empty() {
-        store
-            .apply(dev.ftl.drain_map_changes(), |tag| {
-                flights.get(&tag).and_then(|f| f.data.as_ref())
-            })
-            .map_err(|e| format!("store: {e}"))?;
-    }
-    Ok(())
+    store
+        .apply_from(dev, |tag| flights.get(&tag).and_then(|f| f.data.as_ref()))
+        .map_err(|e| format!("store: {e}"))
 }
 
 /// Apply the FTL's map changes to the store, then account completed commands in the shadow.

@@ -24,7 +24,11 @@
 //!
 //! Order of writes for one map change: the new unit's bytes, then its record, then the old
 //! copy's record marked stale. A process killed between any two leaves at most two current
-//! records for one logical unit; the higher sequence number wins at the rebuild. (The stale
+//! records for one logical unit; the higher sequence number wins at the rebuild. A block's
+//! erase is written only after the PENDING marks of the host units the model has programmed
+//! are cleared ([`crate::store::DataStore::apply_from`]): the erase hold releases a block at
+//! the end of the programs that superseded copies in it, and a kill between the erase and
+//! those marks would leave the units with nothing to fall back to. (The stale
 //! mark stands for the firmware's map, which a real NAND's spare area cannot record; with it
 //! a rebuild needs no map checkpoint. What a drive without power-loss protection would lose
 //! is the model's to decide, not the store's.)
@@ -102,6 +106,9 @@ pub struct DiskUnits {
     /// Tests: file writes left before the process "dies" (every later write fails).
     #[cfg(test)]
     pub(crate) writes_left: Option<u64>,
+    /// Tests: the drive holds erases (see [`DiskUnits::no_pending_falls_back_into`]).
+    #[cfg(test)]
+    pub(crate) check_hold: bool,
 }
 
 /// How a store was opened.
@@ -168,6 +175,8 @@ impl DiskUnits {
             key: None,
             #[cfg(test)]
             writes_left: None,
+            #[cfg(test)]
+            check_hold: false,
         })
     }
 
@@ -472,6 +481,10 @@ impl DiskUnits {
     pub fn erase(&mut self, first_ppn: u32, retired: bool) -> io::Result<()> {
         let upb = self.meta.units_per_block;
         let block = (first_ppn / upb) as usize;
+        #[cfg(test)]
+        if self.check_hold {
+            self.no_pending_falls_back_into(first_ppn..first_ppn + upb)?;
+        }
         let stale: Vec<u32> = self
             .unreadable
             .range(first_ppn..first_ppn + upb)
@@ -508,6 +521,22 @@ impl DiskUnits {
         self.spend()?;
         self.erase_file
             .write_all_at(&self.erase_counts[block].to_le_bytes(), block as u64 * 4)
+    }
+
+    /// Tests: no unit still marked PENDING superseded a copy in `block` (a kill after its
+    /// erase would lose that unit with nothing to fall back to: the erase hold and the order
+    /// of the engine's store writes must make its program known first).
+    #[cfg(test)]
+    fn no_pending_falls_back_into(&self, block: std::ops::Range<u32>) -> io::Result<()> {
+        for &ppn in self.pending.keys() {
+            let (lba, _, _, prev) = self.read_record(ppn)?;
+            if block.contains(&prev) && !block.contains(&ppn) {
+                return Err(io::Error::other(format!(
+                    "erase of units {block:?}: unit {ppn} (logical {lba}), still marked pending, superseded unit {prev} in it"
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// A power cut: the units in `lost` were never programmed (their records go; a lost

@@ -17,34 +17,7 @@ impl Io {
             return;
         }
         self.pending_checked = now;
-        let upu = dev.geometry.units_per_pu;
-        let mut still = dev.ftl.buffered_host_ppns();
-        let mut running = Vec::new();
-        for u in dev.unfinished_programs() {
-            if u.program.kind == ssdlab_core::ftl::ProgramKind::Host {
-                let units = u.program.first_ppn..u.program.first_ppn + upu;
-                still.extend(units.clone());
-                if u.started {
-                    running.extend(units);
-                }
-            }
-        }
-        still.sort_unstable();
-        still.dedup();
-        running.sort_unstable();
-        // Without full protection a kill is judged by which programs were running (see
-        // disk::mount): mark them.
-        let full = dev.config.controller.power_loss_protection
-            == ssdlab_core::config::PowerLossProtection::Full;
-        let settled = self.store.disk().map(|d| {
-            d.settle_pending(&still)?;
-            if full {
-                Ok(())
-            } else {
-                d.mark_running(&running)
-            }
-        });
-        if let Some(Err(e)) = settled {
+        if let Err(e) = self.store.settle_programmed(dev) {
             self.store_failed(e);
         }
     }
@@ -165,14 +138,12 @@ impl Source for Io {
 
     /// Apply the FTL's map changes to the data, and bring the PENDING marks up to date.
     fn stepped(&mut self, dev: &mut Device) {
-        if !dev.ftl.map_changes().is_empty() {
-            let inflight = &self.inflight;
-            let applied = self.store.apply(dev.ftl.drain_map_changes(), |tag| {
-                inflight.get(&tag).and_then(|f| f.write.as_ref())
-            });
-            if let Err(e) = applied {
-                self.store_failed(e);
-            }
+        let inflight = &self.inflight;
+        let applied = self
+            .store
+            .apply_from(dev, |tag| inflight.get(&tag).and_then(|f| f.write.as_ref()));
+        if let Err(e) = applied {
+            self.store_failed(e);
         }
         self.settle_pending(dev, false);
     }

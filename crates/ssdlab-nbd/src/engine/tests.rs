@@ -255,6 +255,32 @@ fn grown_bad_blocks_stay_retired_across_a_restart() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A drive without power-loss protection holds a victim's erase until the host data that
+/// superseded copies in it is programmed (`ssdlab_core::ftl::hold`); the store must learn that
+/// data is programmed (its PENDING marks cleared) before it erases the block, or a kill between
+/// the two leaves the unit with neither copy (found by the SIGKILL loop in test_serve.py on
+/// CI's machine: a flushed unit read back as zeros). Every erase in a test build checks it
+/// (`DiskUnits::no_pending_falls_back_into`); the store fails, and says so, when it does not hold.
+#[test]
+fn no_block_is_erased_while_a_pending_unit_falls_back_into_it() {
+    let dir = std::env::temp_dir().join(format!("ssdlab-engine-hold-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut cfg = example();
+    cfg.controller.power_loss_protection = ssdlab_core::config::PowerLossProtection::None;
+    let mut rng = Rng::new(5);
+    let mut mirror = vec![0u8; 32 << 20];
+    let mut r = rig_with(&dir, &cfg, true);
+    exercise(&mut r, &mut mirror, 8_000, &mut rng);
+    let held = r.engine.dev.ftl.counters.gc_erases_held;
+    assert!(
+        held > 0,
+        "no erase was held: the test does not reach the hold"
+    );
+    assert_eq!(r.engine.io.stats.store_error, "");
+    r.stop();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Pace::Model on a scripted clock (`clock::ScriptedClock`): QD1 reads arriving every
 /// millisecond, then a burst of 64 writes at once. Every reply leaves when the model completes
 /// its command: never before, and within one polling turn after (the engine sleeps until
