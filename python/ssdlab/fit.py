@@ -5,7 +5,10 @@ sequential read and write MB/s, as its vendor rates them or as you measured them
 conditions; or the figures of a review procedure, e.g. from `ssdlab procedure --target`), a
 starting preset and the parameters left free, it finds the values that best reproduce the
 figures and writes the preset back with each fitted value, what it was fitted on and its
-residual on the parameter's line, the rest of the file as it was.
+residual on the parameter's line, the rest of the file as it was. A procedure's figures measured
+through fio are matched by running each candidate through the same fio steps
+(`review.fio_target.ModelFio`), so that what fio's path does to the drive (its trims and timed
+fills) is done to the model too.
 
 The parameters free by default are the ones docs/fidelity.md lists as calibrated or assumed
 (`validate.SENSITIVITY_PARAMETERS`: the controller's command time, read and write extras,
@@ -137,7 +140,12 @@ def _figures(task: tuple) -> dict:
         if g.kind == DATASHEET:
             out.update(measure_figures(text, source, list(g.figures), steady, seconds, 1.5, cond))
             continue
-        outs = run_procedure(g.kind, DriveText(text, source), g.params)
+        if g.measured == "fio":
+            # Measured through fio: the model through the same fio steps (its fills and trims).
+            from .review.fio_target import model_target, run_fio_procedure
+            outs = run_fio_procedure(g.kind, model_target(text, source), g.params)
+        else:
+            outs = run_procedure(g.kind, DriveText(text, source), g.params)
         # A variant not named matches a procedure's only run.
         runs = [o for o in outs if o.variant == g.variant or (not g.variant and len(outs) == 1)]
         if not runs:

@@ -48,6 +48,9 @@ class Group:
     params: dict
     variant: str
     figures: dict[str, float]
+    # How the figures were measured: "model" (a modelled drive's procedure) or "fio" (a target
+    # through fio: the fit then runs its model through the same fio steps, `ModelFio`).
+    measured: str = "model"
 
     def figure_id(self, key: str) -> str:
         if self.kind == DATASHEET:
@@ -106,7 +109,7 @@ def read_measurements(paths: str | list[str], only: list[str] | None = None) -> 
             keep = {k: v for k, v in g.figures.items() if g.figure_id(k) not in ids}
             ids |= {g.figure_id(k) for k in keep}
             if keep:
-                groups.append(Group(g.kind, g.params, g.variant, keep))
+                groups.append(Group(g.kind, g.params, g.variant, keep, g.measured))
     merged = Measurements(", ".join(m.path for m in parts), groups, (sheets[0] if sheets else parts[0]).conditions,
                           next((m.drive for m in parts if m.drive), None), next(iter(steady), None))
     if only is not None:
@@ -161,7 +164,9 @@ def _read_toml(path: str, text: str) -> Measurements:
         raise SsdlabError(f"{path}: procedure: [[procedure]] tables (name, parameters, variant, figures)")
     for i, t in enumerate(procedures):
         groups.append(_procedure_group(path, f"procedure[{i}]", t.get("name"), t.get("parameters", {}),
-                                       t.get("variant", ""), t.get("figures"), set(t) - {"name", "parameters", "variant", "figures"}))
+                                       t.get("variant", ""), t.get("figures"),
+                                       set(t) - {"name", "parameters", "variant", "figures", "measured"},
+                                       t.get("measured", "model")))
     if not groups:
         raise SsdlabError(f"{path}: no [figures] table and no [[procedure]]; give at least one of {', '.join(FIGURES)}")
     cond = data.get("conditions", {})
@@ -181,11 +186,18 @@ def _read_toml(path: str, text: str) -> Measurements:
     return Measurements(path, groups, Conditions.of({**cond, "conditions_source": f"{path} [conditions]"}), drive, steady)
 
 
-def _procedure_group(path: str, where: str, name, params, variant, figures, extra) -> Group:
+def _procedure_group(path: str, where: str, name, params, variant, figures, extra, measured="model") -> Group:
     from .review.catalog import PROCEDURES, resolve_params
+    from .review.fio_target import FIO_PROCEDURES
 
     if extra:
-        raise SsdlabError(f"{path}: {where}: unknown field '{sorted(extra)[0]}'; accepted: name, parameters, variant, figures")
+        raise SsdlabError(f"{path}: {where}: unknown field '{sorted(extra)[0]}'; accepted: name, parameters, variant, "
+                          "figures, measured")
+    if measured not in ("model", "fio"):
+        raise SsdlabError(f"{path}: {where}.measured = {measured!r}: accepted: \"model\" (a modelled drive's "
+                          "procedure) or \"fio\" (a device through fio: `ssdlab procedure --target`)")
+    if measured == "fio" and name not in FIO_PROCEDURES:
+        raise SsdlabError(f"{path}: {where}: {name} is not run through fio; measured through fio: {', '.join(FIO_PROCEDURES)}")
     if name not in PROCEDURES:
         raise SsdlabError(f"{path}: {where}.name = {name!r}: accepted: {', '.join(PROCEDURES)}")
     if not isinstance(params, dict):
@@ -198,7 +210,8 @@ def _procedure_group(path: str, where: str, name, params, variant, figures, extr
         raise SsdlabError(f"{path}: {where}.variant = {variant!r}: the run's variant as the procedure names it (e.g. 'spare 0%')")
     if not isinstance(figures, dict) or not figures:
         raise SsdlabError(f"{path}: {where}.figures: a table of the procedure's summary figures and their measured values")
-    return Group(name, resolved, variant, {k: _value(path, f"{where}.figures.{k}", v) for k, v in figures.items()})
+    return Group(name, resolved, variant, {k: _value(path, f"{where}.figures.{k}", v) for k, v in figures.items()},
+                 measured)
 
 
 def _read_json(path: str, text: str) -> Measurements:
@@ -227,5 +240,6 @@ def _read_json(path: str, text: str) -> Measurements:
         figures = {k: summary[k] for k in keys if isinstance(summary[k], (int, float)) and not isinstance(summary[k], bool)
                    and math.isfinite(summary[k]) and summary[k] > 0}
         if figures:
-            groups.append(_procedure_group(path, f"run {i}", name, r["parameters"], r.get("variant", ""), figures, set()))
+            groups.append(_procedure_group(path, f"run {i}", name, r["parameters"], r.get("variant", ""), figures, set(),
+                                           r.get("measured", "model")))
     return Measurements(path, groups, Conditions())

@@ -26,7 +26,7 @@ class Server:
                  seed: int = 0, log: bool = True, store: str | Path | None = None,
                  read_only: bool = False, max_connections: int = 32, io_timeout_s: float = 30.0,
                  power_cut_after: int | None = None, faults: str | None = None, transport_us: float = 0.0,
-                 link_power: str = "none"):
+                 link_power: str = "none", time_scale: int = 1):
         if pace not in PACES:
             raise SsdlabError(f"--pace '{pace}': accepted: {', '.join(PACES)}")
         if precondition not in PRECONDITIONS:
@@ -39,6 +39,10 @@ class Server:
             raise SsdlabError(f"--power-cut-after {power_cut_after}: accepted: 1 or more commands")
         if link_power not in LINK_POLICIES:
             raise SsdlabError(f"--link-power '{link_power}': accepted: {', '.join(LINK_POLICIES)}")
+        if isinstance(time_scale, bool) or not isinstance(time_scale, int) or not 1 <= time_scale <= 1000:
+            raise SsdlabError(f"--time-scale {time_scale}: accepted: a whole number from 1 to 1000")
+        if time_scale > 1 and pace != "model":
+            raise SsdlabError(f"--time-scale {time_scale} needs --pace model (the scale is of the model's time)")
         if not 0 <= transport_us <= 10_000:
             raise SsdlabError(f"--transport-us {transport_us}: accepted: 0 to 10000 microseconds")
         if not 0.001 <= io_timeout_s <= 86_400:
@@ -52,7 +56,7 @@ class Server:
         self.name = d["name"] or source
         self.user_bytes = d["user_bytes"]
         description = (f"ssdlab {self.name}: {d['controller']}, {d['dies']} dies, "
-                       f"{d['user_gb']:.1f} GB, pace {pace}")
+                       f"{d['user_gb']:.1f} GB, pace {pace}" + (f", {time_scale}x slower than real time" if time_scale > 1 else ""))
         try:
             self._server = _ssdlab.NbdServer(
                 text, seed, precondition, pace, self.name, description,
@@ -60,7 +64,7 @@ class Server:
                 bind=bind if port is not None else None, log=log,
                 store=str(store) if store is not None else None, read_only=read_only,
                 max_connections=max_connections, io_timeout_s=io_timeout_s, power_cut_after=power_cut_after,
-                transport_us=transport_us, link_power=link_power)
+                transport_us=transport_us, link_power=link_power, time_scale=time_scale)
         except ValueError as e:
             if str(e).startswith("store "):
                 raise SsdlabError(f"serve {self.name}: --{e}") from None

@@ -85,6 +85,13 @@ pub struct ServerConfig {
     /// bus would not have (measure it: `benches/bench_nbd.py` prints fio's floor against
     /// `nbdkit memory`). Zero by default.
     pub transport: Duration,
+    /// Pace::Model: the drive runs this many times slower than real time (every simulated
+    /// microsecond takes this many on the wall clock), so that what the client and the NBD
+    /// transport add to each round trip is this many times smaller against the drive's own
+    /// time: a test fixture for measuring a modelled drive through real tools (its rates are
+    /// this many times what the client measures; `ssdlab procedure --target-time-scale`).
+    /// 1 by default.
+    pub time_scale: u32,
 }
 
 /// The handshake deadline the CLI and Python API use.
@@ -118,6 +125,7 @@ impl ServerConfig {
             power_cut_after: None,
             store_dir: None,
             transport: Duration::ZERO,
+            time_scale: 1,
         }
     }
 }
@@ -428,6 +436,7 @@ impl Server {
         let registry: Registry = Arc::default();
         let mut engine = Engine::new(dev, config.pace, store, refused.clone());
         engine.set_transport(config.transport);
+        engine.set_time_scale(config.time_scale);
         if let (Some(after), Some(dir)) = (config.power_cut_after, &config.store_dir) {
             engine.plan_power_cut(
                 after,

@@ -14,10 +14,30 @@ pub(crate) struct NbdServer {
     mount: Option<ssdlab_nbd::disk::Mount>,
 }
 
+/// The server's numeric limits, each with what is accepted.
+fn check_limits(time_scale: u32, transport_us: f64, io_timeout_s: f64) -> PyResult<()> {
+    if !(1..=1000).contains(&time_scale) {
+        return Err(PyValueError::new_err(format!(
+            "time scale {time_scale}: accepted: a whole number from 1 to 1000"
+        )));
+    }
+    if !(0.0..=10_000.0).contains(&transport_us) {
+        return Err(PyValueError::new_err(format!(
+            "transport {transport_us} us: accepted: 0 to 10000"
+        )));
+    }
+    if !(0.001..=86_400.0).contains(&io_timeout_s) {
+        return Err(PyValueError::new_err(format!(
+            "io timeout {io_timeout_s} s: accepted: 0.001 to 86400"
+        )));
+    }
+    Ok(())
+}
+
 #[pymethods]
 impl NbdServer {
     #[new]
-    #[pyo3(signature = (toml_text, seed, precondition, pace, export_name, description, socket=None, port=None, bind=None, log=true, store=None, read_only=false, max_connections=ssdlab_nbd::MAX_CONNECTIONS, io_timeout_s=ssdlab_nbd::IO_TIMEOUT.as_secs_f64(), power_cut_after=None, transport_us=0.0, link_power="none"))]
+    #[pyo3(signature = (toml_text, seed, precondition, pace, export_name, description, socket=None, port=None, bind=None, log=true, store=None, read_only=false, max_connections=ssdlab_nbd::MAX_CONNECTIONS, io_timeout_s=ssdlab_nbd::IO_TIMEOUT.as_secs_f64(), power_cut_after=None, transport_us=0.0, link_power="none", time_scale=1))]
     fn new(
         py: Python<'_>,
         toml_text: &str,
@@ -37,17 +57,9 @@ impl NbdServer {
         power_cut_after: Option<u64>,
         transport_us: f64,
         link_power: &str,
+        time_scale: u32,
     ) -> PyResult<Self> {
-        if !(0.0..=10_000.0).contains(&transport_us) {
-            return Err(PyValueError::new_err(format!(
-                "transport {transport_us} us: accepted: 0 to 10000"
-            )));
-        }
-        if !(0.001..=86_400.0).contains(&io_timeout_s) {
-            return Err(PyValueError::new_err(format!(
-                "io timeout {io_timeout_s} s: accepted: 0.001 to 86400"
-            )));
-        }
+        check_limits(time_scale, transport_us, io_timeout_s)?;
         let cfg = DriveConfig::from_toml_str(toml_text).map_err(PyValueError::new_err)?;
         let mut dev = Device::new(&cfg, seed).map_err(|e| PyValueError::new_err(e.to_string()))?;
         let policy = ssdlab_core::power::LinkPolicy::parse(link_power).ok_or_else(|| {
@@ -96,6 +108,7 @@ impl NbdServer {
             max_connections,
             io_timeout: std::time::Duration::from_secs_f64(io_timeout_s),
             transport: std::time::Duration::from_nanos((transport_us * 1e3).round() as u64),
+            time_scale,
             ..ssdlab_nbd::ServerConfig::new(listen, pace, export_name, description)
         };
         if power_cut_after.is_some() && store.is_none() {

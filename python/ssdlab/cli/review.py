@@ -61,10 +61,17 @@ def _targets(args) -> list[dict]:
     if not args.target:
         return []
     from ..review.fio_target import check_target
+    scale = args.target_time_scale
+    if not 1 <= scale <= 1000:
+        raise SsdlabError(f"--target-time-scale {scale}: accepted: a whole number from 1 to 1000")
     ts = []
     for t in args.target:
         info = check_target(t, args.yes_destroy_data, args.target_size)
+        if scale > 1 and not info.get("nbd"):
+            raise SsdlabError(f"--target-time-scale {scale}: applies to an NBD export of `ssdlab serve --time-scale "
+                              f"{scale}` (a drive slowed down in time); {t} runs at its own speed")
         info["direct"] = not args.no_direct
+        info["time_scale"] = scale
         ts.append(info)
     return ts
 
@@ -137,7 +144,9 @@ def _procedure(args) -> int:
                 df.to_csv(out / f"{stem}-{tname}.csv", index=False)
                 df.to_parquet(out / f"{stem}-{tname}.parquet", index=False)
         # With the procedure and its parameters: what `ssdlab fit` needs to run it again on a model.
-        runs = [{"procedure": name, "drive": o.drive, "variant": o.variant, "parameters": p, "summary": o.summary} for o in outs]
+        # `measured`: "fio" for a target: the fit then measures its model through fio's steps too.
+        runs = [{"procedure": name, "drive": o.drive, "variant": o.variant, "parameters": p, "measured": o.source,
+                 "summary": o.summary} for o in outs]
         (out / f"{name}-summary.json").write_text(json.dumps(runs, indent=2, default=str) + "\n")
         print(f"wrote tables to {out}")
     print(f"{time.perf_counter() - t0:.1f} s wall")
@@ -151,6 +160,10 @@ def _target_args(p) -> None:
     p.add_argument("--target-size", help="size of a target file (default 1g)")
     p.add_argument("--yes-destroy-data", action="store_true",
                    help="allow overwriting a block device, an NBD export or an existing file")
+    p.add_argument("--target-time-scale", type=int, default=1, metavar="N",
+                   help="the target is a drive served N times slower than real time (`ssdlab serve --time-scale N`): "
+                        "fio runs each step N times as long, and its rates are taken N times and its latencies 1/N, "
+                        "in the drive's own time (default 1)")
     p.add_argument("--no-direct", action="store_true", help="buffered I/O on the target (for file systems without O_DIRECT)")
 
 

@@ -74,10 +74,11 @@ def run_cli(args) -> int:
                     precondition=args.precondition, seed=args.seed or 0, log=not args.quiet,
                     store=args.store, read_only=args.read_only, max_connections=args.max_connections,
                     io_timeout_s=args.io_timeout, power_cut_after=args.power_cut_after, faults=args.faults,
-                    transport_us=args.transport_us, link_power=args.link_power)
+                    transport_us=args.transport_us, link_power=args.link_power, time_scale=args.time_scale)
     if server.mount is not None:
         print("ssdlab serve: " + format_mount(server.mount), flush=True)
     print(f"ssdlab serve: {server.name} ({server.user_bytes:,} bytes) at {server.uri} (pace {args.pace}"
+          + (f", {args.time_scale}x slower than real time" if args.time_scale > 1 else "")
           + (", read-only" if args.read_only else "") + "); "
           "SIGINT or SIGTERM stops, SIGUSR1 prints statistics"
           + (f"; listening on every interface ({args.bind}): other hosts use this machine's address"
@@ -168,6 +169,11 @@ def add_parser(sub) -> None:
                    help="pace model: reply this many microseconds before the model's completion, for what the "
                         "client and the NBD transport add to each round trip (a drive on the host's bus has no NBD "
                         "hop); benches/bench_nbd.py --paced-only measures it on this machine (default 0)")
+    s.add_argument("--time-scale", type=int, default=1, metavar="N",
+                   help="pace model: the drive runs N times slower than real time (each of its microseconds takes N "
+                        "on the wall), so what the client and the NBD hop add to each round trip is N times smaller "
+                        "against the drive's own time; measure it with `ssdlab procedure --target URI "
+                        "--target-time-scale N`, which runs fio N times as long and takes its rates N times (default 1)")
     s.add_argument("--faults", metavar="SPEC", type=FAULTS_SPEC, help=FAULTS_HELP + "; a read the drive cannot correct is answered EIO")
     s.add_argument("--seed", type=SEED)
     s.add_argument("--stats-json", help="write the final statistics here as JSON")

@@ -42,17 +42,22 @@ impl Io {
         self.stopping = true;
     }
 
-    /// The simulated time the wall clock stands at now.
     /// Where the model is due now: the wall clock's simulated time, ahead by the transport
     /// compensation (replies leave that much before their completion time).
     pub(super) fn wall_sim(&self) -> SimTime {
-        SimTime(self.sim_of(self.clock.now()).ns() + self.transport_ns)
+        self.sim_of(self.clock.now() + self.transport)
     }
 
+    /// The simulated time of wall instant `at` (a wall nanosecond is 1 / `time_scale` of a
+    /// simulated one).
     pub(super) fn sim_of(&self, at: Instant) -> SimTime {
-        SimTime(
-            self.sim_origin.ns() + at.saturating_duration_since(self.wall_start).as_nanos() as u64,
-        )
+        let wall = at.saturating_duration_since(self.wall_start).as_nanos() as u64;
+        SimTime(self.sim_origin.ns() + wall / self.time_scale as u64)
+    }
+
+    /// The wall time `sim_ns` simulated nanoseconds take.
+    pub(super) fn wall_of(&self, sim_ns: u64) -> Duration {
+        Duration::from_nanos(sim_ns.saturating_mul(self.time_scale as u64))
     }
 
     /// Answer command `tag`; `failed`: the model could not read a unit of it (a NAND fault).

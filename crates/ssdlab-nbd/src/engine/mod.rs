@@ -145,7 +145,9 @@ struct Io {
     /// When the engine last took a request or sent a reply (Pace::Model polls for SPIN after).
     last_activity: Instant,
     /// Replies leave this long before the model's completion (see `ServerConfig::transport`).
-    transport_ns: u64,
+    transport: Duration,
+    /// Wall nanoseconds per simulated nanosecond (see `ServerConfig::time_scale`).
+    time_scale: u32,
     /// A planned power cut: after how many commands, and what the rebuild needs.
     power_cut: Option<PlannedCut>,
     /// When the store's PENDING marks were last brought up to date (simulated time).
@@ -239,7 +241,8 @@ impl Engine {
                 power_cut: None,
                 pending_checked: SimTime::ZERO,
                 commands_seen: 0,
-                transport_ns: 0,
+                transport: Duration::ZERO,
+                time_scale: 1,
                 pause_on_completion: false,
                 completed_in_advance: 0,
                 #[cfg(test)]
@@ -322,7 +325,13 @@ impl Engine {
     }
 
     pub fn set_transport(&mut self, transport: Duration) {
-        self.io.transport_ns = transport.as_nanos() as u64;
+        self.io.transport = transport;
+    }
+
+    /// Pace::Model: the drive runs `scale` times slower than real time (see
+    /// `ServerConfig::time_scale`).
+    pub fn set_time_scale(&mut self, scale: u32) {
+        self.io.time_scale = scale.max(1);
     }
 
     pub fn run(mut self, rx: Receiver<Msg>) -> ServeStats {
@@ -336,7 +345,7 @@ impl Engine {
                     let now = self.io.wall_sim();
                     self.advance_to(now);
                     let wait = match self.dev.next_event_time() {
-                        Some(t) => Duration::from_nanos(t.ns().saturating_sub(now.ns())),
+                        Some(t) => self.io.wall_of(t.ns().saturating_sub(now.ns())),
                         None => Duration::from_millis(50),
                     };
                     // A sleeping thread wakes late (the kernel's timer slack, 50 us by

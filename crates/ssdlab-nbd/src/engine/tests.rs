@@ -281,13 +281,11 @@ fn no_block_is_erased_while_a_pending_unit_falls_back_into_it() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Pace::Model on a scripted clock (`clock::ScriptedClock`): QD1 reads arriving every
-/// millisecond, then a burst of 64 writes at once. Every reply leaves when the model completes
-/// its command: never before, and within one polling turn after (the engine sleeps until
-/// `SPIN` before a completion at low queue depth, then polls; deeper, it sleeps to the
-/// completion). Two and a half seconds of pacing, no sleeping.
-#[test]
-fn paced_replies_leave_at_the_models_completion_time() {
+/// Pace::Model on a scripted clock (`clock::ScriptedClock`), the drive `scale` times slower
+/// than real time: QD1 reads arriving every `scale` milliseconds, then a burst of 64 writes at
+/// once. Returns each paced reply's (tag, the clock's model time when it left, the model's
+/// completion) and the statistics.
+fn paced_run(scale: u32) -> (Vec<(u64, SimTime, SimTime)>, ServeStats) {
     use super::clock::ScriptedClock;
     let mut dev = Device::new(&example(), 3).unwrap();
     let units = dev.geometry.logical_units as u32;
@@ -318,33 +316,46 @@ fn paced_replies_leave_at_the_models_completion_time() {
         },
     };
     let reads = 2_000u64;
+    let ms = Duration::from_millis(scale as u64);
     for h in 0..reads {
-        let at = Duration::from_millis(h);
+        let at = ms * h as u32;
         clock.at(at, request(h, at, Cmd::Read, None));
     }
-    let burst = Duration::from_millis(2_100);
+    let burst = ms * 2_100;
     for h in reads..reads + 64 {
         clock.at(
             burst,
             request(h, burst, Cmd::Write, Some(vec![h as u8; unit as usize])),
         );
     }
-    clock.at(Duration::from_millis(2_500), Msg::Shutdown);
-    let engine = Engine::with_clock(
+    clock.at(ms * 2_500, Msg::Shutdown);
+    let mut engine = Engine::with_clock(
         dev,
         Pace::Model,
         DataStore::new(unit as u32),
         Default::default(),
         Box::new(clock),
     );
+    engine.set_time_scale(scale);
     let paced = engine.io.paced.clone();
     let (_keep, rx) = channel::<Msg>();
     let stats = engine.run(rx);
     let answered = std::iter::from_fn(|| replies.try_recv().ok()).count();
     assert_eq!(answered as u64, reads + 64);
-    let paced = paced.lock().unwrap();
+    assert_eq!((stats.reads, stats.writes), (reads, 64));
+    let paced = paced.lock().unwrap().clone();
     assert_eq!(paced.len() as u64, reads + 64);
-    let poll = ScriptedClock::POLL.as_nanos() as u64;
+    (paced, stats)
+}
+
+/// Every reply leaves when the model completes its command: never before, and within one
+/// polling turn after (the engine sleeps until `SPIN` before a completion at low queue depth,
+/// then polls; deeper, it sleeps to the completion). Two and a half seconds of pacing, no
+/// sleeping.
+#[test]
+fn paced_replies_leave_at_the_models_completion_time() {
+    let (paced, stats) = paced_run(1);
+    let poll = super::clock::ScriptedClock::POLL.as_nanos() as u64;
     for &(tag, left, completed) in paced.iter() {
         assert!(
             left >= completed,
@@ -358,12 +369,12 @@ fn paced_replies_leave_at_the_models_completion_time() {
         );
     }
     // The writes of the burst complete one after another, not at once: each answered then.
+    let reads = 2_000;
     let writes: Vec<SimTime> = paced.iter().filter(|p| p.0 >= reads).map(|p| p.2).collect();
     assert!(
         writes.last().unwrap().ns() - writes[0].ns() > 10_000,
         "{writes:?}"
     );
-    assert_eq!((stats.reads, stats.writes), (reads, 64));
     assert!((2.5..2.6).contains(&stats.wall_s), "{}", stats.wall_s);
     // The model's clock stands at its last event (the burst's end), not past the wall's.
     let last = paced.iter().map(|p| p.2).max().unwrap();
@@ -373,4 +384,26 @@ fn paced_replies_leave_at_the_models_completion_time() {
         "{}",
         stats.late_max_us
     );
+}
+
+/// A drive ten times slower than real time (`ServerConfig::time_scale`), its requests arriving
+/// ten times further apart on the wall: the model sees exactly the run at real time (the same
+/// completion of every command), and each reply leaves at ten times its model time.
+#[test]
+fn a_drive_served_ten_times_slower_runs_the_same_model_ten_times_longer() {
+    let (one, _) = paced_run(1);
+    let (ten, stats) = paced_run(10);
+    let completions = |p: &[(u64, SimTime, SimTime)]| {
+        let mut c: Vec<(u64, SimTime)> = p.iter().map(|&(t, _, c)| (t, c)).collect();
+        c.sort();
+        c
+    };
+    assert_eq!(completions(&one), completions(&ten));
+    for &(tag, left, completed) in ten.iter() {
+        assert!(left >= completed, "command {tag} answered early");
+        // One polling turn of the wall clock is a tenth as much of the model's time.
+        assert!(left.ns() - completed.ns() <= 10, "command {tag} late");
+    }
+    assert!((25.0..25.1).contains(&stats.wall_s), "{}", stats.wall_s);
+    assert!(stats.simulated_s <= 2.6, "{}", stats.simulated_s);
 }
