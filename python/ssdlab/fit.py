@@ -115,6 +115,27 @@ def free_parameters(cfg: dict, names: list[str] | None, source: str) -> list[Par
     return out
 
 
+def probe_factor(p: Parameter, by: float = PROBE) -> float:
+    """How far the sensitivity table moves `p`: up by `by`, or down where that would pass its
+    ceiling (an efficiency's 1); an integer by at least one (a GC threshold of 3 blocks moved
+    by 10% rounds back to 3, and would read as not identifiable)."""
+    up = 1 + by
+    if p.integer:
+        up = max(up, (round(p.value) + 1) / p.value)
+    if p.value * up > ceiling(p):
+        return 1 - by
+    return up
+
+
+def log_step(p: Parameter, value: float) -> float:
+    """The Jacobian's step in the logarithm of `p` at `value`: 5%, and for an integer at least
+    one unit (a smaller move rounds to the same value: a zero column)."""
+    step = math.log(1.05)
+    if p.integer and value > 0:
+        step = max(step, math.log((round(value) + 1) / value))
+    return step
+
+
 def ceiling(p: Parameter) -> float:
     """The largest value the model accepts for `p` (an efficiency is at most 1)."""
     return 1.0 if p.key.endswith("efficiency") else math.inf
@@ -285,9 +306,9 @@ def fit(drive: str, meas: Measurements, free: list[str] | None = None, seconds: 
         say(f"{len(trials.done)} trials in the catalog {catalog}: taken from there")
 
     start = [p.value for p in params]
-    # Each moved up by PROBE, or down where that would pass its ceiling (an efficiency's 1): the
-    # table shows the effect of +10% either way.
-    probe = [1 - PROBE if p.value * (1 + PROBE) > ceiling(p) else 1 + PROBE for p in params]
+    # Each moved up by PROBE (an integer by at least one), or down where that would pass its
+    # ceiling: the table shows the effect of +10% either way, scaled from the move made.
+    probe = [probe_factor(p) for p in params]
     say(f"{len(params)} free parameters, {len(wanted)} figures: the sensitivity table ({len(params) + 1} trials)")
     base, *moved = run([start] + [[v * probe[i] if i == j else v for j, v in enumerate(start)] for i in range(len(params))])
     sensitivity = {p.name: {f: 100 * (m[f] / base[f] - 1) * PROBE / (k - 1) for f in wanted}
@@ -320,13 +341,12 @@ def fit(drive: str, meas: Measurements, free: list[str] | None = None, seconds: 
     def fun(x):
         return residuals(evaluate([list(x)])[0])
 
-    step = math.log(1.05)
-
     def jac(x):
         here = residuals(evaluate([list(x)])[0])
         points = []
         for j in range(len(x)):
             y = list(x)
+            step = log_step(fit_params[j], math.exp(x[j]))
             # Forward, or backward at the upper bound.
             y[j] = x[j] + step if x[j] + step <= upper[j] else x[j] - step
             points.append(y)

@@ -347,3 +347,20 @@ def test_hidden_drives_of_each_controller_family_are_recovered(preset, changes, 
     got = measure_figures(dump_toml(fitted), "fitted", list(wanted), steady, 2.0, 1.5, qd4)
     for k in wanted:
         assert got[k] == pytest.approx(want[k], rel=0.10), (k, got[k], want[k])
+
+
+def test_a_small_integer_parameter_is_probed_by_at_least_one_unit():
+    """A GC threshold of 3 free blocks moved by 10% rounds back to 3: the sensitivity table and
+    the Jacobian move an integer by at least one unit (else it reads as not identifiable and its
+    column is zero), and a large integer or a float as before."""
+    import math
+
+    from ssdlab.fit import PROBE, Parameter, log_step, probe_factor
+    small = Parameter("ftl.gc_free_blocks_low", 3.0, "", True)
+    assert round(small.value * probe_factor(small)) == 4
+    assert round(math.exp(math.log(3.0) + log_step(small, 3.0))) == 4
+    for p in (Parameter("controller.command_ns", 12500.0, "", True), Parameter("nand.read_page_us", 101.0, "", False)):
+        assert probe_factor(p) == 1 + PROBE
+        assert log_step(p, p.value) == math.log(1.05)
+    eff = Parameter("host.link_protocol_efficiency", 0.95, "", False)
+    assert probe_factor(eff) == 1 - PROBE

@@ -313,6 +313,19 @@ def test_fio_backed_procedure_on_a_file(tmp_path):
     assert p.returncode == 0, p.stderr
     s = pd.read_csv(tmp_path / "c" / "consistency-spare0pct-iops.csv")
     assert len(s) >= 2 and (s.iops > 0).all()
+    # QD scaling through fio gives the figures the model's run gives (each workload at QD1 and
+    # QD32), marked as measured through fio: what `ssdlab fit` takes from it.
+    p = ssdlab_cli("procedure", "qd-scaling", "--target", str(target), "--target-size", "32m", "--no-direct",
+                   "--set", "precondition_s=1", "--set", "topup_s=1", "--set", "step_s=1", "--set", "qds=1,32",
+                   "--out", str(tmp_path / "q"), "--quiet")
+    assert p.returncode == 0, p.stderr
+    from ssdlab.fit_input import read_measurements
+    from ssdlab.review.procedures import QD_WORKLOADS
+    run = json.loads((tmp_path / "q" / "qd-scaling-summary.json").read_text())[0]
+    assert run["measured"] == "fio"
+    assert set(run["summary"]) == {f"{w} QD{q} (IOPS)" for w, _, _ in QD_WORKLOADS for q in (1, 32)}
+    (g,) = read_measurements([str(tmp_path / "q" / "qd-scaling-summary.json")]).groups
+    assert g.measured == "fio" and len(g.figures) == 2 * len(QD_WORKLOADS) and min(g.figures.values()) > 0
 
 
 def test_fio_target_next_to_a_model_in_one_report(tmp_path, small_toml):

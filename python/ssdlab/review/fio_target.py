@@ -26,7 +26,7 @@ import pandas as pd
 from ..errors import SsdlabError
 from ..job import parse_size
 from .labels import rate_summary
-from .procedures import Outcome, Tracker
+from .procedures import Outcome, Tracker, qd_summary
 from .steady import consistency_summary, spare_span, spare_variant
 
 FIO_PROCEDURES = ("consistency", "four-corners", "sequential-qd", "transfer-size", "qd-scaling")
@@ -354,7 +354,7 @@ def run_fio_procedure(procedure: str, target: dict, params: dict, report=None) -
                     rows.append({"workload": name, "qd": qd, "iops": j["read"]["iops"] + j["write"]["iops"],
                                  "mb_per_s": _mbps(j, "read") + _mbps(j, "write"), "latency_us_mean": float("nan")})
             table = pd.DataFrame(rows)
-            outs.append(Outcome("qd-scaling", label, "", {}, {"curves": table}, time.perf_counter() - t0, "fio"))
+            outs.append(Outcome("qd-scaling", label, "", qd_summary(table), {"curves": table}, time.perf_counter() - t0, "fio"))
         if not target["block"] and target.get("created"):
             Path(target["path"]).unlink(missing_ok=True)
     if report:

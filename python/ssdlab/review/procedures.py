@@ -315,8 +315,12 @@ def qd_scaling(source: str | DriveText, p: dict, tracker: Tracker, seed: int = 0
                     row[f"{op}_latency_us_{pct}"] = s[op][f"latency_us_{pct}"] if s[op]["ios"] else float("nan")
             rows.append(row)
     table = pd.DataFrame(rows)
-    summary = {f"{w} QD{q} (IOPS)": float(v) for w, q, v in table[table.qd.isin([1, 32])][["workload", "qd", "iops"]].itertuples(index=False)}
-    return [Outcome("qd-scaling", label, "", summary, {"curves": table}, time.perf_counter() - t0)]
+    return [Outcome("qd-scaling", label, "", qd_summary(table), {"curves": table}, time.perf_counter() - t0)]
+
+
+def qd_summary(table) -> dict:
+    """qd-scaling's figures: each workload's IOPS at QD1 and QD32 (of a model or through fio)."""
+    return {f"{w} QD{q} (IOPS)": float(v) for w, q, v in table[table.qd.isin([1, 32])][["workload", "qd", "iops"]].itertuples(index=False)}
 
 
 def _mean_latency(s: dict) -> float:
