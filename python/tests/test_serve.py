@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -1044,8 +1045,8 @@ def test_hidden_drives_served_over_nbd_are_fitted_from_fio_s_figures(tmp_path):
     four-corners through fio's nbd engine exactly as a real drive is (`ssdlab procedure --target
     URI --target-time-scale 10`), fitted from the shrunk shipped preset: every parameter the fit
     calls identified within 10% of the hidden value, garbage collection's cost named as not
-    identifiable from a fresh drive's figures, and four-corners at QD1 and QD8, not measured,
-    predicted within 10% of the hidden drive's own."""
+    identifiable from a fresh drive's figures, and four-corners at QD1 and QD8 and sequential-qd
+    (128 KiB at QD32), not measured, predicted within 10% of the hidden drive's own."""
     _need("fio", "nbdinfo")
     import tomllib
 
@@ -1086,23 +1087,29 @@ def test_hidden_drives_served_over_nbd_are_fitted_from_fio_s_figures(tmp_path):
             sec, key = name.split(".")
             line = next(ln for ln in p.stdout.splitlines() if name in ln and ("->" in ln or "held:" in ln))
             print(f"  {name}: hidden {hidden[sec][key]:g}, fitted {fitted[sec][key]:g} ({line.strip()})")
-            if "held" in line or "weakly" in line:
+            if "held:" in line:
                 continue
-            assert fitted[sec][key] == pytest.approx(hidden[sec][key], rel=0.10), (preset, name, line)
             identified += 1
+            # Each fitted value within 10%, a weakly identified one (over 5%) too unless its own
+            # uncertainty is wider than that (CI's run of 2026-12-04: the P400e's read path 420
+            # for 430, +-5.3%, weak).
+            if float(re.search(r"\+-([\d.]+|inf)%", line).group(1)) <= 10:
+                assert fitted[sec][key] == pytest.approx(hidden[sec][key], rel=0.10), (preset, name, line)
         assert identified >= 2, p.stdout
         if "controller.gc_copy_ns_per_unit" in free:
             assert any("gc_copy_ns_per_unit" in ln and "held: not identifiable" in ln for ln in p.stdout.splitlines()), p.stdout
-        # Held back: four-corners at QD1 and QD8, the fitted drive against the hidden one.
-        other = (*NBD_CORNERS, "qd_low=1", "qd_high=8")
-        want, got = ({k: v for k, v in _own(drive, d / tag, other).items() if isinstance(v, float)}
-                     for drive, tag in ((d / "hidden.toml", "h8"), (d / "fit.toml", "f8")))
-        print("  held back, fitted against hidden: " + "; ".join(f"{k} {100 * (got[k] / want[k] - 1):+.1f}%" for k in want))
-        for k in want:
-            assert got[k] == pytest.approx(want[k], rel=0.10), (preset, k, got[k], want[k])
+        # Held back: four-corners at QD1 and QD8 and sequential-qd (128 KiB at QD32), the fitted
+        # drive against the hidden one.
+        for proc, sets in (("four-corners", (*NBD_CORNERS, "qd_low=1", "qd_high=8")), ("sequential-qd", ("duration_s=1",))):
+            want, got = ({k: v for k, v in _own(proc, drive, d / f"{tag}-{proc}", sets).items() if isinstance(v, float)}
+                         for drive, tag in ((d / "hidden.toml", "h"), (d / "fit.toml", "f")))
+            print(f"  held back, {proc}, fitted against hidden: "
+                  + "; ".join(f"{k} {100 * (got[k] / want[k] - 1):+.1f}%" for k in want))
+            for k in want:
+                assert got[k] == pytest.approx(want[k], rel=0.10), (preset, k, got[k], want[k])
 
 
-def _own(drive: Path, out: Path, sets) -> dict:
-    p = _procedure("four-corners", "--drive", str(drive), *[a for kv in sets for a in ("--set", kv)], "--out", str(out), "--quiet")
+def _own(proc: str, drive: Path, out: Path, sets) -> dict:
+    p = _procedure(proc, "--drive", str(drive), *[a for kv in sets for a in ("--set", kv)], "--out", str(out), "--quiet")
     assert p.returncode == 0, p.stderr
-    return json.loads((out / "four-corners-summary.json").read_text())[0]["summary"]
+    return json.loads((out / f"{proc}-summary.json").read_text())[0]["summary"]
