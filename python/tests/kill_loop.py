@@ -230,6 +230,7 @@ def _held(served) -> tuple[int, int]:
     served.proc.send_signal(signal.SIGUSR1)
     deadline = time.time() + 30
     while served.output().count("GC copied") <= mark:
+        assert served.proc.poll() is None, f"the server ended ({served.proc.returncode}) on SIGUSR1: {served.output()}"
         assert time.time() < deadline, served.output()
         time.sleep(0.01)
     time.sleep(0.05)  # the lines after "GC copied"

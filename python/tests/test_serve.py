@@ -308,6 +308,33 @@ def test_a_reconnect_storm_of_silent_sockets_does_not_lock_real_clients_out(tmp_
     assert "closed in its handshake to make room" in out or "keeps opening connections" in out, out
 
 
+def test_the_signal_handlers_are_set_before_the_server_is_up(monkeypatch):
+    """`serve` sets its SIGUSR1 and SIGTERM handlers before it starts the server, so a signal
+    sent by a client that saw the server up finds them (SIGUSR1's default would end the process)."""
+    import argparse
+
+    import ssdlab.cli.serve as cli_serve
+    seen = {}
+
+    class Starting:
+        def __init__(self, *a, **kw):
+            seen.update({s: signal.getsignal(s) for s in (signal.SIGUSR1, signal.SIGTERM)})
+            raise RuntimeError("stop here")
+
+    monkeypatch.setattr(cli_serve, "Server", Starting)
+    saved = {s: signal.getsignal(s) for s in (signal.SIGUSR1, signal.SIGTERM, signal.SIGINT)}
+    try:
+        with pytest.raises(RuntimeError, match="stop here"):
+            cli_serve.run_cli(argparse.Namespace(**{k: None for k in (
+                "drive", "socket", "port", "bind", "pace", "precondition", "seed", "quiet", "store", "read_only",
+                "max_connections", "io_timeout", "power_cut_after", "faults", "transport_us", "link_power",
+                "time_scale")}))
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    assert all(callable(h) for h in seen.values()), seen
+
+
 def test_sigterm_answers_and_reports(tmp_path, tiny_toml):
     s = Served(tmp_path, str(tiny_toml))
     s.proc.send_signal(signal.SIGUSR1)

@@ -70,19 +70,6 @@ def format_mount(m: dict) -> str:
 
 
 def run_cli(args) -> int:
-    server = Server(args.drive, socket=args.socket, port=args.port, bind=args.bind, pace=args.pace,
-                    precondition=args.precondition, seed=args.seed or 0, log=not args.quiet,
-                    store=args.store, read_only=args.read_only, max_connections=args.max_connections,
-                    io_timeout_s=args.io_timeout, power_cut_after=args.power_cut_after, faults=args.faults,
-                    transport_us=args.transport_us, link_power=args.link_power, time_scale=args.time_scale)
-    if server.mount is not None:
-        print("ssdlab serve: " + format_mount(server.mount), flush=True)
-    print(f"ssdlab serve: {server.name} ({server.user_bytes:,} bytes) at {server.uri} (pace {args.pace}"
-          + (f", {args.time_scale}x slower than real time" if args.time_scale > 1 else "")
-          + (", read-only" if args.read_only else "") + "); "
-          "SIGINT or SIGTERM stops, SIGUSR1 prints statistics"
-          + (f"; listening on every interface ({args.bind}): other hosts use this machine's address"
-             if server.all_interfaces else ""), flush=True)
     stop = threading.Event()
     report = threading.Event()
     wake = threading.Event()  # either signal: answered at once, not at the next poll
@@ -95,9 +82,26 @@ def run_cli(args) -> int:
         report.set()
         wake.set()
 
-    signal.signal(signal.SIGINT, on_stop)
+    # Before the server starts: a SIGUSR1 or SIGTERM sent once a client has seen it up must find
+    # its handler (SIGUSR1's default ends the process: the likeliest reading of a CI run where a
+    # server printed its banner, took commands, and gave no statistics for 30 s after a SIGUSR1;
+    # the handlers were set after the banner). Ctrl-C still interrupts a long start (a fill).
     signal.signal(signal.SIGTERM, on_stop)
     signal.signal(signal.SIGUSR1, on_report)
+    server = Server(args.drive, socket=args.socket, port=args.port, bind=args.bind, pace=args.pace,
+                    precondition=args.precondition, seed=args.seed or 0, log=not args.quiet,
+                    store=args.store, read_only=args.read_only, max_connections=args.max_connections,
+                    io_timeout_s=args.io_timeout, power_cut_after=args.power_cut_after, faults=args.faults,
+                    transport_us=args.transport_us, link_power=args.link_power, time_scale=args.time_scale)
+    signal.signal(signal.SIGINT, on_stop)
+    if server.mount is not None:
+        print("ssdlab serve: " + format_mount(server.mount), flush=True)
+    print(f"ssdlab serve: {server.name} ({server.user_bytes:,} bytes) at {server.uri} (pace {args.pace}"
+          + (f", {args.time_scale}x slower than real time" if args.time_scale > 1 else "")
+          + (", read-only" if args.read_only else "") + "); "
+          "SIGINT or SIGTERM stops, SIGUSR1 prints statistics"
+          + (f"; listening on every interface ({args.bind}): other hosts use this machine's address"
+             if server.all_interfaces else ""), flush=True)
     failed = False
     while not stop.is_set():
         wake.wait(0.2)
