@@ -1,4 +1,4 @@
-"""Instructions per operation of four standard runs, counted by callgrind (issue 26).
+"""Instructions per operation of five standard runs, counted by callgrind (issue 26).
 
 A speed measure that hardly moves with the machine. Wall times on a shared VM move by
 20-60% from hour to hour and by 2x from one VM to the next (docs/performance.md); the
@@ -9,14 +9,15 @@ run beside them, probably), and on another x86-64 machine move only where glibc 
 CPU. Prints, for each run, the instructions counted in its timed part
 (callgrind's --toggle-collect), per host command and, for the GC steady-state runs, per NAND unit
 operation (host writes + GC copies), the run's digest and the functions with the largest own
-share. With --base REV the same runs of REV (built in a git worktree, given this tree's preset
+share; then crucial-m500-120's two GC steady states (0% and 25% spare: copies 88% and 58% of the
+unit operations) read as a cost per host write and one per GC copy (see `split`). With --base REV the same runs of REV (built in a git worktree, given this tree's preset
 files, or with --base-presets its own) come first, then the change's count against it, in the
 same run. Never fails on a figure.
 
     python benches/bench_instructions.py [--base REV [--base-presets]] [--only TEXT] [--jobs N] [--target DIR]
 
 Needs valgrind (Debian's `valgrind`) and builds the Rust examples it runs (`cargo build --release
--p ssdlab-core --examples`). The four runs take about 8 minutes on two cores (each under
+-p ssdlab-core --examples`). The five runs take about 9 minutes on two cores (each under
 callgrind runs 50-100x slower than natively, its untimed preconditioning too).
 """
 
@@ -41,6 +42,7 @@ from check_digests import PRESETS, last_record  # noqa: E402  (the presets, and 
 # timed|fast STEADY` times a fill and random writes (see each example).
 RUNS = [
     ("GC steady state, 8 dies", "steady", "crucial-m500-120", "30 0.5 1", "*timed_steady*"),
+    ("GC steady state, 8 dies, 25% spare", "steady", "crucial-m500-120", "30 0.5 1 25", "*timed_steady*"),
     ("GC steady state, 256 dies, 25% spare, power budget", "steady", "micron-p320h-350", "4 1.2 1 25",
      "*timed_steady*"),
     ("timed 128 KiB sequential fill", "consistency", "crucial-m500-240", "0.01 timed 0.01", "*run_job*"),
@@ -94,6 +96,21 @@ def count(examples: Path, run: tuple, work: Path, presets: Path = PRESETS) -> di
         ops = 0
     return {"instructions": int(m.group(1)), "commands": commands, "ops": ops, "digest": r.get("digest", "?"),
             "top": top_functions(profile), "wall_s": wall}
+
+
+def split(a: dict, b: dict) -> tuple[float, float] | None:
+    """The instructions of two GC steady-state runs of one drive at two spare areas read as
+    `x` per host write plus `y` per GC copy (host writes and copies in different proportions:
+    write amplification 8.8 and 2.6 on crucial-m500-120 at 0% and 25% spare): (x, y), or None
+    if the two mixes are too alike to tell them apart. A linear reading, not a measurement of
+    either path alone: what per NAND unit op hides (the P320h's 25% run is mostly host writes,
+    the M500's 0% run mostly copies)."""
+    h1, g1, h2, g2 = a["commands"], a["ops"] - a["commands"], b["commands"], b["ops"] - b["commands"]
+    det = h1 * g2 - h2 * g1
+    if abs(det) < 0.05 * h1 * g2 + 0.05 * h2 * g1:
+        return None
+    i1, i2 = a["instructions"], b["instructions"]
+    return (i1 * g2 - i2 * g1) / det, (h1 * i2 - h2 * i1) / det
 
 
 def show(label: str, run: tuple, c: dict) -> None:
@@ -161,6 +178,13 @@ def main() -> int:
             for label, _ in trees:
                 for i, run in enumerate(runs):
                     show(label, run, results[label, i].result())
+        pair = [i for i, r in enumerate(runs) if r[2] == "crucial-m500-120" and r[1] == "steady"]
+        for label, _ in trees:
+            got = [results[label, i].result() for i in pair]
+            xy = split(*got) if len(got) == 2 and not any("error" in g for g in got) else None
+            if xy:
+                print(f"{label}: crucial-m500-120's two spare areas read as {xy[0]:,.0f} instructions per host write "
+                      f"and {xy[1]:,.0f} per GC copy")
         if a.base:
             print(f"this tree against {a.base} (instructions; the same digest means the same results):")
             for i, run in enumerate(runs):
