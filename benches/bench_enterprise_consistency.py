@@ -7,19 +7,27 @@ Prints figures; never fails.
 The published run: purge (secure erase), then 4 KiB random writes over the whole drive at QD256
 for 25 hours, IOPS in 1-second samples. Shortened, for each drive, through the Python API
 users call:
-(a) purge, then `--fob` simulated seconds of those writes, timed: the fresh-out-of-box part,
-    where free blocks last and no garbage collection runs (fast in IOPS, cheap per write);
-(b) the drive brought to random-write steady state without simulating time (precondition
+(a) the drive made and purged, then `--warm` simulated seconds of those writes, timed: the
+    process's first writes fault the drive's tables in (2-3 GiB of map on these drives; on this
+    project's VMs 5-9 s of wall time the first time a process touches such memory, a fraction
+    of a second when it is touched again), a cost the long run pays once;
+(b) `--fob` further simulated seconds, timed: the fresh-out-of-box part, where free blocks last
+    and no garbage collection runs (fast in IOPS, cheap per write);
+(c) the drive brought to random-write steady state without simulating time (precondition
     "steady-state": the FTL state the long run reaches), then `--steady` simulated seconds of
     the same writes, timed: the garbage-collected part (fewer IOPS, each with its copies).
-Each part's wall seconds per simulated second give the extrapolation: the whole run costs at
-most the larger of the two rates times its length (`bound`), and about `estimate`: the
-fresh part lasting until the writes have used the drive's spare (usable bytes after RAIN, less what the firmware holds, minus the user bytes) (at
-(a)'s IOPS: no garbage collection before then), the rest at (b)'s rate. The transition between
-them is neither; both are stated, with the NAND unit operations (host writes + GC copies) per
-wall second behind them. Wall time on a shared VM moves by 20-60% (docs/performance.md): the
-instruction counts of benches/bench_instructions.py judge a change, this shows where the
-target (under one hour on one core) stands.
+The one-time cost (`startup`) is (a)'s wall time, with the drive's making and purge, less what
+(a)'s seconds cost at (b)'s rate. Each part's wall seconds per simulated second give the
+extrapolation: the whole run costs about `estimate`: the startup, the fresh part lasting until
+the writes have used the drive's spare (usable bytes after RAIN, less what the firmware holds,
+minus the user bytes) (at (b)'s rate and IOPS: no garbage collection before then), the rest at
+(c)'s rate; and at most `bound`: the startup and the larger of the two rates throughout. The
+transition between them is neither; both are stated, with the NAND unit operations (host
+writes + GC copies) per wall second behind them. (Before 2026-12-06 the fresh rate was timed
+from purge, so the startup was scaled by the fresh part's length: micron-p420m-1400's fresh
+part read 0.152 wall s per simulated s, 0.045 without it.) Wall time on a shared VM moves by
+20-60% (docs/performance.md): the instruction counts of benches/bench_instructions.py judge a
+change, this shows where the target (under one hour on one core) stands.
 """
 
 from __future__ import annotations
@@ -46,33 +54,40 @@ def timed_writes(drive: ssdlab.Drive, seconds: float, qd: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--drives", default=",".join(DRIVES), help="presets, comma-separated")
-    ap.add_argument("--fob", type=float, default=60.0, help="simulated seconds of (a), from purge")
-    ap.add_argument("--steady", type=float, default=60.0, help="simulated seconds of (b), in steady state")
+    ap.add_argument("--warm", type=float, default=2.0, help="simulated seconds of (a), from purge")
+    ap.add_argument("--fob", type=float, default=60.0, help="simulated seconds of (b), after (a)")
+    ap.add_argument("--steady", type=float, default=60.0, help="simulated seconds of (c), in steady state")
     ap.add_argument("--hours", type=float, default=25.0, help="the published run's length")
     ap.add_argument("--qd", type=int, default=256)
-    ap.add_argument("--drive-writes", type=float, default=2.0, help="untimed random writes of (b)'s precondition")
+    ap.add_argument("--drive-writes", type=float, default=2.0, help="untimed random writes of (c)'s precondition")
     args = ap.parse_args()
     total = args.hours * 3600
     print(f"{args.hours:g} h of 4 KiB random writes at QD{args.qd} from purge, extrapolated from "
-          f"{args.fob:g} s fresh and {args.steady:g} s in steady state (ssdlab {ssdlab.__version__}, "
+          f"{args.warm:g} + {args.fob:g} s fresh and {args.steady:g} s in steady state (ssdlab {ssdlab.__version__}, "
           f"build {ssdlab._ssdlab.BUILD})")
     for name in args.drives.split(","):
+        t = time.perf_counter()
         drive = ssdlab.Drive.preset(name)
         g = drive.geometry
         drive.precondition("secure-erase")
+        setup = time.perf_counter() - t
+        warm = timed_writes(drive, args.warm, args.qd)
         fob = timed_writes(drive, args.fob, args.qd)
+        startup = max(setup + warm["wall_s"] - warm["sim_s"] * fob["wall_per_sim_s"], 0.0)
         t = time.perf_counter()
         drive.precondition("steady-state", drive_writes=args.drive_writes)
         pre = time.perf_counter() - t
         steady = timed_writes(drive, args.steady, args.qd)
         spare = g["usable_bytes"] - g["held_bytes"] - g["logical_units"] * g["mapping_unit_bytes"]
         fob_s = min(total, spare / max(fob["iops"] * 4096, 1.0))
-        estimate = fob_s * fob["wall_per_sim_s"] + (total - fob_s) * steady["wall_per_sim_s"]
-        bound = total * max(fob["wall_per_sim_s"], steady["wall_per_sim_s"])
-        print(f"{name}: fresh {fob['iops']:,.0f} IOPS, {fob['wall_per_sim_s']:.3f} wall s per simulated s "
-              f"({fob['ops_per_wall_s'] / 1e6:.2f}M NAND unit ops per wall s); steady {steady['iops']:,.0f} IOPS, "
-              f"WAF {steady['waf']:.2f}, {steady['wall_per_sim_s']:.3f} wall s per simulated s "
-              f"({steady['ops_per_wall_s'] / 1e6:.2f}M ops per wall s; untimed precondition {pre:.0f} s)")
+        estimate = startup + fob_s * fob["wall_per_sim_s"] + (total - fob_s) * steady["wall_per_sim_s"]
+        bound = startup + total * max(fob["wall_per_sim_s"], steady["wall_per_sim_s"])
+        print(f"{name}: startup {startup:.1f} s once (making, purge, the tables faulted in: {setup:.1f} s + "
+              f"{warm['wall_s']:.1f} s for the first {warm['sim_s']:g} simulated s); fresh {fob['iops']:,.0f} IOPS, "
+              f"{fob['wall_per_sim_s']:.3f} wall s per simulated s ({fob['ops_per_wall_s'] / 1e6:.2f}M NAND unit ops "
+              f"per wall s); steady {steady['iops']:,.0f} IOPS, WAF {steady['waf']:.2f}, "
+              f"{steady['wall_per_sim_s']:.3f} wall s per simulated s ({steady['ops_per_wall_s'] / 1e6:.2f}M ops per "
+              f"wall s; untimed precondition {pre:.0f} s)")
         print(f"  {args.hours:g} h run: about {estimate / 3600:.2f} h wall (fresh for {fob_s:,.0f} s, then steady), "
               f"at most {bound / 3600:.2f} h; target under 1 h")
         del drive
