@@ -51,6 +51,18 @@ def timed_writes(drive: ssdlab.Drive, seconds: float, qd: int) -> dict:
             "ops_per_wall_s": ops / wall, "wall_per_sim_s": wall / s["elapsed_s"]}
 
 
+def extrapolate(total_s: float, setup_s: float, warm: dict, fob: dict, steady: dict, spare_bytes: float) -> dict:
+    """The whole run's wall seconds from the timed parts (dicts as `timed_writes` returns): the
+    startup, paid once (the making and purge, and what the warm-up cost beyond the fresh rate),
+    the fresh part until the writes have used the spare, the steady part after it (`estimate`),
+    and the startup with the larger rate throughout (`bound`)."""
+    startup = max(setup_s + warm["wall_s"] - warm["sim_s"] * fob["wall_per_sim_s"], 0.0)
+    fob_s = min(total_s, spare_bytes / max(fob["iops"] * 4096, 1.0))
+    estimate = startup + fob_s * fob["wall_per_sim_s"] + (total_s - fob_s) * steady["wall_per_sim_s"]
+    bound = startup + total_s * max(fob["wall_per_sim_s"], steady["wall_per_sim_s"])
+    return {"startup_s": startup, "fob_s": fob_s, "estimate_s": estimate, "bound_s": bound}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--drives", default=",".join(DRIVES), help="presets, comma-separated")
@@ -73,15 +85,13 @@ def main() -> None:
         setup = time.perf_counter() - t
         warm = timed_writes(drive, args.warm, args.qd)
         fob = timed_writes(drive, args.fob, args.qd)
-        startup = max(setup + warm["wall_s"] - warm["sim_s"] * fob["wall_per_sim_s"], 0.0)
         t = time.perf_counter()
         drive.precondition("steady-state", drive_writes=args.drive_writes)
         pre = time.perf_counter() - t
         steady = timed_writes(drive, args.steady, args.qd)
         spare = g["usable_bytes"] - g["held_bytes"] - g["logical_units"] * g["mapping_unit_bytes"]
-        fob_s = min(total, spare / max(fob["iops"] * 4096, 1.0))
-        estimate = startup + fob_s * fob["wall_per_sim_s"] + (total - fob_s) * steady["wall_per_sim_s"]
-        bound = startup + total * max(fob["wall_per_sim_s"], steady["wall_per_sim_s"])
+        x = extrapolate(total, setup, warm, fob, steady, spare)
+        startup, fob_s, estimate, bound = x["startup_s"], x["fob_s"], x["estimate_s"], x["bound_s"]
         print(f"{name}: startup {startup:.1f} s once (making, purge, the tables faulted in: {setup:.1f} s + "
               f"{warm['wall_s']:.1f} s for the first {warm['sim_s']:g} simulated s); fresh {fob['iops']:,.0f} IOPS, "
               f"{fob['wall_per_sim_s']:.3f} wall s per simulated s ({fob['ops_per_wall_s'] / 1e6:.2f}M NAND unit ops "

@@ -14,11 +14,12 @@ unit operations) read as a cost per host write and one per GC copy (see `split`)
 files, or with --base-presets its own) come first, then the change's count against it, in the
 same run. Never fails on a figure.
 
-    python benches/bench_instructions.py [--base REV [--base-presets]] [--only TEXT] [--jobs N] [--target DIR]
+    python benches/bench_instructions.py [--base REV [--base-presets]] [--quick] [--only TEXT] [--jobs N] [--target DIR]
 
 Needs valgrind (Debian's `valgrind`) and builds the Rust examples it runs (`cargo build --release
 -p ssdlab-core --examples`). The five runs take about 9 minutes on two cores (each under
-callgrind runs 50-100x slower than natively, its untimed preconditioning too).
+callgrind runs 50-100x slower than natively, its untimed preconditioning too); `--quick` counts
+two shrunk drives instead, about 1.5 minutes a tree, to try a change before the five.
 """
 
 from __future__ import annotations
@@ -49,6 +50,35 @@ RUNS = [
     ("4 KiB random writes from empty (no GC yet)", "consistency", "crucial-m500-240", "100 fast 0.01",
      "*run_job*"),
 ]
+
+# `--quick`: two GC steady states on presets shrunk to fewer blocks a plane (the same dies,
+# timing, controller and power budget; user capacity and map checkpoint shrunk with them), whose
+# untimed preconditioning takes a second or two, so a change's cost on both families is counted
+# in about 1.5 minutes a tree instead of 9. Representative, not the same figures: on ce4b667
+# micron-p320h-350 shrunk 8x read 2,431 instructions per NAND unit op at 0% spare (the full drive's
+# `2 1.2 1`: 2,412), crucial-m500-120 shrunk 4x 605 (its full drive's `30 0.5 1`: 664; write
+# amplification 11.9 against 8.8, the map's blocks taking more of a smaller die).
+QUICK_SHRINK = {"micron-p320h-350": 8, "crucial-m500-120": 4}
+QUICK_RUNS = [
+    ("GC steady state, 256 dies, power budget, shrunk 8x", "steady", "micron-p320h-350-quick", "2 1.2 1",
+     "*timed_steady*"),
+    ("GC steady state, 8 dies, shrunk 4x", "steady", "crucial-m500-120-quick", "20 0.5 1", "*timed_steady*"),
+]
+
+
+def write_quick_presets(presets: Path, into: Path) -> Path:
+    """The `--quick` runs' presets: those of `presets` with blocks a plane, user capacity and map
+    checkpoint journal divided by `QUICK_SHRINK`'s factor, written into `into`."""
+    into.mkdir(parents=True, exist_ok=True)
+    for name, factor in QUICK_SHRINK.items():
+        text = (presets / f"{name}.toml").read_text()
+        for key in ("blocks_per_plane", "user_capacity_bytes", "map_checkpoint_journal_pages"):
+            text, n = re.subn(rf"^({key} = )(\d+)", lambda m: f"{m.group(1)}{int(m.group(2)) // factor}", text,
+                              flags=re.M)
+            if n != 1:
+                raise SystemExit(f"bench_instructions: {name}.toml has no single '{key} = N' line to shrink")
+        (into / f"{name}-quick.toml").write_text(text)
+    return into
 
 
 def build(src: Path, target: Path) -> Path:
@@ -132,13 +162,15 @@ def main() -> int:
                     help="the base runs its own preset files, not this tree's (a change that moves the presets with "
                          "the model: the digests then differ, and the count compares the two models' costs)")
     ap.add_argument("--only", default="", help="only the runs whose preset or description contains this")
+    ap.add_argument("--quick", action="store_true",
+                    help="two GC steady states on shrunk presets instead (about 1.5 minutes a tree; see QUICK_RUNS)")
     ap.add_argument("--jobs", type=int, default=2, help="runs under callgrind at once (default: %(default)s)")
     ap.add_argument("--target", type=Path, default=ROOT / "target", help="cargo's target directory for this tree")
     a = ap.parse_args()
     if not shutil.which("valgrind"):
         print("bench_instructions: valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
         return 2
-    runs = [r for r in RUNS if a.only in r[0] or a.only in r[2]]
+    runs = [r for r in (QUICK_RUNS if a.quick else RUNS) if a.only in r[0] or a.only in r[2]]
     if not runs:
         print(f"bench_instructions: no run matches '{a.only}'; the presets: {', '.join(sorted({r[2] for r in RUNS}))}",
               file=sys.stderr)
@@ -146,7 +178,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ssdlab-instr-") as tmp:
         work = Path(tmp)
         trees = []
-        presets = {"this tree": PRESETS}
+        presets = {"this tree": write_quick_presets(PRESETS, work / "quick") if a.quick else PRESETS}
         try:
             if a.base:
                 base_src = work / "base-src"
@@ -161,6 +193,8 @@ def main() -> int:
                     if a.base_presets:
                         presets[f"base {a.base}"] = shutil.copytree(base_src / PRESETS.relative_to(ROOT),
                                                                     work / "base-presets")
+                        if a.quick:
+                            presets[f"base {a.base}"] = write_quick_presets(work / "base-presets", work / "base-quick")
                 finally:
                     subprocess.run(["git", "worktree", "remove", "--force", str(base_src)], cwd=ROOT, check=False)
             trees.append(("this tree", build(ROOT, a.target)))
@@ -174,7 +208,7 @@ def main() -> int:
                 (work / label.replace(" ", "-")).mkdir()
                 for i, run in enumerate(runs):
                     results[label, i] = pool.submit(count, examples, run, work / label.replace(" ", "-"),
-                                                    presets.get(label, PRESETS))
+                                                    presets.get(label, presets["this tree"]))
             for label, _ in trees:
                 for i, run in enumerate(runs):
                     show(label, run, results[label, i].result())

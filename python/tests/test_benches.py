@@ -32,3 +32,35 @@ def test_the_split_refuses_two_runs_of_the_same_mix():
     split = _bench("bench_instructions").split
     assert split(_run(100_000, 500_000, 2000.0, 500.0), _run(200_000, 1_000_000, 2000.0, 500.0)) is None
     assert split(_run(100_000, 500_000, 2000.0, 500.0), _run(105_000, 500_000, 2000.0, 500.0)) is None
+
+
+def _part(wall_s: float, sim_s: float, iops: float) -> dict:
+    return {"wall_s": wall_s, "sim_s": sim_s, "iops": iops, "wall_per_sim_s": wall_s / sim_s}
+
+
+def test_the_enterprise_run_pays_the_tables_first_touch_once():
+    extrapolate = _bench("bench_enterprise_consistency").extrapolate
+    # 2 simulated s that took 7.2 s wall where the fresh rate is 0.1 s per s: 7.0 s once.
+    fresh = _part(2.0, 20.0, 400_000)
+    x = extrapolate(90_000.0, 0.0, _part(7.2, 2.0, 400_000), fresh, _part(12.0, 100.0, 200_000),
+                    spare_bytes=400_000 * 4096 * 100.0)
+    assert x["startup_s"] == pytest.approx(7.0)
+    assert x["fob_s"] == pytest.approx(100.0)
+    assert x["estimate_s"] == pytest.approx(7.0 + 100 * 0.1 + 89_900 * 0.12)
+    assert x["bound_s"] == pytest.approx(7.0 + 90_000 * 0.12)
+    # Twice the fresh part's length adds its seconds at the fresh rate, not the startup again.
+    y = extrapolate(90_000.0, 0.0, _part(7.2, 2.0, 400_000), fresh, _part(12.0, 100.0, 200_000),
+                    spare_bytes=400_000 * 4096 * 200.0)
+    assert y["estimate_s"] - x["estimate_s"] == pytest.approx(100 * (0.1 - 0.12))
+
+
+def test_the_quick_presets_are_the_shipped_ones_shrunk_and_still_drives(tmp_path):
+    import ssdlab
+
+    bench = _bench("bench_instructions")
+    out = bench.write_quick_presets(bench.PRESETS, tmp_path)
+    for name, factor in bench.QUICK_SHRINK.items():
+        full = ssdlab.Drive.from_toml(str(bench.PRESETS / f"{name}.toml")).geometry
+        small = ssdlab.Drive.from_toml(str(out / f"{name}-quick.toml")).geometry
+        assert small["dies"] == full["dies"]
+        assert small["logical_units"] == pytest.approx(full["logical_units"] / factor, rel=1e-6)
