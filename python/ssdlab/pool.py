@@ -80,7 +80,16 @@ def run_spooled(calls: dict[Hashable, tuple[Callable, tuple]], workers: int, *, 
                 # Each round's files have names of their own: a worker of a broken round may
                 # still be finishing while the next round runs.
                 paths = {key: str(spool / f"{rounds}-{i}.pickle") for i, key in enumerate(pending)}
-                futures = {pool.submit(call_spooled, *pending[key], path): key for key, path in paths.items()}
+                futures = {}
+                for key, path in paths.items():
+                    try:
+                        futures[pool.submit(call_spooled, *pending[key], path)] = key
+                    except BrokenProcessPool:
+                        # A worker died while the calls were still being handed over (a call
+                        # that dies at once, with many behind it): the rest wait for the next
+                        # round, uncharged (they never started).
+                        broken = True
+                        break
                 running = set(futures)
                 while running:
                     done, running = wait(running, timeout=0.2 if tick else None, return_when=FIRST_COMPLETED)

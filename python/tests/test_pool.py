@@ -52,6 +52,21 @@ def test_a_call_whose_worker_always_dies_yields_died_and_the_rest_finish():
     assert {k: v for k, v in got.items() if k != "dies"} == {n: _big(n) for n in range(3)}
 
 
+def _square(n: int) -> int:
+    return n * n
+
+
+def test_a_worker_that_dies_while_the_calls_are_still_handed_over_breaks_nothing():
+    # The first call's worker dies at once while 2,000 calls are still being submitted: the
+    # pool breaks mid-submission (7 of 20 such runs raised BrokenProcessPool from `submit`
+    # before 2026-12-06; CI's run of the test above once did so with four calls).
+    for _ in range(5):
+        calls = {"dies": (_always_dies, ()), **{n: (_square, (n,)) for n in range(2000)}}
+        got = dict(run_spooled(calls, 1, attempts=2, mp_context=FORK))
+        assert got.pop("dies") == Died(2)
+        assert got == {n: n * n for n in range(2000)}
+
+
 def test_a_calls_own_error_is_raised_to_the_caller():
     with pytest.raises(ValueError, match="bad point 3"):
         dict(run_spooled({3: (_fails, (3,))}, 1, mp_context=FORK))
