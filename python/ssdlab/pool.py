@@ -90,9 +90,14 @@ def run_spooled(calls: dict[Hashable, tuple[Callable, tuple]], workers: int, *, 
                         # round, uncharged (they never started).
                         broken = True
                         break
+                # Once the pool is broken nothing more is waited for: what finished left its
+                # file (read below), and CPython's `submit` can slip a call in as the pool
+                # breaks whose future is then never resolved (its work item lands after the
+                # broken pool failed the pending ones; a test's run hung so): the pool's own
+                # flag is read too.
                 running = set(futures)
-                while running:
-                    done, running = wait(running, timeout=0.2 if tick else None, return_when=FIRST_COMPLETED)
+                while running and not broken:
+                    done, running = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
                     if tick:
                         tick()
                     for f in done:
@@ -104,6 +109,7 @@ def run_spooled(calls: dict[Hashable, tuple[Callable, tuple]], workers: int, *, 
                         key = futures[f]
                         del pending[key]
                         yield key, take(path)
+                    broken = broken or bool(getattr(pool, "_broken", False))
             finally:
                 pool.shutdown(wait=not broken, cancel_futures=True)
             rounds += 1
