@@ -25,7 +25,7 @@ minus the user bytes) (at (b)'s rate and IOPS: no garbage collection before then
 transition between them is neither; both are stated, with the NAND unit operations (host
 writes + GC copies) per wall second behind them. (Before 2026-12-06 the fresh rate was timed
 from purge, so the startup was scaled by the fresh part's length: micron-p420m-1400's fresh
-part read 0.152 wall s per simulated s, 0.045 without it.) Wall time on a shared VM moves by
+part read 0.152 wall s per simulated s, 0.027 without it.) Wall time on a shared VM moves by
 20-60% (docs/performance.md): the instruction counts of benches/bench_instructions.py judge a
 change, this shows where the target (under one hour on one core) stands.
 """

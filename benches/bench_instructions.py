@@ -55,8 +55,8 @@ RUNS = [
 # timing, controller and power budget; user capacity and map checkpoint shrunk with them), whose
 # untimed preconditioning takes a second or two, so a change's cost on both families is counted
 # in about 1.5 minutes a tree instead of 9. Representative, not the same figures: on ce4b667
-# micron-p320h-350 shrunk 8x read 2,431 instructions per NAND unit op at 0% spare (the full drive's
-# `2 1.2 1`: 2,412), crucial-m500-120 shrunk 4x 605 (its full drive's `30 0.5 1`: 664; write
+# micron-p320h-350 shrunk 8x read 2,405 instructions per NAND unit op at 0% spare (the full drive's
+# `2 1.2 1`: 2,412), crucial-m500-120 shrunk 4x 594 (its full drive's `30 0.5 1`: 664; write
 # amplification 11.9 against 8.8, the map's blocks taking more of a smaller die).
 QUICK_SHRINK = {"micron-p320h-350": 8, "crucial-m500-120": 4}
 QUICK_RUNS = [
@@ -170,9 +170,10 @@ def main() -> int:
     if not shutil.which("valgrind"):
         print("bench_instructions: valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
         return 2
-    runs = [r for r in (QUICK_RUNS if a.quick else RUNS) if a.only in r[0] or a.only in r[2]]
+    chosen = QUICK_RUNS if a.quick else RUNS
+    runs = [r for r in chosen if a.only in r[0] or a.only in r[2]]
     if not runs:
-        print(f"bench_instructions: no run matches '{a.only}'; the presets: {', '.join(sorted({r[2] for r in RUNS}))}",
+        print(f"bench_instructions: no run matches '{a.only}'; the presets: {', '.join(sorted({r[2] for r in chosen}))}",
               file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="ssdlab-instr-") as tmp:
