@@ -36,6 +36,8 @@ import argparse
 import time
 
 import ssdlab
+from ssdlab.configs import preset_path
+from ssdlab.errors import SsdlabError
 from ssdlab import Job
 
 DRIVES = ("micron-p320h-700", "micron-p420m-1400", "micron-m500dc-800")
@@ -73,6 +75,11 @@ def main() -> None:
     ap.add_argument("--qd", type=int, default=256)
     ap.add_argument("--drive-writes", type=float, default=2.0, help="untimed random writes of (c)'s precondition")
     args = ap.parse_args()
+    for name in args.drives.split(","):
+        try:  # every name checked before the first long run
+            preset_path(name)
+        except SsdlabError as e:
+            ap.error(f"--drives: {e}")
     total = args.hours * 3600
     print(f"{args.hours:g} h of 4 KiB random writes at QD{args.qd} from purge, extrapolated from "
           f"{args.warm:g} + {args.fob:g} s fresh and {args.steady:g} s in steady state (ssdlab {ssdlab.__version__}, "
