@@ -26,7 +26,9 @@ PRESETS = ROOT / "python" / "ssdlab" / "presets"
 # second round (the enterprise presets collect in whole-victim bites with two candidate dies
 # for host data) moved the nine P320h and P420m runs: recorded anew with it. Issue 72 (the
 # command path in parts: writes acknowledged from DRAM, the AHCI stack's 6 us in place of the
-# ASSUMED 20 us) moved all 17: recorded anew with it.
+# ASSUMED 20 us) moved all 17: recorded anew with it. Issue 75 (dies waiting for a place under
+# the power budget as a line served in turn) moved the seven runs whose budget binds (the P320h
+# 350GB/700GB, the P420m 700GB; host writes within 0.33%, docs/performance.md): recorded anew.
 # `consistency PRESET SECONDS timed|fast FILL` and `steady PRESET SECONDS DRIVE_WRITES WINDOWS [SPARE%]` (see each example).
 DIGESTS = [
     ("consistency", "crucial-m500-240", "0.01 timed 0.01", "9bf024779e7e48c6"),
@@ -35,13 +37,13 @@ DIGESTS = [
     ("consistency", "crucial-m500-960", "2000 timed 0.01", "0237fadc985ca5d2"),
     ("steady", "micron-p320h-175", "10 0.5 1", "8d0073387a7d7617"),
     ("steady", "micron-p320h-175", "20 0.5 1", "31906b7562c3ee82"),
-    ("steady", "micron-p320h-350", "20 0.5 1", "88c1b518dc6b4255"),
-    ("steady", "micron-p320h-350", "4 0.5 1", "90781ebd73f6feaa"),
-    ("steady", "micron-p320h-350", "4 1.2 1 25", "616706c642af0b88"),
-    ("steady", "micron-p320h-350", "20 1.2 1 25", "c8f6fbb4d0603159"),
-    ("steady", "micron-p320h-700", "20 0.5 1", "de5ac7560014633d"),
-    ("steady", "micron-p320h-700", "4 1.2 1 25", "f81e6c6288eed3cd"),
-    ("steady", "micron-p420m-700", "20 0.5 1", "82e733e173997739"),
+    ("steady", "micron-p320h-350", "20 0.5 1", "24a3683915a3a2d8"),
+    ("steady", "micron-p320h-350", "4 0.5 1", "9700c8ce653d9a52"),
+    ("steady", "micron-p320h-350", "4 1.2 1 25", "b8f6e806b7a86255"),
+    ("steady", "micron-p320h-350", "20 1.2 1 25", "3ff1684fff9d0269"),
+    ("steady", "micron-p320h-700", "20 0.5 1", "a02d4851f8a53685"),
+    ("steady", "micron-p320h-700", "4 1.2 1 25", "84878425af00dde5"),
+    ("steady", "micron-p420m-700", "20 0.5 1", "16ba3242842c176f"),
     ("steady", "crucial-m500-960", "30 0.5 3", "25fc7e49c36cd363"),
     ("steady", "crucial-m500-960", "600 0.5 3", "a35dc0b4de52496d"),
     ("steady", "crucial-m500-120", "30 0.5 3", "a3d6558a611e1d82"),

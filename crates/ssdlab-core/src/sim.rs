@@ -98,32 +98,7 @@ impl<E: Copy> Kernel<E> {
         });
     }
 
-    /// Take `n` insertion sequences now, in order, for events to be queued later with
-    /// [`Kernel::schedule_with_sequence`] (or never queued: a waiter that a batch handles
-    /// without an event of its own). Returns the first; every event queued afterwards comes
-    /// after them at equal times, exactly as if `n` events had been queued now.
-    #[inline]
-    pub fn take_sequences(&mut self, n: u64) -> u64 {
-        self.sequence += n;
-        self.sequence - n + 1
-    }
-
-    /// Queue `event` at `at` (not in the past) with a sequence taken earlier by
-    /// [`Kernel::take_sequences`] (and not used by another pending event): it is ordered among
-    /// the pending events as if queued when that sequence was taken.
-    #[inline]
-    pub fn schedule_with_sequence(&mut self, at: SimTime, sequence: u64, event: E) {
-        debug_assert!(at >= self.now, "event scheduled in the past");
-        debug_assert!(sequence <= self.sequence, "a sequence not taken yet");
-        self.queue.push(Entry {
-            at,
-            sequence,
-            event,
-        });
-    }
-
-    /// (time, insertion sequence) of the next event, if any: what decides whether something
-    /// kept outside the queue with a taken sequence comes before it.
+    /// (time, insertion sequence) of the next event, if any.
     /// Read from the least keys kept, not from the events.
     #[inline(always)]
     pub fn peek_key(&self) -> Option<(SimTime, u64)> {
@@ -225,26 +200,6 @@ impl<E: Copy> Kernel<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Sequences taken ahead order their events as if queued when taken, among events queued
-    /// before and after, whatever order they are queued in.
-    #[test]
-    fn events_with_sequences_taken_ahead_keep_their_place() {
-        let mut k = Kernel::default();
-        k.schedule(SimTime(10), 1);
-        let first = k.take_sequences(3);
-        k.schedule_in_lane(0, SimTime(10), 4);
-        k.schedule_with_sequence(SimTime(10), first + 1, 3);
-        assert_eq!(k.peek_key(), Some((SimTime(10), first - 1)));
-        k.schedule_with_sequence(SimTime(10), first, 2);
-        k.schedule_with_sequence(SimTime(5), first + 2, 0);
-        let mut order = Vec::new();
-        while let Some(e) = k.pop() {
-            order.push(e);
-        }
-        assert_eq!(order, vec![0, 1, 2, 3, 4]);
-        assert_eq!(k.peek_key(), None);
-    }
 
     #[test]
     fn lanes_and_queue_merge_in_time_then_insertion_order() {

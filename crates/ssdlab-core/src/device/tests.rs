@@ -1419,14 +1419,15 @@ fn budget_bound() -> DriveConfig {
     cfg
 }
 
-/// Dies waiting for a place under the power budget, kept in runs with one wake-up event for
-/// all (`scheduler::PowerWaits`), run exactly as with a wake-up event each: a timed fill, then
-/// mixed random reads and writes under garbage collection, with throttling changing the limit.
+/// Dies waiting for a place under the power budget, in one line behind one wake-up event
+/// (`scheduler::PowerWaits`): a timed fill, then mixed random reads and writes under garbage
+/// collection, with throttling changing the limit, run to the end; no more dies run than the
+/// limit at any start (the debug build checks each against every die), and the same seed gives
+/// the same run.
 #[test]
-fn power_waits_in_runs_give_the_run_of_a_wake_up_each() {
-    let once = |batch: bool| {
+fn dies_waiting_in_line_for_a_place_run_every_job_to_its_end() {
+    let once = || {
         let mut dev = Device::new(&budget_bound(), 5).unwrap();
-        dev.sched.set_power_wait_batching(batch);
         let fill = run(&mut dev, seq_fill_job());
         let mixed = run(
             &mut dev,
@@ -1443,57 +1444,64 @@ fn power_waits_in_runs_give_the_run_of_a_wake_up_each() {
         dev.ftl.verify().unwrap();
         let outcome = (
             serde_json::to_string(&fill.summary).unwrap(),
-            serde_json::to_string(&fill.series).unwrap(),
             serde_json::to_string(&mixed.summary).unwrap(),
             serde_json::to_string(&mixed.series).unwrap(),
             dev.ftl.state_digest(),
             dev.now(),
         );
-        (outcome, dev.sched.power_waiters_moved(), mixed)
+        (outcome, dev.sched.power_waits_counts(), fill, mixed)
     };
-    let (batched, (moved, _), mixed) = once(true);
-    let (plain, moved_plain, _) = once(false);
-    // The budget and the heat did bind, and waiters were moved in runs.
+    let (outcome, (waited, no_place), fill, mixed) = once();
+    // The budget and the heat did bind: dies waited in line, and wake-ups found the place
+    // taken again by the die that ended (cache mode).
     let p = mixed.summary.power.as_ref().unwrap();
     assert!(p.throttled_s.unwrap() > 0.0, "{p:?}");
-    assert!(moved > 10_000, "{moved}");
-    assert_eq!(moved_plain, (0, 0));
-    assert!(batched == plain, "runs of waiters changed the run");
+    assert!(waited > 10_000 && no_place > 1_000, "{waited} {no_place}");
+    // Every LBA written by the fill, and the mixed job ran its 20 s.
+    assert_eq!(
+        fill.summary.write.bytes,
+        1_100_000_000 / (128 << 10) * (128 << 10)
+    );
+    assert!(mixed.summary.read.ios > 0 && mixed.summary.write.ios > 0);
+    assert_eq!(once().0, outcome);
 }
 
-/// A die due to try again before the first run of waiters (the limit rose, a short read ran,
-/// the limit fell again) gets a wake-up event of its own, and the dies start when and in the
-/// order they do with a wake-up each.
+/// Dies get places in the order they began to wait, whatever order their own wake-ups would
+/// have: with a place for one die, die 1 and then die 3 wait for die 0's erase; die 3's turn
+/// comes first (the limit rose for a short read, then fell) but it finds no place and keeps
+/// its place in line behind die 1, which starts when die 0 ends; die 3 starts only when die
+/// 1's erase and read are done (die 1 takes its read at its own wake-up, not being in line).
 #[test]
-fn a_waiter_due_before_the_first_run_is_woken_on_its_own() {
-    let once = |batch: bool| {
-        let mut dev = Device::new(&example(), 1).unwrap();
-        dev.sched.set_power_wait_batching(batch);
-        dev.sched.set_power_dies_max(Some(1));
-        let (c, b) = dev.parts();
-        let (k, sched, p) = (b.kernel, b.sched, &mut c.processor);
-        let erase = scheduler::NandOp::Erase { gc_victim: false };
-        let read = scheduler::NandOp::GcRead {
-            planes: 1,
-            bytes: 4096,
-            units: 1,
-        };
-        sched.enqueue(k, p, 0, erase); // runs until about 3.8 ms
-        sched.enqueue(k, p, 1, erase); // waits for die 0
-        sched.enqueue(k, p, 1, read);
-        sched.set_power_dies_max(Some(2));
-        sched.enqueue(k, p, 2, read); // room for it: ends after about 0.1 ms
-        sched.set_power_dies_max(Some(1));
-        sched.enqueue(k, p, 3, erase); // waits for die 2's read: before die 1's turn
-        sched.enqueue(k, p, 3, read);
-        while dev.step() {}
-        let ends: Vec<SimTime> = (0..4).map(|d| dev.sched.nand.die_free_at(d)).collect();
-        (ends, dev.now(), dev.sched.power_waiters_moved())
+fn dies_get_places_in_the_order_they_began_to_wait() {
+    let mut dev = Device::new(&example(), 1).unwrap();
+    dev.sched.set_power_dies_max(Some(1));
+    let (c, b) = dev.parts();
+    let (k, sched, p) = (b.kernel, b.sched, &mut c.processor);
+    let erase = scheduler::NandOp::Erase { gc_victim: false };
+    let read = scheduler::NandOp::GcRead {
+        planes: 1,
+        bytes: 4096,
+        units: 1,
     };
-    let (ends, now, (_, out_of_order)) = once(true);
-    assert_eq!(out_of_order, 1);
-    let (plain_ends, plain_now, _) = once(false);
-    assert_eq!((ends, now), (plain_ends, plain_now));
+    sched.enqueue(k, p, 0, erase); // runs from 0 to about 3.8 ms
+    sched.enqueue(k, p, 1, erase); // waits for die 0
+    sched.enqueue(k, p, 1, read);
+    sched.set_power_dies_max(Some(2));
+    sched.enqueue(k, p, 2, read); // room for it: ends after about 0.1 ms
+    sched.set_power_dies_max(Some(1));
+    sched.enqueue(k, p, 3, erase); // waits behind die 1; a place may free at die 2's end
+    let die2_read_end = sched.nand.die_free_at(2);
+    while dev.step() {}
+    let ends: Vec<SimTime> = (0..4).map(|d| dev.sched.nand.die_free_at(d)).collect();
+    let erase_ns = ends[0].0; // die 0's erase started at 0
+    assert!(die2_read_end < ends[0]);
+    // Die 1: its erase from die 0's end, then its read; die 3's erase from die 1's read end.
+    assert!(ends[1].0 > 2 * erase_ns, "{ends:?}");
+    assert_eq!(ends[3].0, ends[1].0 + erase_ns, "{ends:?}");
+    // Dies 1 and 3 waited in line; two wake-ups started no die: at die 2's end (die 0 still
+    // running) and at die 1's erase end (die 1 took its read first). The one at die 0's end
+    // started die 1.
+    assert_eq!(dev.sched.power_waits_counts(), (2, 2));
 }
 
 /// Per-interval write IOs and free blocks of random writes over the first three quarters of

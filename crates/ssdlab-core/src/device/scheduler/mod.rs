@@ -15,7 +15,7 @@
 //! out). A read batch is the controller's: an id it chooses (its command slot) and a count of
 //! reads the scheduler tracks until the last one ends. Under a limit on the dies running at
 //! once (a power budget, thermal throttling), dies that must wait for a place are kept in
-//! [`PowerWaits`] behind one `PowerWake` event, not an event each.
+//! [`PowerWaits`], a line served in turn behind one `PowerWake` event, not an event each.
 
 use super::processor::Processor;
 use super::Event;
@@ -28,7 +28,7 @@ use std::collections::VecDeque;
 mod active_dies;
 mod power_waits;
 use active_dies::ActiveDies;
-use power_waits::{PowerWaits, WaitRun};
+use power_waits::PowerWaits;
 
 #[derive(Clone, Copy, Debug)]
 pub(super) enum NandOp {
@@ -199,18 +199,10 @@ impl Scheduler {
         }
     }
 
-    /// Keep waiting dies in [`PowerWaits`] (the default), or give each its own event (the
-    /// plain scheme, for tests that compare the two).
+    /// Dies that have waited in line for a place, and wake-ups that started none, so far.
     #[cfg(test)]
-    pub fn set_power_wait_batching(&mut self, on: bool) {
-        self.waits.batch = on;
-    }
-
-    /// Waiters moved to their next wake-up without an event of their own, and waiters given
-    /// a `DieReady` of their own as they were due before the first run, so far.
-    #[cfg(test)]
-    pub fn power_waiters_moved(&self) -> (u64, u64) {
-        (self.waits.moved, self.waits.out_of_order)
+    pub fn power_waits_counts(&self) -> (u64, u64) {
+        (self.waits.waited, self.waits.no_place)
     }
 
     /// The die is ready (event): start its next operation, if any.
@@ -219,68 +211,37 @@ impl Scheduler {
         self.start_next(k, p, die);
     }
 
-    /// The first waiting die's turn (event): it tries again as `die_ready` would. If it has
-    /// to wait again, so do the waiters after it that the same instant's order puts before
-    /// any other event: all of them in one step (see [`PowerWaits`]).
+    /// A place may have freed (event): the dies in line take the places free, in turn; the
+    /// first that finds none stays first, and the line tries again when the next running die
+    /// ends (see [`PowerWaits`]).
     pub fn power_wake(&mut self, k: &mut Kernel<Event>, p: &mut Processor) {
         let now = k.now();
-        self.waits.wake_queued = false;
-        self.waits.waking = true;
-        let (die, was_busy) = self.waits.pop_front(now);
-        self.dies[die as usize].wakeup_pending = false;
-        if let (Some(at), Some(_)) = (self.start_next(k, p, die), self.active_dies_max) {
-            if !was_busy {
-                self.fail_waiters_before_next_event(k, now, at);
-            }
+        if self.waits.wake_at != Some(now) {
+            return; // overtaken by an earlier wake-up
         }
-        self.waits.waking = false;
-        self.waits.queue_wake(k);
-    }
-
-    /// The idle die before them had to wait for a place until `at`: the waiters next in
-    /// line at `now`, idle too, with nothing in between, find the same (the dies running and
-    /// the limit did not change) and wait until `at`, each taking its sequence as it would
-    /// have in its own step.
-    fn fail_waiters_before_next_event(&mut self, k: &mut Kernel<Event>, now: SimTime, at: SimTime) {
-        // Up to the next other event (no `PowerWake` is queued meanwhile).
-        let limit = match k.peek_key() {
-            Some((t, sequence)) if t == now => sequence,
-            _ => u64::MAX,
-        };
-        let Some((head, tail, n)) = self.waits.take_idle_due(now, limit) else {
-            return;
-        };
-        #[cfg(debug_assertions)]
-        {
-            let max = self.active_dies_max.expect("a limit on active dies");
-            let mut die = head;
-            for _ in 0..n {
-                let d = &self.dies[die as usize];
-                assert!(!d.reads.is_empty() || !d.ops.is_empty());
-                assert!(!self.waits.busy[die as usize]);
+        self.waits.wake_at = None;
+        let mut started = 0;
+        while let Some(die) = self.waits.front() {
+            if let Some(max) = self.active_dies_max {
                 let own_end = self.nand.die_free_at(die);
-                assert_eq!(self.must_wait(die, own_end, now, max), Some(at));
-                die = self.waits.next[die as usize];
+                debug_assert!(own_end <= now, "a die in line is idle");
+                if let Some(at) = self.must_wait(die, own_end, now, max) {
+                    self.waits.no_place += (started == 0) as u64;
+                    self.waits.wake(k, at);
+                    return;
+                }
             }
-            assert_eq!(die, power_waits::NO_DIE);
+            started += 1;
+            self.waits.pop_front();
+            self.dies[die as usize].wakeup_pending = false;
+            // It finds the place just found (nothing changed meanwhile) and starts.
+            self.start_next(k, p, die);
         }
-        self.waits.moved += n;
-        let run = WaitRun {
-            at,
-            sequence: k.take_sequences(n),
-            len: n as u32,
-            busy: 0,
-            head,
-            tail,
-        };
-        // No `PowerWake` is queued now, so any place will do.
-        let placed = self.waits.insert(run);
-        debug_assert!(placed);
     }
 
     /// Under a limit on active dies, with work queued on `die` (its array free at
-    /// `array_free_before`) and no place for it: the die joins the waiters; when it is to try
-    /// again.
+    /// `array_free_before`) and no place for it: the die waits, in line if idle (see
+    /// [`PowerWaits`]); when a place may free.
     #[inline]
     fn wait_for_place(
         &mut self,
@@ -296,29 +257,27 @@ impl Scheduler {
         let now = k.now();
         let at = self.must_wait(die, array_free_before, now, max)?;
         self.dies[die as usize].wakeup_pending = true;
-        let busy = array_free_before > now;
-        let sequence = k.take_sequences(1);
-        self.waits.push_back(k, die, busy, at, sequence);
+        if array_free_before > now {
+            k.schedule(at, Event::DieReady(die));
+        } else {
+            self.waits.push_back(k, die, at);
+        }
         Some(at)
     }
 
-    /// Start the die's next operation, if any. Returns when it is to try again, if the
-    /// limit on active dies made it wait.
-    fn start_next(
-        &mut self,
-        k: &mut Kernel<Event>,
-        p: &mut Processor,
-        die: u32,
-    ) -> Option<SimTime> {
+    /// Start the die's next operation, if any, unless the limit on active dies makes it wait.
+    fn start_next(&mut self, k: &mut Kernel<Event>, p: &mut Processor, die: u32) {
         let array_free_before = self.nand.die_free_at(die);
-        if let Some(at) = self.wait_for_place(k, die, array_free_before) {
-            return Some(at);
+        if self.wait_for_place(k, die, array_free_before).is_some() {
+            return;
         }
         // One borrow of the die's queue for the whole step (the NAND, the processor and the
         // kernel are other fields and arguments): its entry is found once, not again after
         // every call.
         let d = &mut self.dies[die as usize];
-        let op = d.reads.pop_front().or_else(|| d.ops.pop_front())?;
+        let Some(op) = d.reads.pop_front().or_else(|| d.ops.pop_front()) else {
+            return;
+        };
         d.gc_ops -= op.is_gc() as u32;
         let now = k.now();
         // When the die can take its next operation, and when its array is free (what each
@@ -384,16 +343,24 @@ impl Scheduler {
             }
         };
         debug_assert_eq!(array_free, self.nand.die_free_at(die));
-        if self.active_dies_max.is_some() {
+        if let Some(_max) = self.active_dies_max {
             self.active
                 .array_changed(&self.nand, now, die, array_free_before, array_free);
+            // The die took a place only if there was one: no more dies run than the limit.
+            #[cfg(debug_assertions)]
+            {
+                let busy = (0..self.dies.len() as u32)
+                    .filter(|&x| self.nand.die_free_at(x) > now)
+                    .count();
+                assert!(busy <= _max as usize, "{busy} dies running, limit {_max}");
+            }
         }
+        let d = &mut self.dies[die as usize];
         d.ready_at = ready_at;
         if !d.reads.is_empty() || !d.ops.is_empty() {
             d.wakeup_pending = true;
             k.schedule(ready_at, Event::DieReady(die));
         }
-        None
     }
 
     /// Programs not complete at `now`, per die in order: started ones (array time running)
