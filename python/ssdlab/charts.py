@@ -60,6 +60,27 @@ def chromium_path() -> str | None:
     return None
 
 
+def screenshot_html(html, png, width: int, height: int):
+    """`html` (a page of plotly charts) as a PNG at `png`, rendered in a headless Chromium
+    (Playwright driving the system's chromium): its path, or None with the reason printed when
+    Playwright or a browser is missing (the HTML is still there)."""
+    try:
+        from playwright.sync_api import sync_playwright
+
+        exe = chromium_path()
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"]) if exe else p.chromium.launch()
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.goto(html.resolve().as_uri())
+            page.wait_for_selector(".main-svg")
+            page.screenshot(path=str(png), full_page=True)
+            browser.close()
+        return png
+    except Exception as e:  # no Playwright or no browser
+        print(f"{png.name} not written ({type(e).__name__}: {e}); {html.name} has the charts")
+        return None
+
+
 def power_figure(series, title: str):
     """Power and temperature over time of a run's series (a plotly Figure), or None when the
     drive has no power model: watts on the left axis, °C on the right, throttled seconds shaded."""

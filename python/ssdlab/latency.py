@@ -103,43 +103,54 @@ def curves_markdown(curves: dict) -> str:
     return "\n".join(out)
 
 
+# The latency axes' labels: 1, 2, 3, 5, 7 in every decade from 1 us to 100 ms.
+TICKS_US = [m * 10 ** e for e in range(6) for m in (1, 2, 3, 5, 7)]
+
+
 def curves_chart(curves: dict, out) -> list:
     """A QD1-QD32 latency chart per drive family (mean and p99 of 4 KiB random reads and
-    writes, fresh and steady), as PNG files in `out`."""
+    writes, fresh and steady), as `latency_qd_FAMILY.html` in `out` and a PNG of it where a
+    browser renders one (`charts.screenshot_html`)."""
     from pathlib import Path
 
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    import plotly.graph_objects as go
+    from plotly.colors import DEFAULT_PLOTLY_COLORS
+    from plotly.subplots import make_subplots
+
+    from .charts import screenshot_html, slug
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    # A family: the presets' names up to their capacity ("crucial-m500-240": "crucial-m500");
+    # a drive file of the user's ("my/drive.toml") is a family of its own ("drive").
     families: dict = {}
     for name in curves:
-        families.setdefault(name.rsplit("-", 1)[0], []).append(name)
+        family = Path(name).stem if name.endswith(".toml") else name.rsplit("-", 1)[0]
+        families.setdefault(family, []).append(name)
+    keys = ("write fresh", "read fresh", "write steady", "read steady")
     paths = []
     for family, names in families.items():
-        fig, axes = plt.subplots(1, 4, figsize=(16, 4), sharex=True)
-        for ax, key in zip(axes, ("write fresh", "read fresh", "write steady", "read steady")):
-            for name in names:
-                pts = curves[name][key]
-                line, = ax.plot([p["qd"] for p in pts], [p["mean_us"] for p in pts], marker="o", label=name.rsplit("-", 1)[1])
-                ax.plot([p["qd"] for p in pts], [p["p99_us"] for p in pts], ls=":", color=line.get_color())
-            ax.set_xscale("log", base=2)
-            ax.set_yscale("log")
-            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-            ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
-            ax.yaxis.set_minor_formatter(NullFormatter())
-            ax.set_title(f"4 KiB random {key}")
-            ax.set_xlabel("queue depth")
-            ax.grid(True, which="both", alpha=0.3)
-        axes[0].set_ylabel("latency, us (solid: mean, dotted: p99)")
-        axes[0].legend(title="capacity")
-        fig.suptitle(f"{family}: latency by queue depth (ssdlab validate --groups latency)")
-        fig.tight_layout()
-        path = out / f"latency_qd_{family}.png"
-        fig.savefig(path, dpi=80)
-        plt.close(fig)
-        paths.append(path)
+        fig = make_subplots(rows=1, cols=4, subplot_titles=[f"4 KiB random {k}" for k in keys], horizontal_spacing=0.05)
+        for col, key in enumerate(keys, start=1):
+            for i, name in enumerate(names):
+                pts = curves[name].get(key, [])
+                colour = DEFAULT_PLOTLY_COLORS[i % len(DEFAULT_PLOTLY_COLORS)]
+                qds = [p["qd"] for p in pts]
+                capacity = name[len(family) + 1:] if name.startswith(family + "-") else family
+                fig.add_trace(go.Scatter(x=qds, y=[p["mean_us"] for p in pts], mode="lines+markers", name=capacity,
+                                         legendgroup=name, showlegend=col == 1, line={"color": colour}), row=1, col=col)
+                fig.add_trace(go.Scatter(x=qds, y=[p["p99_us"] for p in pts], mode="lines", name=f"{capacity} p99",
+                                         legendgroup=name, showlegend=False, line={"color": colour, "dash": "dot"}),
+                              row=1, col=col)
+            fig.update_xaxes(type="log", tickvals=[1, 2, 4, 8, 16, 32], ticktext=["1", "2", "4", "8", "16", "32"],
+                             title_text="queue depth", row=1, col=col)
+            fig.update_yaxes(type="log", tickvals=TICKS_US, ticktext=[f"{v:,}" for v in TICKS_US], row=1, col=col)
+        fig.update_yaxes(title_text="latency, us (solid: mean, dotted: p99)", row=1, col=1)
+        fig.update_layout(title=f"{family}: latency by queue depth (ssdlab validate --groups latency)", width=1600,
+                          height=460, legend={"title": {"text": "capacity"}}, margin={"l": 70, "r": 20, "t": 80, "b": 60})
+        html = out / f"latency_qd_{slug(family)}.html"
+        fig.write_html(html, include_plotlyjs=True)
+        paths.append(html)
+        png = screenshot_html(html, html.with_suffix(".png"), 1620, 480)
+        if png:
+            paths.append(png)
     return paths

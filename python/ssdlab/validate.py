@@ -464,23 +464,9 @@ def consistency_chart(series: dict, out: Path, drives=CHART_DRIVES) -> list[Path
     out.mkdir(parents=True, exist_ok=True)
     html_path = out / "consistency.html"
     fig.write_html(html_path, include_plotlyjs=True)
-    paths = [html_path]
-    try:
-        from playwright.sync_api import sync_playwright
-
-        from .charts import chromium_path
-        exe = chromium_path()
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"]) if exe else p.chromium.launch()
-            page = browser.new_page(viewport={"width": 1220, "height": 420 * rows + 60})
-            page.goto(html_path.resolve().as_uri())
-            page.wait_for_selector(".main-svg")
-            page.screenshot(path=str(out / "consistency.png"), full_page=True)
-            browser.close()
-        paths.append(out / "consistency.png")
-    except Exception as e:  # no Playwright or no browser: the HTML is still there
-        print(f"consistency.png not written ({type(e).__name__}: {e}); consistency.html has the charts")
-    return paths
+    from .charts import screenshot_html
+    png = screenshot_html(html_path, out / "consistency.png", 1220, 420 * rows + 60)
+    return [html_path] + ([png] if png else [])
 
 
 def describe_size(name: str) -> float:

@@ -73,6 +73,26 @@ def test_validate_cli_writes_tables(tmp_path, small_toml):
     assert bad.returncode == 2 and "unknown group 'colour'" in bad.stderr
 
 
+def test_validate_latency_writes_its_tables_and_a_chart_per_family(tmp_path, small_toml):
+    # A drive file of the user's is a family of its own; the chart is plotly's (no other
+    # plotting library is a dependency), rendered to PNG where a browser is installed.
+    p = subprocess.run([sys.executable, "-m", "ssdlab.cli", "validate", str(small_toml), "--groups", "latency",
+                        "--out", str(tmp_path), "--quick", "--quiet"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert json.loads((tmp_path / "validation.json").read_text()) == []  # no latency rating in its datasheet
+    curves = json.loads((tmp_path / "latency_curves.json").read_text())
+    assert [pt["qd"] for pt in curves[str(small_toml)]["write steady"]] == [1, 2, 4, 8, 16, 32]
+    html = (tmp_path / "latency_qd_small.html").read_text()
+    assert "latency by queue depth" in html and "4 KiB random read steady" in html
+    from ssdlab.charts import chromium_path
+    try:
+        import playwright  # noqa: F401
+        renders = chromium_path() is not None
+    except ImportError:
+        renders = False
+    assert (tmp_path / "latency_qd_small.png").exists() == renders, p.stdout
+
+
 def test_sensitivity_shows_which_parameters_matter(tmp_path, small_toml):
     from ssdlab.validate import sensitivity
     rated = tmp_path / "rated.toml"
