@@ -17,8 +17,8 @@ use crate::time::SimTime;
 /// such wake-ups with their sequences, `docs/performance.md`), so at every end each one tried
 /// and all but one waited again, taking a new sequence: the order among waiters was the order
 /// of their last retries, and a die's place in line could go to one that began waiting later.
-/// A line served in order is the power manager as a controller keeps it (a die asks for a
-/// place and gets it when one frees, in turn).
+/// First come, first served is ASSUMED: no source describes how these controllers order the
+/// dies waiting for power; it is the plainest arbiter, and no die waits behind later ones.
 ///
 /// A die whose array is still running when it must wait (a cache-mode operation over the limit
 /// after it fell) is not in the line: it gets a `DieReady` of its own at the first other end, as
