@@ -17,6 +17,8 @@ from .job import Job
 
 LATENCY_TOLERANCE = 0.15
 CURVE_QDS = (1, 2, 4, 8, 16, 32)
+# The curves of each preset, in the tables' and the charts' order.
+CURVES = ("write fresh", "read fresh", "write steady", "read steady")
 # The statistic each rating names, as fio's summary gives it.
 STATISTIC = {"typ": "latency_us_mean", "mean": "latency_us_mean", "min": "latency_us_min", "max": "latency_us_max"}
 
@@ -90,7 +92,7 @@ def latency_preset(args: tuple) -> tuple[list, dict]:
 def curves_markdown(curves: dict) -> str:
     """One table per state and operation: mean latency (us) at each queue depth, per preset."""
     out = []
-    for key in ("write fresh", "read fresh", "write steady", "read steady"):
+    for key in CURVES:
         out.append(f"#### 4 KiB random {key}: mean latency, us (IOPS at QD1 and QD32)\n")
         out.append("| preset | " + " | ".join(f"QD{q}" for q in CURVE_QDS) + " | IOPS QD1 | IOPS QD32 |")
         out.append("|---|" + "---:|" * (len(CURVE_QDS) + 2))
@@ -126,22 +128,21 @@ def curves_chart(curves: dict, out) -> list:
     for name in curves:
         family = Path(name).stem if name.endswith(".toml") else name.rsplit("-", 1)[0]
         families.setdefault(family, []).append(name)
-    keys = ("write fresh", "read fresh", "write steady", "read steady")
     paths = []
     for family, names in families.items():
-        fig = make_subplots(rows=1, cols=4, subplot_titles=[f"4 KiB random {k}" for k in keys], horizontal_spacing=0.05)
-        for col, key in enumerate(keys, start=1):
-            for i, name in enumerate(names):
+        fig = make_subplots(rows=1, cols=4, subplot_titles=[f"4 KiB random {k}" for k in CURVES], horizontal_spacing=0.05)
+        capacities = [name[len(family) + 1:] if name.startswith(family + "-") else family for name in names]
+        for col, key in enumerate(CURVES, start=1):
+            for i, (name, capacity) in enumerate(zip(names, capacities)):
                 pts = curves[name].get(key, [])
                 colour = DEFAULT_PLOTLY_COLORS[i % len(DEFAULT_PLOTLY_COLORS)]
                 qds = [p["qd"] for p in pts]
-                capacity = name[len(family) + 1:] if name.startswith(family + "-") else family
                 fig.add_trace(go.Scatter(x=qds, y=[p["mean_us"] for p in pts], mode="lines+markers", name=capacity,
                                          legendgroup=name, showlegend=col == 1, line={"color": colour}), row=1, col=col)
                 fig.add_trace(go.Scatter(x=qds, y=[p["p99_us"] for p in pts], mode="lines", name=f"{capacity} p99",
                                          legendgroup=name, showlegend=False, line={"color": colour, "dash": "dot"}),
                               row=1, col=col)
-            fig.update_xaxes(type="log", tickvals=[1, 2, 4, 8, 16, 32], ticktext=["1", "2", "4", "8", "16", "32"],
+            fig.update_xaxes(type="log", tickvals=list(CURVE_QDS), ticktext=[str(q) for q in CURVE_QDS],
                              title_text="queue depth", row=1, col=col)
             fig.update_yaxes(type="log", tickvals=TICKS_US, ticktext=[f"{v:,}" for v in TICKS_US], row=1, col=col)
         fig.update_yaxes(title_text="latency, us (solid: mean, dotted: p99)", row=1, col=1)

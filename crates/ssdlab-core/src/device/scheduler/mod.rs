@@ -343,23 +343,28 @@ impl Scheduler {
             }
         };
         debug_assert_eq!(array_free, self.nand.die_free_at(die));
-        if let Some(_max) = self.active_dies_max {
+        if self.active_dies_max.is_some() {
             self.active
                 .array_changed(&self.nand, now, die, array_free_before, array_free);
-            // The die took a place only if there was one: no more dies run than the limit.
-            #[cfg(debug_assertions)]
-            {
-                let busy = (0..self.dies.len() as u32)
-                    .filter(|&x| self.nand.die_free_at(x) > now)
-                    .count();
-                assert!(busy <= _max as usize, "{busy} dies running, limit {_max}");
-            }
         }
-        let d = &mut self.dies[die as usize];
         d.ready_at = ready_at;
         if !d.reads.is_empty() || !d.ops.is_empty() {
             d.wakeup_pending = true;
             k.schedule(ready_at, Event::DieReady(die));
+        }
+        #[cfg(debug_assertions)]
+        self.assert_within_limit(now);
+    }
+
+    /// The die just started took a place only if there was one: no more dies run than the
+    /// limit, by looking at every die.
+    #[cfg(debug_assertions)]
+    fn assert_within_limit(&self, now: SimTime) {
+        if let Some(max) = self.active_dies_max {
+            let busy = (0..self.dies.len() as u32)
+                .filter(|&x| self.nand.die_free_at(x) > now)
+                .count();
+            assert!(busy <= max as usize, "{busy} dies running, limit {max}");
         }
     }
 
