@@ -54,6 +54,10 @@ pub struct Kernel<E> {
     sequence: u64,
 }
 
+/// Set in the sequence of an event queued by [`Kernel::schedule_last`] (a count of insertions
+/// never reaches it).
+const LAST: u64 = 1 << 63;
+
 /// FIFO lanes beside the queue (see [`Kernel::schedule_in_lane`]).
 pub const LANES: usize = 3;
 
@@ -89,11 +93,25 @@ impl<E: Copy> Kernel<E> {
     /// Queue `event` at `at` (not in the past).
     #[inline]
     pub fn schedule(&mut self, at: SimTime, event: E) {
+        self.queue_with(at, 0, event);
+    }
+
+    /// Queue `event` at `at` (not in the past) after every event of that nanosecond scheduled
+    /// the usual way, whenever they are scheduled: its sequence is above theirs (the events
+    /// queued this way keep their own order among themselves).
+    #[inline]
+    pub fn schedule_last(&mut self, at: SimTime, event: E) {
+        self.queue_with(at, LAST, event);
+    }
+
+    /// Queue `event` at `at` with the next sequence, `flags` set in it.
+    #[inline(always)]
+    fn queue_with(&mut self, at: SimTime, flags: u64, event: E) {
         debug_assert!(at >= self.now, "event scheduled in the past");
         self.sequence += 1;
         self.queue.push(Entry {
             at,
-            sequence: self.sequence,
+            sequence: flags | self.sequence,
             event,
         });
     }
@@ -202,18 +220,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lanes_and_queue_merge_in_time_then_insertion_order() {
+    fn lanes_and_queue_merge_in_time_then_insertion_order_last_ones_last() {
         let mut k = Kernel::default();
         k.schedule_in_lane(0, SimTime(10), 1);
         k.schedule(SimTime(5), 2);
         k.schedule_in_lane(0, SimTime(10), 3);
         k.schedule_in_lane(0, SimTime(7), 4); // out of order: the queue
+        k.schedule_last(SimTime(10), 6); // after every other event at 10, however late queued
         k.schedule(SimTime(10), 5);
+        k.schedule_last(SimTime(7), 8);
+        k.schedule_in_lane(0, SimTime(10), 7);
         let mut order = Vec::new();
         while let Some(e) = k.pop() {
             order.push((k.now().ns(), e));
         }
-        assert_eq!(order, vec![(5, 2), (7, 4), (10, 1), (10, 3), (10, 5)]);
+        let want = [
+            (5, 2),
+            (7, 4),
+            (7, 8),
+            (10, 1),
+            (10, 3),
+            (10, 5),
+            (10, 7),
+            (10, 6),
+        ];
+        assert_eq!(order, want);
     }
 
     #[test]

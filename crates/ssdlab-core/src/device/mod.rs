@@ -129,14 +129,13 @@ impl Device {
     }
 
     fn scheduler(config: &DriveConfig, geometry: &Geometry) -> Scheduler {
-        let mut s = Scheduler::new(
+        Scheduler::new(
             Nand::new(&config.nand, geometry),
             geometry.dies,
             geometry.mapping_unit_bytes as u64,
             config.nand.copyback,
-        );
-        s.set_power_dies_max(power::budget_dies(config, geometry));
-        s
+            power::budget_dies(config, geometry),
+        )
     }
 
     /// Power off and on again: the clock, queues, buffer, NAND and host interface start afresh;

@@ -105,7 +105,7 @@ impl Device {
         if let Some(t) = &mut self.thermal {
             if t.update(now, energy) {
                 let max = t.throttled.then(|| t.throttled_dies(dies));
-                self.sched.set_thermal_dies_max(max);
+                self.sched.set_thermal_dies_max(&mut self.kernel, max);
             }
         }
     }

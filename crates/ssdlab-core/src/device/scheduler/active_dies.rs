@@ -214,6 +214,39 @@ impl ActiveDies {
         self.first_other_end(nand, die, own, now, max)
     }
 
+    /// The first end after `now` of a busy die for which `frees` holds (a die that will not
+    /// take another operation then, so its place frees), if any: the buckets in time order
+    /// from the current one, then the ends beyond the wheel.
+    pub(super) fn first_end_where(
+        &mut self,
+        nand: &Nand,
+        now: SimTime,
+        frees: impl Fn(u32) -> bool,
+    ) -> Option<SimTime> {
+        self.catch_up(nand, now);
+        let first_in = |slot: u64| {
+            let mut first: Option<SimTime> = None;
+            let mut d = self.heads[slot as usize];
+            while d != NO_DIE {
+                let t = nand.die_free_at(d);
+                if t > now && first.is_none_or(|f| t < f) && frees(d) {
+                    first = Some(t);
+                }
+                d = self.links[d as usize][NEXT];
+            }
+            first
+        };
+        let (mut b, end) = (self.cursor, self.cursor + BUCKETS);
+        while let Some(found) = self.occupied.first_set(b, end) {
+            if let Some(t) = first_in(found % BUCKETS) {
+                return Some(t);
+            }
+            b = found + 1;
+        }
+        let far = self.far.iter().filter(|&&d| frees(d));
+        far.map(|&d| nand.die_free_at(d)).min()
+    }
+
     /// `must_wait` when the dies listed are not fewer than the limit: count those of the
     /// current bucket that have ended, and if the others busy still reach the limit, find the
     /// first of them to end.

@@ -62,6 +62,9 @@ struct DieQueue {
     /// A wake-up for this die is pending: a DieReady event, or its place among the dies
     /// waiting for the active-die limit (`PowerWaits`).
     wakeup_pending: bool,
+    /// Its array running, it must wait for a place to take its next operation (a DieReady at
+    /// the first other die's end): its own end frees a place. Until that DieReady.
+    waits_running: bool,
     /// Host programs queued so far, and completed so far (FLUSH and FUA wait on these).
     host_programs_queued: u64,
     host_programs_done: u64,
@@ -76,6 +79,16 @@ struct DieQueue {
     /// begun (cache mode) or ended, and a program's array time begins after the array's
     /// previous operation ends (`Nand::program`, `Nand::read`).
     started: [Option<(Program, SimTime)>; 2],
+}
+
+impl DieQueue {
+    /// At its array's end the die takes no other operation, so a place frees: nothing is
+    /// queued on it, or it must wait for a place itself. A die with work queued takes its
+    /// next operation then or before (cache mode) and keeps its place.
+    #[inline]
+    fn frees_at_end(&self) -> bool {
+        self.waits_running || self.reads.is_empty() && self.ops.is_empty()
+    }
 }
 
 /// A read batch: NAND reads outstanding, and when the last one that ended is out.
@@ -104,11 +117,22 @@ pub(super) struct Scheduler {
     active: ActiveDies,
     /// Dies waiting for a place under that limit.
     waits: PowerWaits,
+    /// Wake the line at every running die's end, not only where a place frees: the reference
+    /// the targeted wake-ups must match bit for bit.
+    #[cfg(test)]
+    pub wake_at_every_end: bool,
 }
 
 impl Scheduler {
-    pub fn new(nand: Nand, dies: u32, unit_bytes: u64, copyback: bool) -> Self {
-        Scheduler {
+    /// `power_dies_max`: the power budget's limit on dies running at once (None: no budget).
+    pub fn new(
+        nand: Nand,
+        dies: u32,
+        unit_bytes: u64,
+        copyback: bool,
+        power_dies_max: Option<u32>,
+    ) -> Self {
+        let mut s = Scheduler {
             nand,
             unit_bytes,
             copyback,
@@ -120,20 +144,39 @@ impl Scheduler {
             thermal_dies_max: None,
             active: ActiveDies::default(),
             waits: PowerWaits::new(dies),
-        }
+            #[cfg(test)]
+            wake_at_every_end: false,
+        };
+        s.power_dies_max = power_dies_max;
+        s.limit_changed();
+        s
     }
 
-    /// The drive's power budget lets at most `max` dies run array operations at once (None:
-    /// no budget).
-    pub fn set_power_dies_max(&mut self, max: Option<u32>) {
+    /// The drive's power budget lets at most `max` dies run array operations at once from now
+    /// on (None: no budget).
+    #[cfg(test)]
+    pub fn set_power_dies_max(&mut self, k: &mut Kernel<Event>, max: Option<u32>) {
         self.power_dies_max = max;
-        self.limit_changed();
+        self.limit_changed_at(k);
     }
 
     /// Thermal throttling lets at most `max` dies run at once from now on (None: not throttled).
-    pub fn set_thermal_dies_max(&mut self, max: Option<u32>) {
+    pub fn set_thermal_dies_max(&mut self, k: &mut Kernel<Event>, max: Option<u32>) {
         self.thermal_dies_max = max;
+        self.limit_changed_at(k);
+    }
+
+    /// The limit changed at `k.now()`: if it rose, the line tries at once.
+    fn limit_changed_at(&mut self, k: &mut Kernel<Event>) {
+        let was = self.active_dies_max;
         self.limit_changed();
+        let rose = match (was, self.active_dies_max) {
+            (Some(a), Some(b)) => b > a,
+            (was, now) => was.is_some() && now.is_none(),
+        };
+        if rose && self.waits.front().is_some() {
+            self.waits.wake(k, k.now());
+        }
     }
 
     fn limit_changed(&mut self) {
@@ -142,6 +185,30 @@ impl Scheduler {
         if was.is_none() && self.active_dies_max.is_some() {
             self.active.rebuild(&self.nand, self.dies.len() as u32);
         }
+    }
+
+    /// Have the line try again when the first running die whose place frees at its end (see
+    /// [`DieQueue::frees_at_end`]) ends, if any; if none does, a die that later comes to free
+    /// its place wakes the line then (`start_next`, `wait_for_place`).
+    fn line_wake(&mut self, k: &mut Kernel<Event>) {
+        let every = self.wakes_at_every_end();
+        let dies = &self.dies;
+        let frees = |d: u32| every || dies[d as usize].frees_at_end();
+        if let Some(at) = self.active.first_end_where(&self.nand, k.now(), frees) {
+            self.waits.wake(k, at);
+        }
+    }
+
+    #[cfg(test)]
+    #[inline(always)]
+    fn wakes_at_every_end(&self) -> bool {
+        self.wake_at_every_end
+    }
+
+    #[cfg(not(test))]
+    #[inline(always)]
+    fn wakes_at_every_end(&self) -> bool {
+        false
     }
 
     /// With a limit on active dies and `die` (its array free at `own_end`) not allowed to
@@ -207,13 +274,16 @@ impl Scheduler {
 
     /// The die is ready (event): start its next operation, if any.
     pub fn die_ready(&mut self, k: &mut Kernel<Event>, p: &mut Processor, die: u32) {
-        self.dies[die as usize].wakeup_pending = false;
+        let d = &mut self.dies[die as usize];
+        d.wakeup_pending = false;
+        d.waits_running = false;
         self.start_next(k, p, die);
     }
 
     /// A place may have freed (event): the dies in line take the places free, in turn; the
     /// first that finds none stays first, and the line tries again when the next running die
     /// ends (see [`PowerWaits`]).
+    #[inline(never)]
     pub fn power_wake(&mut self, k: &mut Kernel<Event>, p: &mut Processor) {
         let now = k.now();
         if self.waits.wake_at != Some(now) {
@@ -225,9 +295,9 @@ impl Scheduler {
             if let Some(max) = self.active_dies_max {
                 let own_end = self.nand.die_free_at(die);
                 debug_assert!(own_end <= now, "a die in line is idle");
-                if let Some(at) = self.must_wait(die, own_end, now, max) {
+                if self.must_wait(die, own_end, now, max).is_some() {
                     self.waits.no_place += (started == 0) as u64;
-                    self.waits.wake(k, at);
+                    self.line_wake(k);
                     return;
                 }
             }
@@ -241,7 +311,8 @@ impl Scheduler {
 
     /// Under a limit on active dies, with work queued on `die` (its array free at
     /// `array_free_before`) and no place for it: the die waits, in line if idle (see
-    /// [`PowerWaits`]); when a place may free.
+    /// [`PowerWaits`]), else for the first other die's end (and its own end frees a place);
+    /// when a place may free.
     #[inline]
     fn wait_for_place(
         &mut self,
@@ -256,11 +327,19 @@ impl Scheduler {
         }
         let now = k.now();
         let at = self.must_wait(die, array_free_before, now, max)?;
-        self.dies[die as usize].wakeup_pending = true;
+        let d = &mut self.dies[die as usize];
+        d.wakeup_pending = true;
         if array_free_before > now {
+            d.waits_running = true;
             k.schedule(at, Event::DieReady(die));
+            if self.waits.front().is_some() {
+                self.waits.wake(k, array_free_before);
+            }
         } else {
-            self.waits.push_back(k, die, at);
+            self.waits.push_back(die);
+            if self.waits.wake_at.is_none() {
+                self.line_wake(k);
+            }
         }
         Some(at)
     }
@@ -271,6 +350,7 @@ impl Scheduler {
         if self.wait_for_place(k, die, array_free_before).is_some() {
             return;
         }
+        let every = self.wakes_at_every_end();
         // One borrow of the die's queue for the whole step (the NAND, the processor and the
         // kernel are other fields and arguments): its entry is found once, not again after
         // every call.
@@ -351,6 +431,12 @@ impl Scheduler {
         if !d.reads.is_empty() || !d.ops.is_empty() {
             d.wakeup_pending = true;
             k.schedule(ready_at, Event::DieReady(die));
+            if every && self.waits.front().is_some() {
+                self.waits.wake(k, array_free);
+            }
+        } else if self.waits.front().is_some() {
+            // Its place frees at its end: the line may take it then.
+            self.waits.wake(k, array_free);
         }
         #[cfg(debug_assertions)]
         self.assert_within_limit(now);
