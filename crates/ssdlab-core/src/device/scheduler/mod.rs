@@ -115,6 +115,9 @@ pub(super) struct Scheduler {
     thermal_dies_max: Option<u32>,
     /// The dies whose array is busy, kept while a limit holds.
     active: ActiveDies,
+    /// Until then more dies may run than the limit (it fell while they ran: the last of their
+    /// ends); from then on no more do, so a running die keeps its place without a count.
+    over_limit_until: SimTime,
     /// Dies waiting for a place under that limit.
     waits: PowerWaits,
     /// Wake the line at every running die's end, not only where a place frees: the reference
@@ -143,6 +146,7 @@ impl Scheduler {
             power_dies_max: None,
             thermal_dies_max: None,
             active: ActiveDies::default(),
+            over_limit_until: SimTime::ZERO,
             waits: PowerWaits::new(dies),
             #[cfg(test)]
             wake_at_every_end: false,
@@ -182,8 +186,16 @@ impl Scheduler {
     fn limit_changed(&mut self) {
         let was = self.active_dies_max;
         self.active_dies_max = min_limit(self.power_dies_max, self.thermal_dies_max);
+        let dies = self.dies.len() as u32;
         if was.is_none() && self.active_dies_max.is_some() {
-            self.active.rebuild(&self.nand, self.dies.len() as u32);
+            self.active.rebuild(&self.nand, dies);
+        }
+        let fell = self
+            .active_dies_max
+            .is_some_and(|m| was.is_none_or(|w| m < w));
+        if fell {
+            let last_end = (0..dies).map(|d| self.nand.die_free_at(d)).max();
+            self.over_limit_until = self.over_limit_until.max(last_end.unwrap_or_default());
         }
     }
 
@@ -216,7 +228,13 @@ impl Scheduler {
     #[inline]
     fn must_wait(&mut self, die: u32, own_end: SimTime, now: SimTime, max: u32) -> Option<SimTime> {
         debug_assert_eq!(own_end, self.nand.die_free_at(die));
-        let at = self.active.must_wait(&self.nand, die, own_end, now, max);
+        // A running die holds a place; it may keep it unless more run than the limit (only
+        // while dies that ran when it fell are running).
+        let at = if own_end > now && now >= self.over_limit_until {
+            None
+        } else {
+            self.active.must_wait(&self.nand, die, own_end, now, max)
+        };
         #[cfg(debug_assertions)]
         assert_eq!(at, self.must_wait_by_scan(die, now, max));
         at
