@@ -9,6 +9,7 @@ MAX) passes when the model's figure is at most 15% above it.
 
 from __future__ import annotations
 
+import math
 import tomllib
 
 from .configs import dump_toml
@@ -109,6 +110,17 @@ def curves_markdown(curves: dict) -> str:
 TICKS_US = [m * 10 ** e for e in range(6) for m in (1, 2, 3, 5, 7)]
 
 
+def log_range(values: list) -> list | None:
+    """A log axis's range (log10 bounds) from the label of `TICKS_US` at or below the least of
+    `values` to the one at or above the greatest: at least two labels show, however narrow the
+    values (QD1-QD32 reads of a P420m span 109-250 us, between the labels 100 and 300)."""
+    if not values:
+        return None
+    low = max([t for t in TICKS_US if t <= min(values)], default=min(values))
+    high = min([t for t in TICKS_US if t >= max(values)], default=max(values))
+    return [math.log10(low) - 0.02, math.log10(high) + 0.02]
+
+
 def curves_chart(curves: dict, out) -> list:
     """A QD1-QD32 latency chart per drive family (mean and p99 of 4 KiB random reads and
     writes, fresh and steady), as `latency_qd_FAMILY.html` in `out` and a PNG of it where a
@@ -133,8 +145,10 @@ def curves_chart(curves: dict, out) -> list:
         fig = make_subplots(rows=1, cols=4, subplot_titles=[f"4 KiB random {k}" for k in CURVES], horizontal_spacing=0.05)
         capacities = [name[len(family) + 1:] if name.startswith(family + "-") else family for name in names]
         for col, key in enumerate(CURVES, start=1):
+            values = []
             for i, (name, capacity) in enumerate(zip(names, capacities)):
                 pts = curves[name].get(key, [])
+                values += [p[k] for p in pts for k in ("mean_us", "p99_us") if p[k] > 0]
                 colour = DEFAULT_PLOTLY_COLORS[i % len(DEFAULT_PLOTLY_COLORS)]
                 qds = [p["qd"] for p in pts]
                 fig.add_trace(go.Scatter(x=qds, y=[p["mean_us"] for p in pts], mode="lines+markers", name=capacity,
@@ -144,7 +158,8 @@ def curves_chart(curves: dict, out) -> list:
                               row=1, col=col)
             fig.update_xaxes(type="log", tickvals=list(CURVE_QDS), ticktext=[str(q) for q in CURVE_QDS],
                              title_text="queue depth", row=1, col=col)
-            fig.update_yaxes(type="log", tickvals=TICKS_US, ticktext=[f"{v:,}" for v in TICKS_US], row=1, col=col)
+            fig.update_yaxes(type="log", tickvals=TICKS_US, ticktext=[f"{v:,}" for v in TICKS_US],
+                             range=log_range(values), row=1, col=col)
         fig.update_yaxes(title_text="latency, us (solid: mean, dotted: p99)", row=1, col=1)
         fig.update_layout(title=f"{family}: latency by queue depth (ssdlab validate --groups latency)", width=1600,
                           height=460, legend={"title": {"text": "capacity"}}, margin={"l": 70, "r": 20, "t": 80, "b": 60})

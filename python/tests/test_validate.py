@@ -93,6 +93,15 @@ def test_validate_latency_writes_its_tables_and_a_chart_per_family(tmp_path, sma
     assert (tmp_path / "latency_qd_small.png").exists() == renders, p.stdout
 
 
+def test_latency_axes_show_a_label_below_and_above_the_values():
+    # A panel whose values sit between two labels (a P420m's reads: 109-250 us) still shows
+    # two: the axis runs from the label at or below the least to the one at or above the most.
+    from ssdlab.latency import log_range
+    low, high = log_range([109.0, 180.0, 250.0])
+    assert 10 ** low < 100 < 300 < 10 ** high and 10 ** low > 90 and 10 ** high < 320
+    assert log_range([]) is None
+
+
 def test_sensitivity_shows_which_parameters_matter(tmp_path, small_toml):
     from ssdlab.validate import sensitivity
     rated = tmp_path / "rated.toml"

@@ -299,8 +299,8 @@ impl Scheduler {
     }
 
     /// A place may have freed (event): the dies in line take the places free, in turn; the
-    /// first that finds none stays first, and the line tries again when the next running die
-    /// ends (see [`PowerWaits`]).
+    /// first that finds none stays first, and the line tries again where the next place frees
+    /// (see [`PowerWaits`]).
     #[inline(never)]
     pub fn power_wake(&mut self, k: &mut Kernel<Event>, p: &mut Processor) {
         let now = k.now();
