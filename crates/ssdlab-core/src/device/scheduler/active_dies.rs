@@ -214,16 +214,39 @@ impl ActiveDies {
         self.first_other_end(nand, die, own, now, max)
     }
 
-    /// The first end after `now` of a busy die for which `frees` holds (a die that will not
-    /// take another operation then, so its place frees), if any: the buckets in time order
-    /// from the current one, then the ends beyond the wheel.
+    /// `must_wait` when the dies listed are not fewer than the limit: count those of the
+    /// current bucket that have ended (only it can hold such), and if the others busy still
+    /// reach the limit, find the first of them to end.
+    pub(super) fn first_other_end(
+        &self,
+        nand: &Nand,
+        die: u32,
+        own: bool,
+        now: SimTime,
+        max: u32,
+    ) -> Option<SimTime> {
+        let mut ended = 0u32;
+        let mut d = self.heads[(self.cursor % BUCKETS) as usize];
+        while d != NO_DIE {
+            ended += (nand.die_free_at(d) <= now) as u32;
+            d = self.links[d as usize][NEXT];
+        }
+        if self.listed - ended - (own as u32) < max {
+            return None;
+        }
+        self.first_end_where(nand, now, |d| d != die)
+    }
+
+    /// The first end after `now` (the wheel caught up to it) of a busy die for which `frees`
+    /// holds, if any: the buckets in time order from the current one, then the ends beyond
+    /// the wheel.
     pub(super) fn first_end_where(
-        &mut self,
+        &self,
         nand: &Nand,
         now: SimTime,
         frees: impl Fn(u32) -> bool,
     ) -> Option<SimTime> {
-        self.catch_up(nand, now);
+        debug_assert_eq!(self.cursor, bucket_of(now));
         let first_in = |slot: u64| {
             let mut first: Option<SimTime> = None;
             let mut d = self.heads[slot as usize];
@@ -244,52 +267,6 @@ impl ActiveDies {
             b = found + 1;
         }
         let far = self.far.iter().filter(|&&d| frees(d));
-        far.map(|&d| nand.die_free_at(d)).min()
-    }
-
-    /// `must_wait` when the dies listed are not fewer than the limit: count those of the
-    /// current bucket that have ended, and if the others busy still reach the limit, find the
-    /// first of them to end.
-    pub(super) fn first_other_end(
-        &self,
-        nand: &Nand,
-        die: u32,
-        own: bool,
-        now: SimTime,
-        max: u32,
-    ) -> Option<SimTime> {
-        // In `slot`'s bucket: the first end after now of a die other than `die`, and how many
-        // of its dies have ended (only the current bucket can hold such).
-        let first_other = |slot: u64| {
-            let mut first: Option<SimTime> = None;
-            let mut ended = 0u32;
-            let mut d = self.heads[slot as usize];
-            while d != NO_DIE {
-                let t = nand.die_free_at(d);
-                if t <= now {
-                    ended += 1;
-                } else if d != die && first.is_none_or(|f| t < f) {
-                    first = Some(t);
-                }
-                d = self.links[d as usize][NEXT];
-            }
-            (first, ended)
-        };
-        let (first, ended) = first_other(self.cursor % BUCKETS);
-        if self.listed - ended - (own as u32) < max {
-            return None;
-        }
-        if first.is_some() {
-            return first;
-        }
-        let (mut b, end) = (self.cursor + 1, self.cursor + BUCKETS);
-        while let Some(found) = self.occupied.first_set(b, end) {
-            if let (Some(t), _) = first_other(found % BUCKETS) {
-                return Some(t);
-            }
-            b = found + 1;
-        }
-        let far = self.far.iter().filter(|&&d| d != die);
         far.map(|&d| nand.die_free_at(d)).min()
     }
 }

@@ -206,6 +206,7 @@ impl Scheduler {
         let every = self.wakes_at_every_end();
         let dies = &self.dies;
         let frees = |d: u32| every || dies[d as usize].frees_at_end();
+        self.active.catch_up(&self.nand, k.now());
         if let Some(at) = self.active.first_end_where(&self.nand, k.now(), frees) {
             self.waits.wake(k, at);
         }
