@@ -1,5 +1,6 @@
 //! GC steady-state speed alone: untimed fill, untimed random writes to reach steady state
-//! (`drive writes` times the capacity, default 2), then `seconds` of 4 KiB QD32 random writes,
+//! (`drive writes` times the capacity, default 2), then `seconds` of 4 KiB random writes at
+//! queue depth `iodepth` (default 32; the enterprise consistency test's is 256),
 //! timed. Prints NAND unit operations (host writes + GC copies) per wall second and a digest
 //! of the per-second series, so two builds can be compared for speed and for identical
 //! results. Used to profile (callgrind: `--toggle-collect=*timed_steady*`). Also prints the wall
@@ -9,7 +10,7 @@
 //! the figures are the median window's, so one process gives several samples.
 //! With `spare %` > 0 only the first (100 - spare)% of the drive is filled and written, the
 //! rest left as spare area (the consistency test's 25% runs; validate's longest).
-//! cargo run --release -p ssdlab-core --example steady -- PRESET.toml [seconds] [drive writes] [windows] [spare %]
+//! cargo run --release -p ssdlab-core --example steady -- PRESET.toml [seconds] [drive writes] [windows] [spare %] [iodepth]
 use ssdlab_core::config::DriveConfig;
 use ssdlab_core::device::Device;
 use ssdlab_core::workload::JobResult;
@@ -18,8 +19,8 @@ mod common;
 
 /// The timed stretch, named for callgrind's `--toggle-collect`.
 #[inline(never)]
-fn timed_steady(dev: &mut Device, seconds: f64, span_bytes: u64) -> JobResult {
-    common::random_writes_over(dev, seconds, span_bytes)
+fn timed_steady(dev: &mut Device, seconds: f64, span_bytes: u64, iodepth: u32) -> JobResult {
+    common::random_writes_over(dev, seconds, span_bytes, iodepth)
 }
 
 #[allow(clippy::disallowed_methods)]
@@ -48,11 +49,12 @@ fn main() {
     dev.random_writes_untimed(0, n, (n as f64 * drive_writes) as u64, 7);
     let untimed_wall = t.elapsed().as_secs_f64();
     let windows: usize = args.get(4).map_or(1, |s| s.parse().expect("windows"));
+    let iodepth: u32 = args.get(6).map_or(32, |s| s.parse().expect("iodepth"));
     let mut digest = ssdlab_core::stats::FNV_OFFSET;
     let mut samples = Vec::new();
     for _ in 0..windows.max(1) {
         let t = std::time::Instant::now();
-        let r = timed_steady(&mut dev, seconds, span_bytes);
+        let r = timed_steady(&mut dev, seconds, span_bytes, iodepth);
         let wall = t.elapsed().as_secs_f64();
         // FNV-1a over the per-second write IOs and GC copies: equal digests, equal results.
         digest = r.series.digest_writes_and_gc(digest);

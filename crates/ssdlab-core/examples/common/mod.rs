@@ -30,15 +30,21 @@ pub fn sequential_fill(dev: &mut Device) -> JobResult {
 
 /// 4 KiB random writes at QD32 for `seconds` simulated.
 pub fn random_writes(dev: &mut Device, seconds: f64) -> JobResult {
-    random_writes_over(dev, seconds, dev.user_bytes())
+    random_writes_over(dev, seconds, dev.user_bytes(), 32)
 }
 
-/// 4 KiB random writes at QD32 for `seconds` simulated over the first `span_bytes` of the
-/// drive (the rest left as spare area, as the consistency test's 25% runs do).
-pub fn random_writes_over(dev: &mut Device, seconds: f64, span_bytes: u64) -> JobResult {
+/// 4 KiB random writes at queue depth `iodepth` for `seconds` simulated over the first
+/// `span_bytes` of the drive (the rest left as spare area, as the consistency test's 25% runs
+/// do).
+pub fn random_writes_over(
+    dev: &mut Device,
+    seconds: f64,
+    span_bytes: u64,
+    iodepth: u32,
+) -> JobResult {
     let job = Job {
         rw: "randwrite".into(),
-        iodepth: 32,
+        iodepth,
         size: Some(span_bytes.to_string()),
         runtime_s: Some(seconds),
         time_based: true,
