@@ -241,8 +241,7 @@ impl Controller {
             b.ftl.prefetch_lookup(first);
         }
         // The map entry of the write submitted before this one has arrived by now: start
-        // loading the reverse entry of the copy its admission will make stale (a random access
-        // into a table far larger than the caches).
+        // loading the block entry of the copy its admission will make stale.
         if self.overwrite_prefetch != UNMAPPED {
             b.ftl.prefetch_overwrite(self.overwrite_prefetch);
         }

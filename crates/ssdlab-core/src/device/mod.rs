@@ -73,8 +73,8 @@ pub(crate) const LANE_COMPLETE: usize = 2;
 pub enum Ahead {
     /// The command's map entry.
     Lookup,
-    /// For a write, what overwriting its unit makes stale: the reverse entry, the block's
-    /// valid count and victim key.
+    /// For a write, what overwriting its unit changes: the old copy's block's valid count and
+    /// victim key (its reverse entry stays, stale).
     Overwrite,
 }
 

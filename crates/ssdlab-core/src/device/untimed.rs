@@ -46,7 +46,7 @@ impl Device {
         let mut draw = || first + rng.below(span as u64) as u32;
         // The units are drawn `AHEAD` writes before they are written (the same draws in the
         // same order), so each write's map entry starts loading `AHEAD` writes early and what
-        // its overwrite touches (reverse entry, valid count, victim key) `NEAR`
+        // its overwrite touches (the old copy's block entry: valid count, victim key) `NEAR`
         // writes early, from the map entry loaded by then: the random accesses of many writes
         // overlap instead of each waiting for memory alone (the job look-ahead of
         // `workload::run`, for the untimed path). Both stages go `BATCH` writes at a time, as

@@ -342,9 +342,8 @@ impl Ftl {
                 if run > 0 {
                     let (to, to_block, full) = self.take_units(die, Stream::Gc, run);
                     // Each unit's out-of-band LBA agrees with the map (checked in a debug
-                    // build: the reverse entry being mapped is what makes the unit valid, and
-                    // the map keeps the two in step; loading the forward entry here would make
-                    // every copy wait for a random memory access the copy only stores to).
+                    // build: the forward entry pointing back at the unit is what made
+                    // `valid_units_of` take it, its entry loaded a chunk ahead).
                     let moved = i..i + run as usize;
                     self.map.relocate_run(&mut valid[moved.clone()], to.0);
                     // `valid[moved]` holds the logical units moved now.

@@ -2,8 +2,11 @@
 //! in its out-of-band area), the write sequence number of each program unit, valid counts per
 //! block, and the journal of map changes that a data store follows.
 //!
-//! [`Map`] owns these tables and keeps their invariants: `l2p[p2l[p]] == p` for every mapped
-//! physical unit, `valid(b)` (the count in block `b`'s entry) equals its mapped units,
+//! [`Map`] owns these tables and keeps their invariants: `p2l[l2p[l]] == l` for every mapped
+//! logical unit; a physical unit is valid (holds the current copy of its LBA) when the forward
+//! map points back at it, `l2p[p2l[p]] == p`, and a stale one keeps its LBA, as a page keeps
+//! its out-of-band area until erased; `valid(b)` (the count in block `b`'s entry) equals its
+//! valid units,
 //! `mapped_units` the mapped logical units. Every change goes through [`Map::map`] and
 //! [`Map::unmap`] (or a run of GC copies' [`Map::relocate_run`], their blocks' counts moved
 //! after it by [`Map::valid_moved`]), so the pairs move together; [`Map::verify`] checks them
@@ -106,8 +109,12 @@ impl Table {
 pub struct Map {
     /// Logical unit -> physical unit, or UNMAPPED. The flat L2P table.
     l2p: Table,
-    /// Physical unit -> logical unit it holds (the LBA in its out-of-band area), or UNMAPPED
-    /// when the unit is free, stale, padding or parity. Invariant: `l2p[p2l[p]] == p`.
+    /// Physical unit -> the logical unit last written to it (the LBA in its out-of-band area),
+    /// or UNMAPPED (never written since the tables were cleared, padding, parity, or moved by
+    /// garbage collection). A unit is valid only when `l2p[p2l[p]] == p` ([`Map::holds`]): an
+    /// overwrite leaves the old unit's entry as it is, so it touches one random line of the
+    /// tables, not two (full micron-p420m-1400 at QD256 about 10% faster, the untimed random
+    /// writes about 20%; docs/performance.md).
     p2l: Table,
     /// Write sequence number of each PU (out-of-band).
     pu_sequence: Vec<u32>,
@@ -156,10 +163,21 @@ impl Map {
             != 0
     }
 
-    /// The logical unit a physical unit holds (its out-of-band LBA), or UNMAPPED.
+    /// The logical unit a physical unit holds valid, or UNMAPPED (free or stale).
     #[inline(always)]
     pub fn reverse(&self, ppn: Ppn) -> Lba {
-        Lba(self.p2l.get(ppn.0 as usize))
+        let lba = self.p2l.get(ppn.0 as usize);
+        if lba != UNMAPPED && self.l2p.get(lba as usize) == ppn.0 {
+            Lba(lba)
+        } else {
+            Lba::NONE
+        }
+    }
+
+    /// Whether `ppn` holds the current copy of a logical unit.
+    #[inline(always)]
+    fn holds(&self, ppn: u32) -> bool {
+        !self.reverse(Ppn(ppn)).is_none()
     }
 
     /// Have the big tables' pages allocated now, in the background: they are about to be
@@ -187,8 +205,8 @@ impl Map {
         crate::mem::prefetch_range(&self.p2l.0, ppns.start as usize..ppns.end as usize);
     }
 
-    /// Start loading what overwriting `lba` will touch: its current reverse-map entry and its
-    /// block's entry (valid count and victim key). Call after `prefetch_lookup` has had time
+    /// Start loading what overwriting `lba` will touch: its current copy's block entry (valid
+    /// count and victim key; the copy's reverse entry is left as it is). Call after `prefetch_lookup` has had time
     /// to land; nothing to load when `lba` is unmapped.
     #[inline]
     pub fn prefetch_overwrite(&self, lba: Lba) {
@@ -196,7 +214,6 @@ impl Map {
         if ppn.is_none() {
             return;
         }
-        crate::mem::prefetch(&self.p2l.0, ppn.0 as usize);
         let block = self.units_per_block.quotient(ppn.0);
         crate::mem::prefetch(&self.block_entries, block as usize);
     }
@@ -245,11 +262,7 @@ impl Map {
     /// The free unit `ppn` of `block` takes `lba`: both entries and the block's count.
     #[inline(always)]
     fn enter(&mut self, Lba(lba): Lba, Ppn(ppn): Ppn, block: u32) {
-        debug_assert_eq!(
-            self.p2l.get(ppn as usize),
-            UNMAPPED,
-            "ppn {ppn} already holds data"
-        );
+        debug_assert!(!self.holds(ppn), "ppn {ppn} already holds data");
         debug_assert_eq!(self.units_per_block.quotient(ppn), block);
         self.l2p.set(lba as usize, ppn);
         self.p2l.set(ppn as usize, lba);
@@ -271,7 +284,7 @@ impl Map {
             ppn as usize..(ppn + n) as usize,
         );
         debug_assert!(self.l2p.0[lbas.clone()].iter().all(|&raw| !raw == UNMAPPED));
-        debug_assert!(self.p2l.0[ppns.clone()].iter().all(|&raw| !raw == UNMAPPED));
+        debug_assert!(ppns.clone().all(|p| !self.holds(p as u32)));
         debug_assert_eq!(self.units_per_block.quotient(ppn + n.max(1) - 1), block);
         for (i, to) in self.l2p.0[lbas].iter_mut().enumerate() {
             *to = !(ppn + i as u32);
@@ -297,7 +310,7 @@ impl Map {
             lba,
             "forward and reverse maps disagree"
         );
-        self.p2l.set(ppn as usize, UNMAPPED);
+        // The old unit's reverse entry stays: with the forward entry moved on, it is stale.
         self.l2p.set(lba as usize, UNMAPPED);
         self.mapped_units -= 1;
         let block = self.units_per_block.quotient(ppn);
@@ -327,7 +340,10 @@ impl Map {
             let lba = !p2l[from as usize];
             debug_assert_ne!(lba, UNMAPPED, "ppn {from} holds no data");
             debug_assert_eq!(!l2p[lba as usize], from, "OOB LBA {lba} of ppn {from}");
-            debug_assert_eq!(!p2l[to as usize], UNMAPPED, "ppn {to} already holds data");
+            debug_assert!(
+                !p2l[to as usize] == UNMAPPED || !l2p[!p2l[to as usize] as usize] != to,
+                "ppn {to} already holds data"
+            );
             p2l[from as usize] = !UNMAPPED;
             l2p[lba as usize] = !to;
             p2l[to as usize] = !lba;
@@ -337,11 +353,12 @@ impl Map {
         }
     }
 
-    /// The mapped units of `ppns`, in order, into `out` until it is full, the map entry of
-    /// each starting to load (garbage collection's scan of a victim's PU): (how many, the
-    /// first unit not looked at). Branch-free on whether a unit is mapped (that follows no
-    /// pattern: a branch on it mispredicts often, issue 15's profile), and the tables taken
-    /// once (as in `relocate_run`).
+    /// The valid units of `ppns`, in order, into `out` until it is full (garbage collection's
+    /// scan of a victim's PU): (how many, the first unit not looked at). Each unit's forward
+    /// entry is read to tell (the look-ahead of `prefetch_lookups_of` has loaded them).
+    /// Branch-free on whether a unit is valid (that follows no pattern: a branch on it
+    /// mispredicts often, issue 15's profile), and the tables taken once (as in
+    /// `relocate_run`).
     #[inline(always)]
     pub fn valid_units_of(&self, ppns: std::ops::Range<u32>, out: &mut [u32]) -> (usize, u32) {
         let (l2p, p2l) = (
@@ -350,18 +367,22 @@ impl Map {
         );
         let mut n = 0;
         let mut i = 0;
+        let last = l2p.len() - 1;
         while i < p2l.len() && n < out.len() {
             let lba = !p2l[i];
-            crate::mem::prefetch_clamped(l2p, lba as usize);
-            out[n] = ppns.start + i as u32;
-            n += (lba != UNMAPPED) as usize;
+            let ppn = ppns.start + i as u32;
+            out[n] = ppn;
+            // Valid: the forward map points back at it (a stale unit keeps its LBA).
+            let back = !l2p[(lba as usize).min(last)];
+            n += ((lba != UNMAPPED) & (back == ppn)) as usize;
             i += 1;
         }
         (n, ppns.start + i as u32)
     }
 
-    /// Start loading the map entries of the logical units that the units `ppns` hold (those
-    /// holding none load the map's last entry: no branch).
+    /// Start loading the map entries of the logical units last written to the units `ppns`
+    /// (stale ones too: their entries tell them stale; units never written load the map's
+    /// last entry: no branch).
     #[inline(always)]
     pub fn prefetch_lookups_of(&self, ppns: std::ops::Range<u32>) {
         let l2p = &self.l2p.0[..];
@@ -382,8 +403,9 @@ impl Map {
     /// Forget everything: no unit mapped, no sequence numbers (a secure erase keeps the
     /// sequence numbers: `keep_sequences`).
     pub fn clear(&mut self, keep_sequences: bool) {
-        // Nothing mapped means both tables hold UNMAPPED only (the invariants): a fresh drive's
-        // tables stay untouched (their pages are not even allocated yet).
+        // Nothing mapped: the forward table holds UNMAPPED only, so no entry of the reverse one
+        // is valid (stale ones stay, harmless); a fresh drive's tables stay untouched (their
+        // pages are not even allocated yet).
         if self.mapped_units > 0 {
             self.l2p.clear();
             self.p2l.clear();
@@ -498,14 +520,15 @@ impl Map {
     /// Feed the tables to a digest, in a fixed order.
     pub fn digest_into(&self, eat: &mut impl FnMut(u32)) {
         self.l2p.iter().for_each(&mut *eat);
-        self.p2l.iter().for_each(&mut *eat);
+        // The reverse entries as the drive reads them: a stale unit's as UNMAPPED.
+        (0..self.p2l.0.len() as u32).for_each(|p| eat(self.reverse(Ppn(p)).0));
         self.block_entries
             .iter()
             .for_each(|&x| eat((x >> VALID_SHIFT) as u32));
     }
 
-    /// Check the map's invariants whole: forward and reverse agree, the counts match, no data
-    /// in a RAIN parity PU. An error says which failed.
+    /// Check the map's invariants whole: forward and reverse agree, the counts match, no valid
+    /// data in a RAIN parity PU. An error says which failed.
     pub fn verify(&self, g: &Geometry) -> Result<(), String> {
         let mut mapped = 0u64;
         for (lba, ppn) in self.l2p.iter().enumerate() {
@@ -529,15 +552,12 @@ impl Map {
         for (block, chunk) in self.p2l.0.chunks(upb).enumerate() {
             let mut valid = 0;
             for (i, lba) in chunk.iter().map(|&raw| !raw).enumerate() {
-                if lba != UNMAPPED {
+                let ppn = (block * upb + i) as u32;
+                if lba != UNMAPPED && (lba as usize) >= self.l2p.0.len() {
+                    return Err(format!("p2l[{ppn}] = {lba}, beyond the logical units"));
+                }
+                if lba != UNMAPPED && self.l2p.get(lba as usize) == ppn {
                     valid += 1;
-                    let ppn = (block * upb + i) as u32;
-                    if self.l2p.get(lba as usize) != ppn {
-                        return Err(format!(
-                            "p2l[{ppn}] = {lba} but l2p[{lba}] = {}",
-                            self.l2p.get(lba as usize)
-                        ));
-                    }
                     let pu = (i as u32) / g.units_per_pu;
                     if g.is_parity_pu(pu) {
                         return Err(format!("ppn {ppn} holds data in a parity PU"));

@@ -36,8 +36,8 @@ impl Ftl {
         self.map.prefetch_lookup(Lba(lba));
     }
 
-    /// Start loading what overwriting `lba` will touch: its current reverse-map entry and its
-    /// block's entry (valid count and victim key). Call after `prefetch_lookup` has had time
+    /// Start loading what overwriting `lba` will touch: its current copy's block entry (valid
+    /// count and victim key; the copy's reverse entry is left as it is). Call after `prefetch_lookup` has had time
     /// to land.
     #[inline]
     pub fn prefetch_overwrite(&self, lba: u32) {
