@@ -106,6 +106,17 @@ impl Table {
     }
 }
 
+/// Whether physical unit `ppn`, whose reverse entry is `p2l_raw` (as stored, complemented),
+/// holds the current copy of its logical unit: the forward table `l2p` (as stored) points back
+/// at it. Branch-free (garbage collection's scan asks it of every unit of a victim, and whether
+/// a unit is valid follows no pattern); an unwritten unit reads the table's last entry.
+#[inline(always)]
+fn points_back(l2p: &[u32], p2l_raw: u32, ppn: u32) -> bool {
+    let lba = !p2l_raw;
+    let back = !l2p[(lba as usize).min(l2p.len() - 1)];
+    (lba != UNMAPPED) & (back == ppn)
+}
+
 pub struct Map {
     /// Logical unit -> physical unit, or UNMAPPED. The flat L2P table.
     l2p: Table,
@@ -166,9 +177,9 @@ impl Map {
     /// The logical unit a physical unit holds valid, or UNMAPPED (free or stale).
     #[inline(always)]
     pub fn reverse(&self, ppn: Ppn) -> Lba {
-        let lba = self.p2l.get(ppn.0 as usize);
-        if lba != UNMAPPED && self.l2p.get(lba as usize) == ppn.0 {
-            Lba(lba)
+        let raw = self.p2l.0[ppn.0 as usize];
+        if points_back(&self.l2p.0, raw, ppn.0) {
+            Lba(!raw)
         } else {
             Lba::NONE
         }
@@ -206,8 +217,8 @@ impl Map {
     }
 
     /// Start loading what overwriting `lba` will touch: its current copy's block entry (valid
-    /// count and victim key; the copy's reverse entry is left as it is). Call after `prefetch_lookup` has had time
-    /// to land; nothing to load when `lba` is unmapped.
+    /// count and victim key; the copy's reverse entry is left as it is). Call after
+    /// `prefetch_lookup` has had time to land; nothing to load when `lba` is unmapped.
     #[inline]
     pub fn prefetch_overwrite(&self, lba: Lba) {
         let ppn = self.lookup(lba);
@@ -341,7 +352,7 @@ impl Map {
             debug_assert_ne!(lba, UNMAPPED, "ppn {from} holds no data");
             debug_assert_eq!(!l2p[lba as usize], from, "OOB LBA {lba} of ppn {from}");
             debug_assert!(
-                !p2l[to as usize] == UNMAPPED || !l2p[!p2l[to as usize] as usize] != to,
+                !points_back(l2p, p2l[to as usize], to),
                 "ppn {to} already holds data"
             );
             p2l[from as usize] = !UNMAPPED;
@@ -367,14 +378,10 @@ impl Map {
         );
         let mut n = 0;
         let mut i = 0;
-        let last = l2p.len() - 1;
         while i < p2l.len() && n < out.len() {
-            let lba = !p2l[i];
             let ppn = ppns.start + i as u32;
             out[n] = ppn;
-            // Valid: the forward map points back at it (a stale unit keeps its LBA).
-            let back = !l2p[(lba as usize).min(last)];
-            n += ((lba != UNMAPPED) & (back == ppn)) as usize;
+            n += points_back(l2p, p2l[i], ppn) as usize;
             i += 1;
         }
         (n, ppns.start + i as u32)
@@ -556,7 +563,7 @@ impl Map {
                 if lba != UNMAPPED && (lba as usize) >= self.l2p.0.len() {
                     return Err(format!("p2l[{ppn}] = {lba}, beyond the logical units"));
                 }
-                if lba != UNMAPPED && self.l2p.get(lba as usize) == ppn {
+                if points_back(&self.l2p.0, !lba, ppn) {
                     valid += 1;
                     let pu = (i as u32) / g.units_per_pu;
                     if g.is_parity_pu(pu) {

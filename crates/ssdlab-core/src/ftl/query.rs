@@ -37,8 +37,8 @@ impl Ftl {
     }
 
     /// Start loading what overwriting `lba` will touch: its current copy's block entry (valid
-    /// count and victim key; the copy's reverse entry is left as it is). Call after `prefetch_lookup` has had time
-    /// to land.
+    /// count and victim key; the copy's reverse entry is left as it is). Call after
+    /// `prefetch_lookup` has had time to land.
     #[inline]
     pub fn prefetch_overwrite(&self, lba: u32) {
         self.map.prefetch_overwrite(Lba(lba));
