@@ -8,9 +8,10 @@ from empty moved by up to 22,500 of 7.8-14 billion: the threads that pre-fault t
 run beside them, probably), and on another x86-64 machine move only where glibc picks its memcpy by the
 CPU. Prints, for each run, the instructions counted in its timed part
 (callgrind's --toggle-collect), per host command and, for the GC steady-state runs, per NAND unit
-operation (host writes + GC copies), the run's digest and the functions with the largest own
-share; then crucial-m500-120's two GC steady states (0% and 25% spare: copies 88% and 58% of the
-unit operations) read as a cost per host write and one per GC copy (see `split`). With --base REV the same runs of REV (built in a git worktree, given this tree's preset
+operation (host writes + GC copies) and per die operation (an array read or program: the calls
+callgrind counted), the run's digest and the functions with the largest own share; then
+crucial-m500-120's two GC steady states (0% and 25% spare: copies 88% and 58% of the unit
+operations) read as a cost per host write and one per GC copy (see `split`). With --base REV the same runs of REV (built in a git worktree, given this tree's preset
 files, or with --base-presets its own) come first, then the change's count against it, in the
 same run. Never fails on a figure.
 
@@ -104,6 +105,16 @@ def top_functions(profile: Path, n: int = 5) -> list[tuple[float, str]]:
     return sorted(((pct, name) for name, pct in share.items()), reverse=True)[:n]
 
 
+def die_operations(profile: Path) -> int:
+    """The NAND array reads and programs the run started (a multi-plane one once; erases,
+    inlined, are not counted, a fraction of a percent of the operations): the calls of
+    `Nand::read` and `Nand::program` callgrind recorded. 0 if they were inlined."""
+    text = subprocess.run(["callgrind_annotate", "--tree=calling", "--threshold=100", "--auto=no", str(profile)],
+                          capture_output=True, text=True).stdout
+    calls = re.findall(r"^\s*[\d,]+ \(\s*[\d.]+%\)\s+>\s+\S*nand::Nand::(?:read|program) \(([\d,]+)x\)", text, re.M)
+    return sum(int(c.replace(",", "")) for c in calls)
+
+
 def count(examples: Path, run: tuple, work: Path, presets: Path = PRESETS) -> dict:
     """One run under callgrind (the preset from `presets`): instructions collected, commands,
     NAND unit ops, digest."""
@@ -124,8 +135,8 @@ def count(examples: Path, run: tuple, work: Path, presets: Path = PRESETS) -> di
     else:
         commands = sum(r.get(k, 0) for k in ("fill_ios", "randwrite_ios", "steady_ios"))
         ops = 0
-    return {"instructions": int(m.group(1)), "commands": commands, "ops": ops, "digest": r.get("digest", "?"),
-            "top": top_functions(profile), "wall_s": wall}
+    return {"instructions": int(m.group(1)), "commands": commands, "ops": ops, "die_ops": die_operations(profile),
+            "digest": r.get("digest", "?"), "top": top_functions(profile), "wall_s": wall}
 
 
 def split(a: dict, b: dict) -> tuple[float, float] | None:
@@ -150,6 +161,11 @@ def show(label: str, run: tuple, c: dict) -> None:
         print(f"  did not run: {c['error']}")
         return
     per_op = f", {c['instructions'] / c['ops']:,.0f} per NAND unit op" if c["ops"] else ""
+    if c["ops"] and c["die_ops"]:
+        # A die operation (an array read or program) is what the flash scheduler times one
+        # at a time; a drive of small program units needs more of them per unit moved.
+        per_op += (f", {c['instructions'] / c['die_ops']:,.0f} per die operation "
+                   f"({c['die_ops'] / c['ops']:.2f} die operations per unit op)")
     print(f"  {c['instructions']:,} instructions, {c['instructions'] / max(c['commands'], 1):,.0f} per host command"
           f"{per_op} ({c['commands']:,} commands); digest {c['digest']}; {c['wall_s']:.0f} s under callgrind")
     print("  own share: " + "; ".join(f"{name} {pct:.1f}%" for pct, name in c["top"]))
