@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from ssdlab.serve import transport_floor_us
+
 
 def fio_iops(uri: str, span: str, runtime: int, out: Path) -> float:
     subprocess.run(["fio", "--name=bench", "--ioengine=nbd", f"--uri={uri}", "--rw=randwrite", "--bs=4k",
@@ -64,20 +66,6 @@ def paced_fidelity(tmp: Path, drive: str = "crucial-m500-120", runtime: int = 10
             f"qd{qd}_late_p50_us": round(late["late_p50_us"], 1), f"qd{qd}_late_p99_us": round(late["late_p99_us"], 1)}
 
 
-def transport_floor_us(tmp: Path, qd: int, runtime: int) -> float:
-    """fio's mean read latency against `nbdkit memory` (a server that answers at once) over the
-    same kind of socket: what fio, libnbd and the kernel add to any NBD server's replies."""
-    sock = tmp / f"floor{qd}.sock"
-    proc = subprocess.Popen(["nbdkit", "--foreground", "-U", str(sock), "memory", "8G"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for(sock, proc)
-        return fio_randread(sock, qd, "1g", runtime, tmp / f"floor{qd}.json")["clat_ns"]["mean"] / 1e3
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
-
-
 def with_floor(paced: dict, tmp: Path, runtime: int) -> dict:
     """Add, at QD1 and QD4, the transport floor and what the emulator adds beyond it (fio's
     per-IO time at QD `qd` is qd / IOPS; the model's is qd / (ssdlab run IOPS)); then fio
@@ -85,7 +73,7 @@ def with_floor(paced: dict, tmp: Path, runtime: int) -> dict:
     if shutil.which("nbdkit") is None:
         return paced
     for qd in (1, 4):
-        floor = transport_floor_us(tmp, qd, runtime)
+        floor = transport_floor_us(qd, runtime)  # what `ssdlab serve --transport-us auto` measures (at QD1)
         comp = paced_fidelity(tmp, qd=qd, runtime=runtime, transport_us=round(floor, 1))
         paced[f"qd{qd}_fio_iops_transport_compensated"] = comp[f"qd{qd}_paced_fio_iops"]
         paced[f"qd{qd}_error_pct_transport_compensated"] = comp[f"qd{qd}_error_pct"]

@@ -1018,6 +1018,22 @@ def test_nbd_targets_that_cannot_be_measured_are_one_line(tmp_path, tiny_toml, e
     assert s.stop()["writes"] == 0
 
 
+def test_transport_floor_is_measured_when_asked_and_a_bad_value_is_one_line(tmp_path, tiny_toml):
+    """`--transport-us auto`: the server first measures what fio, libnbd and the socket add to an
+    NBD reply on this machine (fio's 4 KiB reads at QD1 against `nbdkit memory`), says so and
+    replies that much early; a value that is neither microseconds nor auto is one line."""
+    _need("fio", "nbdinfo", "nbdkit")
+    s = Served(tmp_path, str(tiny_toml), "--transport-us", "auto")
+    floor = re.search(r"transport floor ([\d,.]+) us", s.output())
+    assert floor and 1 <= float(floor.group(1).replace(",", "")) <= 10_000, s.output()
+    assert json.loads(run(["nbdinfo", "--json", s.uri]).stdout)["exports"][0]["export-size"] > 0
+    s.stop()
+    p = run([sys.executable, "-m", "ssdlab.cli", "serve", "--drive", str(tiny_toml), "--socket",
+             str(tmp_path / "bad.sock"), "--transport-us", "soon"])
+    assert p.returncode == 2 and "--transport-us: 'soon': accepted: microseconds from 0 to 10000, or auto" in p.stderr
+    assert "Traceback" not in p.stderr
+
+
 def test_an_nbd_target_nobody_serves_or_an_unknown_scheme_is_one_line(tmp_path):
     _need("fio", "nbdinfo")
     p = _procedure("sequential-qd", "--target", f"nbd+unix:///?socket={tmp_path / 'none.sock'}", "--yes-destroy-data",

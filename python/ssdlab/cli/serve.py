@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import signal
 import sys
@@ -9,7 +10,7 @@ import threading
 from pathlib import Path
 
 from ..drive import FAULTS_HELP, LINK_POLICIES, format_faults
-from ..serve import PACES, PRECONDITIONS, Server
+from ..serve import PACES, PRECONDITIONS, Server, transport_floor_us
 from .common import FAULTS_SPEC, SEED, STORE_DIR, power_line
 
 
@@ -69,6 +70,16 @@ def format_mount(m: dict) -> str:
             f"journal pages, {r['oob_pages']:,} out-of-band areas)")
 
 
+def _transport_us(text: str) -> float | str:
+    """`--transport-us`: microseconds, or `auto` (measured at start, `serve.transport_floor_us`)."""
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}': accepted: microseconds from 0 to 10000, or auto") from None
+
+
 def run_cli(args) -> int:
     stop = threading.Event()
     report = threading.Event()
@@ -88,11 +99,16 @@ def run_cli(args) -> int:
     # the handlers were set after the banner). Ctrl-C still interrupts a long start (a fill).
     signal.signal(signal.SIGTERM, on_stop)
     signal.signal(signal.SIGUSR1, on_report)
+    transport_us = args.transport_us
+    if transport_us == "auto":
+        transport_us = round(transport_floor_us(), 1)
+        print(f"ssdlab serve: transport floor {transport_us:,.1f} us (fio's 4 KiB reads at QD1 against "
+              "nbdkit memory): replies leave that much before the model's completion", flush=True)
     server = Server(args.drive, socket=args.socket, port=args.port, bind=args.bind, pace=args.pace,
                     precondition=args.precondition, seed=args.seed or 0, log=not args.quiet,
                     store=args.store, read_only=args.read_only, max_connections=args.max_connections,
                     io_timeout_s=args.io_timeout, power_cut_after=args.power_cut_after, faults=args.faults,
-                    transport_us=args.transport_us, link_power=args.link_power, time_scale=args.time_scale)
+                    transport_us=transport_us, link_power=args.link_power, time_scale=args.time_scale)
     signal.signal(signal.SIGINT, on_stop)
     if server.mount is not None:
         print("ssdlab serve: " + format_mount(server.mount), flush=True)
@@ -169,10 +185,11 @@ def add_parser(sub) -> None:
                         "power_loss_protection does not keep is lost, connections drop, the drive is rebuilt and served again")
     s.add_argument("--link-power", default="none", choices=LINK_POLICIES,
                    help="the host's link power management (drives with a power model): an idle link sleeps and the first command after pays its wake-up")
-    s.add_argument("--transport-us", type=float, default=0.0, metavar="US",
+    s.add_argument("--transport-us", type=_transport_us, default=0.0, metavar="US|auto",
                    help="pace model: reply this many microseconds before the model's completion, for what the "
                         "client and the NBD transport add to each round trip (a drive on the host's bus has no NBD "
-                        "hop); benches/bench_nbd.py --paced-only measures it on this machine (default 0)")
+                        "hop); auto: measure it first (fio's 4 KiB reads at QD1 against nbdkit memory, about 4 s; "
+                        "needs fio and nbdkit), as a closed-loop measurement through NBD should (default 0)")
     s.add_argument("--time-scale", type=int, default=1, metavar="N",
                    help="pace model: the drive runs N times slower than real time (each of its microseconds takes N "
                         "on the wall), so what the client and the NBD hop add to each round trip is N times smaller "
