@@ -1059,7 +1059,7 @@ NBD_FAMILIES = [
      {"controller.read_extra_ns": 1.3, "nand.program_page_us": 0.9},
      "controller.read_extra_ns,nand.program_page_us,controller.read_mb_per_s,controller.gc_copy_ns_per_unit"),
 ]
-TIME_SCALE = 20
+TIME_SCALE = 10
 NBD_CORNERS = ("span=64m", "random_s=1", "seq_s=1")
 
 
@@ -1082,14 +1082,11 @@ def _shrunk(preset: str, blocks: tuple, capacity: str, changes: dict) -> str:
 @pytest.mark.wallclock
 def test_hidden_drives_served_over_nbd_are_fitted_from_fio_s_figures(tmp_path):
     """Issue 76's closed loop through the real tools, on a drive of each controller family: the
-    drive with hidden parameters served by `ssdlab serve` twenty times slower than real time and
-    with the NBD hop measured and replied ahead of (`--transport-us auto`): at the drive's own
-    speed the QD3 and QD1 reads came out 22-24% low (the hop ~50 us on one VM); at 10x without
-    compensation 3-4% on that VM, but on another (hop 69-81 us) crucial-m550-128's QD3 writes,
-    bound by its processor, came out 33-57% low and the fit put it in `command_ns` (+21%); at 20x
-    with it the families fit within 7% there (2026-12-07). Measured by four-corners through fio's
-    nbd engine exactly as a real drive is (`ssdlab procedure --target URI --target-time-scale
-    20`), fitted from the shrunk shipped preset: every parameter the fit
+    drive with hidden parameters served by `ssdlab serve` ten times slower than real time (the
+    NBD hop's own round trip, ~50 us here, is then a tenth as much of the drive's time: at the
+    drive's own speed the QD3 and QD1 reads came out 22-24% low, at 10x 3-4%), measured by
+    four-corners through fio's nbd engine exactly as a real drive is (`ssdlab procedure --target
+    URI --target-time-scale 10`), fitted from the shrunk shipped preset: every parameter the fit
     calls identified within 10% of the hidden value, garbage collection's cost named as not
     identifiable from a fresh drive's figures, and four-corners at QD1 and QD8 and sequential-qd
     (128 KiB at QD32), not measured, predicted within 10% of the hidden drive's own."""
@@ -1102,7 +1099,7 @@ def test_hidden_drives_served_over_nbd_are_fitted_from_fio_s_figures(tmp_path):
         d.mkdir()
         (d / "start.toml").write_text(_shrunk(preset, blocks, capacity, {}))
         (d / "hidden.toml").write_text(_shrunk(preset, blocks, capacity, changes))
-        s = Served(d, str(d / "hidden.toml"), "--time-scale", str(TIME_SCALE), "--transport-us", "auto")
+        s = Served(d, str(d / "hidden.toml"), "--time-scale", str(TIME_SCALE))
         t0 = time.time()
         p = _procedure("four-corners", "--target", s.uri, "--target-time-scale", str(TIME_SCALE), "--yes-destroy-data",
                        *[a for kv in NBD_CORNERS for a in ("--set", kv)], "--out", str(d / "m"), "--quiet")

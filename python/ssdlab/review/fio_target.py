@@ -126,13 +126,7 @@ class Fio:
             Path(self.t["path"]).unlink(missing_ok=True)
 
     def fill(self, size: int) -> None:
-        # One 1 MiB write at a time: the data lands in LBA order, as the model's own procedures
-        # fill (`Drive.fill`), whatever the timing of the writes' arrival. Eight at once
-        # interleaved their units in the drive by arrival, so a later 128 KiB sequential read
-        # found a layout that changed with the machine: a served micron-p400e-50 (shrunk, 10x
-        # time scale) read 213 MB/s after such a fill on one VM and 245 on another, against
-        # the model's 254; 240-245 after this fill (2026-12-07).
-        self.run(rw="write", bs="1m", iodepth=1, size=max(size, 1 << 20))
+        self.run(rw="write", bs="1m", iodepth=8, size=max(size, 1 << 20))
 
     def run(self, *, rw: str, bs: str, iodepth: int, size: int, offset: int = 0, runtime_s: float | None = None,
             rwmixread: int | None = None, iops_log: bool = False, io_size: int | None = None) -> tuple[dict, pd.DataFrame | None]:
