@@ -1,7 +1,7 @@
 # One place for the commands CI runs: `make test` here is what .ci/run does there.
 PYTHON ?= python3
 
-.PHONY: test rust-test py-test lint install bench presets
+.PHONY: test rust-test py-test lint install bench presets soak
 
 test: lint rust-test py-test
 
@@ -26,9 +26,20 @@ rust-test:
 
 py-test:
 	$(PYTHON) -m pip install -q "pytest>=7" "pytest-xdist>=3" "hypothesis>=6" "duckdb>=1.2" "scipy>=1.9" six  # six: fio_jsonplus_clat2csv imports it; scipy: ssdlab fit
-	# Two workers (most tests wait on subprocesses and servers), then the wall-clock ones alone.
-	$(PYTHON) -m pytest -q -n 2 -m "not wallclock" python/tests
-	$(PYTHON) -m pytest -q -m wallclock python/tests
+	# Two workers (most tests wait on subprocesses and servers), then the wall-clock ones alone;
+	# the long versions (marked soak) are `make soak`'s.
+	$(PYTHON) -m pytest -q -n 2 -m "not wallclock and not soak" python/tests
+	$(PYTHON) -m pytest -q -m "wallclock and not soak" python/tests
+
+# The long loops that measure the product rather than gate a change (each has a short version
+# in `make test`): the profile-guided install README's first command makes, the closed-loop fit
+# through NBD on every controller family, the SIGKILL loop over a hundred restarts, 1,000 power
+# cuts of each protection class, the 480GB M500DC's spread. One at a time (the NBD fit reads
+# the wall clock); each prints its figures. About 15 minutes on a 2-vCPU VM.
+soak:
+	SSDLAB_PGO=1 $(PYTHON) -m pip install -q .
+	cargo test -q -p ssdlab-core --test spread -- --ignored --nocapture
+	SSDLAB_PGO=1 SSDLAB_REQUIRE_TOOLS=1 $(PYTHON) -m pytest -q -s -m soak python/tests
 
 install:
 	$(PYTHON) -m pip install .

@@ -75,6 +75,11 @@ class JobFields:
     loops : fio's loops: the job runs this many times, one after another, as one job (its
         results over all of them); each pass starts at the span's start once the pass before
         it has completed every IO. 1: once.
+    end_fsync : fio's end_fsync: once the IOs of a job that writes have completed, one FLUSH (NVMe
+        Flush, SATA FLUSH CACHE, NBD_CMD_FLUSH), and the job ends when it has: what the write
+        buffer holds goes to NAND and, without full power-loss protection, the partly filled
+        program units are programmed (padded). Not measured as an IO of the job. A job that
+        only reads or trims sends none, as in fio.
     """
 
     name: str = 'job'
@@ -106,6 +111,7 @@ class JobFields:
     ss_ramp_s: float = 0.0
     link_power: str = 'none'
     loops: int = 1
+    end_fsync: bool = False
 
 
 ROWS: tuple[Row, ...] = (
@@ -196,4 +202,7 @@ ROWS: tuple[Row, ...] = (
     Row('loops', 'count', 'passes', "1 or more (fio's loops: the whole job again, reported as one)",
         (('loops', 'as_written'),), '',
         "fio's loops: the job runs this many times, one after another, as one job (its results over all of them); each pass starts at the span's start once the pass before it has completed every IO. 1: once."),
+    Row('end_fsync', 'flag', '', 'true, false',
+        (('end_fsync', 'as_written'),), '',
+        "fio's end_fsync: once the IOs of a job that writes have completed, one FLUSH (NVMe Flush, SATA FLUSH CACHE, NBD_CMD_FLUSH), and the job ends when it has: what the write buffer holds goes to NAND and, without full power-loss protection, the partly filled program units are programmed (padded). Not measured as an IO of the job. A job that only reads or trims sends none, as in fio."),
 )

@@ -624,6 +624,13 @@ class Drive:
         the link drops to its power states, the drive cools; the next job starts after it."""
         self._sim.idle(seconds)
 
+    def flush(self) -> float:
+        """One host FLUSH, waited for (NVMe Flush, SATA FLUSH CACHE): what the write buffer
+        holds goes to the NAND and, on a drive without full power-loss protection, its partly
+        filled program units are programmed, padded (a drive with full protection acknowledges
+        it at once). Returns the simulated seconds it took."""
+        return self._sim.flush()
+
     def set_link_power(self, policy: str) -> None:
         """The host's link power management from now on: none, hipm, dipm, hipm+dipm or
         devsleep (a job's ``link_power`` sets it for the job). Only a drive with a ``[power]``

@@ -137,7 +137,7 @@ _IGNORED |= {
     "numa_mem_policy", "exitall", "exitall_on_error", "continue_on_error", "create_on_open", "nrfiles",
     "filename_format", "random_generator", "iodepth_batch", "iodepth_batch_submit", "iodepth_batch_complete",
     "iodepth_batch_complete_min", "iodepth_batch_complete_max", "iodepth_low", "unlink", "fsync_on_close",
-    "end_fsync", "overwrite", "allow_file_create", "fadvise_hint", "ramp_time_log", "hugepage-size",
+    "overwrite", "allow_file_create", "fadvise_hint", "ramp_time_log", "hugepage-size",
     "iomem", "mem", "iomem_align", "write_hist_log", "log_hist_msec", "write_lat_log", "log_compression",
     "group_reporting", "sqthread_poll", "hipri", "fixedbufs", "registerfiles", "nonvectored", "uncached",
     "clat_percentiles", "slat_percentiles", "significant_figures", "steadystate_check_interval",

@@ -1,14 +1,19 @@
 """Independent runs on a local process pool, each result handed over through a file.
 
-CPython's `ProcessPoolExecutor` sends a result of more than 16 KiB to its result pipe in two
-writes, and a worker killed between them (out of memory, or by hand) leaves the pool reading
-half a message for ever: a sweep hung so in CI (2026-11-29, its worker killed as it sent a
-point's series). Here a worker writes its result to a file in a spool folder (whole, then
-renamed into place) and the pipe carries only the path, in one write of under PIPE_BUF bytes,
-which a pipe takes whole or not at all. A pool whose worker died is replaced and the calls not
-yet finished run again; a call that had started (a marker file says so) is charged an attempt,
-and after `attempts` the caller gets `Died` for it. CPython's pool stops every worker when one
-dies, so a call running beside the one that died is charged too.
+Each worker is a process of its own with a pipe to this one. A call goes down the pipe; the
+worker runs it, writes its result to a file in a spool folder (whole, then renamed into place)
+and sends back only the path, in one write of under PIPE_BUF bytes, which a pipe takes whole or
+not at all (or the call's own exception, raised to the caller). A worker that dies (killed, out
+of memory) is seen by its process sentinel: the call it was running is charged an attempt and
+runs again on a new worker, and after `attempts` the caller gets `Died` for it; the other
+workers go on with theirs.
+
+CPython's `ProcessPoolExecutor` ran these before. It sends a result of more than 16 KiB to its
+result pipe in two writes, and a worker killed between them left the pool reading half a
+message for ever (a sweep hung so in CI, 2026-11-29); one dead worker breaks its whole pool, and
+CPython 3.11's manager thread then iterates the pool's pending calls while a submission may be
+adding to them ("dictionary changed size during iteration" in `terminate_broken`, a warning in
+this suite's run of 2026-12-07). This pool depends on none of its internals.
 Sweeps, `ssdlab validate` and `ssdlab review` run their independent runs through it.
 """
 
@@ -18,6 +23,7 @@ import os
 import pickle
 import shutil
 import tempfile
+from collections import deque
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,76 +61,135 @@ def take(path: str):
     return res
 
 
+def _serve(conn, callers_end) -> None:
+    """A worker: run each call that comes down `conn` (function, arguments, result path) until
+    the pipe closes; answer ("done", path) or ("raised", the call's exception). A forked worker
+    has a copy of the caller's end of its own pipe too (`callers_end`), closed first: else
+    the caller closing its end would never read as the pipe's end here."""
+    callers_end.close()
+    while True:
+        try:
+            fn, args, path = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            reply = ("done", call_spooled(fn, args, path))
+        except Exception as e:  # noqa: BLE001 - the caller raises it
+            try:
+                pickle.dumps(e)
+                reply = ("raised", e)
+            except Exception:  # noqa: BLE001 - an exception that cannot cross a pipe
+                reply = ("raised", RuntimeError(f"{type(e).__name__}: {e}"))
+        try:
+            conn.send(reply)
+        except OSError:
+            return  # the caller is gone
+
+
+@dataclass
+class _Worker:
+    process: object
+    conn: object
+    # The call it runs: (key, result path), or None while idle.
+    running: tuple[Hashable, str] | None = None
+
+    def stop(self, now: bool) -> None:
+        """Close its pipe (an idle worker then ends); `now`: end it without waiting."""
+        self.conn.close()
+        if now and self.process.is_alive():
+            self.process.terminate()
+        self.process.join(timeout=60)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+
+
 def run_spooled(calls: dict[Hashable, tuple[Callable, tuple]], workers: int, *, attempts: int = 1,
                 mp_context=None, on_retry: Callable[[int], None] | None = None,
                 tick: Callable[[], None] | None = None, spool_in: str | Path | None = None,
                 ) -> Iterator[tuple[Hashable, object]]:
-    """(key, result) for each of `calls` (key -> (function, arguments)) as they finish, on a
-    pool of up to `workers` processes; `Died` is the result of a call whose worker died
-    `attempts` times. A call's own exception is raised here. `on_retry(n)` is told when `n`
-    calls run again in a new pool; `tick()` is called at least every 0.2 s while waiting (a
-    progress display). The spool folder is made in `spool_in` (the system's temporary folder
-    by default) and removed at the end."""
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-    from concurrent.futures.process import BrokenProcessPool
+    """(key, result) for each of `calls` (key -> (function, arguments)) as they finish, on up
+    to `workers` processes; `Died` is the result of a call whose worker died `attempts` times.
+    A call's own exception is raised here. `on_retry(n)` is told when `n` calls run again after
+    their worker died; `tick()` is called at least every 0.2 s while waiting (a progress
+    display). The spool folder is made in `spool_in` (the system's temporary folder by
+    default) and removed at the end, with every worker."""
+    import multiprocessing
+    from multiprocessing.connection import wait
 
+    ctx = mp_context or multiprocessing.get_context()
     spool = Path(tempfile.mkdtemp(prefix=".spool-", dir=spool_in))
-    pending = dict(calls)
+    waiting = deque(calls)
     tries = dict.fromkeys(calls, 0)
-    rounds = 0
+    most = max(1, min(workers, len(calls)))
+    pool: list[_Worker] = []
+    handed = 0
+    clean = False
     try:
-        while pending:
-            broken = False
-            pool = ProcessPoolExecutor(max_workers=max(1, min(workers, len(pending))), mp_context=mp_context)
-            try:
-                # Each round's files have names of their own: a worker of a broken round may
-                # still be finishing while the next round runs.
-                paths = {key: str(spool / f"{rounds}-{i}.pickle") for i, key in enumerate(pending)}
-                futures = {}
-                for key, path in paths.items():
-                    try:
-                        futures[pool.submit(call_spooled, *pending[key], path)] = key
-                    except BrokenProcessPool:
-                        # A worker died while the calls were still being handed over (a call
-                        # that dies at once, with many behind it): the rest wait for the next
-                        # round, uncharged (they never started).
-                        broken = True
+        while waiting or any(w.running for w in pool):
+            # Every idle worker takes the next call; new workers up to `most`.
+            while waiting:
+                worker = next((w for w in pool if w.running is None), None)
+                if worker is None:
+                    if len(pool) >= most:
                         break
-                # Once the pool is broken nothing more is waited for: what finished left its
-                # file (read below), and CPython's `submit` can slip a call in as the pool
-                # breaks whose future is then never resolved (its work item lands after the
-                # broken pool failed the pending ones; a test's run hung so): the pool's own
-                # flag is read too.
-                running = set(futures)
-                while running and not broken:
-                    done, running = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
-                    if tick:
-                        tick()
-                    for f in done:
-                        try:
-                            path = f.result()
-                        except BrokenProcessPool:
-                            broken = True
-                            continue
-                        key = futures[f]
-                        del pending[key]
-                        yield key, take(path)
-                    broken = broken or bool(getattr(pool, "_broken", False))
-            finally:
-                pool.shutdown(wait=not broken, cancel_futures=True)
-            rounds += 1
-            if broken:
-                for key in list(pending):
-                    if os.path.exists(paths[key]):  # finished as the pool broke
-                        del pending[key]
-                        yield key, take(paths[key])
-                started = [key for key in pending if os.path.exists(paths[key] + ".started")]
-                for key in started or list(pending):  # all, should none have started
-                    tries[key] += 1
-                    if tries[key] >= attempts:
-                        del pending[key]
-                        yield key, Died(tries[key])
-                if on_retry and pending:
-                    on_retry(len(pending))
+                    ours, theirs = ctx.Pipe()
+                    process = ctx.Process(target=_serve, args=(theirs, ours), name="ssdlab-pool-worker")
+                    process.start()
+                    theirs.close()  # only the worker holds its end: its death reads as EOF here
+                    worker = _Worker(process, ours)
+                    pool.append(worker)
+                key = waiting.popleft()
+                path = str(spool / f"{handed}.pickle")
+                handed += 1
+                try:
+                    worker.conn.send((*calls[key], path))
+                except OSError:  # it died while idle: the call goes to another
+                    waiting.appendleft(key)
+                    pool.remove(worker)
+                    worker.stop(now=True)
+                    continue
+                worker.running = (key, path)
+            busy = [w for w in pool if w.running]
+            ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=0.2))
+            if tick:
+                tick()
+            again = 0
+            for worker in busy:
+                key, path = worker.running
+                if worker.conn in ready:
+                    try:
+                        status, value = worker.conn.recv()
+                    except (EOFError, OSError):
+                        status = "died"
+                    if status != "died":
+                        worker.running = None
+                        if status == "raised":
+                            raise value
+                        yield key, take(value)
+                        continue
+                elif worker.process.sentinel not in ready:
+                    continue
+                # The worker died running the call (killed, out of memory).
+                pool.remove(worker)
+                worker.stop(now=True)
+                if os.path.exists(path):  # finished as it died
+                    yield key, take(path)
+                    continue
+                tries[key] += 1
+                if tries[key] >= attempts:
+                    yield key, Died(tries[key])
+                else:
+                    waiting.append(key)
+                    again += 1
+            if again and on_retry:
+                on_retry(again)
+        clean = True
     finally:
+        # Every pipe closed first: a forked worker holds copies of the pipes of those made
+        # before it, so one sees the end of its own only when every later one has ended too.
+        for worker in pool:
+            worker.conn.close()
+        for worker in pool:
+            worker.stop(now=not clean)
         shutil.rmtree(spool, ignore_errors=True)

@@ -8,6 +8,7 @@ restarts of the server)."""
 
 from __future__ import annotations
 
+import json
 import random
 import select
 import signal
@@ -225,20 +226,15 @@ def kill_loop(start, span_units: int, cycles: int, seed: int, commands: int = 60
 
 
 def _held(served) -> tuple[int, int]:
-    """SIGUSR1's statistics: (erases held, holds ended early) of this server so far."""
-    mark = served.output().count("GC copied")
+    """SIGUSR1's statistics: (erases held, holds ended early) of this server so far, read from
+    the `--stats-json` file the report writes whole (renamed into place): waited for as it
+    appears, not for a time."""
+    served.stats_path.unlink(missing_ok=True)
     served.proc.send_signal(signal.SIGUSR1)
-    deadline = time.time() + 30
-    while served.output().count("GC copied") <= mark:
+    deadline = time.monotonic() + 600  # a hang's guard only
+    while not served.stats_path.exists():
         assert served.proc.poll() is None, f"the server ended ({served.proc.returncode}) on SIGUSR1: {served.output()}"
-        assert time.time() < deadline, served.output()
+        assert time.monotonic() < deadline, served.output()
         time.sleep(0.01)
-    time.sleep(0.05)  # the lines after "GC copied"
-    for line in reversed(served.output().splitlines()):
-        if "erases held for a cut" in line:
-            held = int(line.split("erases held for a cut ")[1].split()[0].replace(",", ""))
-            early = int(line.split("ended early ")[1].split()[0].replace(",", ""))
-            return held, early
-        if "GC copied" in line:
-            return 0, 0
-    return 0, 0
+    stats = json.loads(served.stats_path.read_text())
+    return stats.get("gc_erases_held", 0), stats.get("gc_erase_holds_broken", 0)

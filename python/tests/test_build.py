@@ -26,7 +26,8 @@ def backend(monkeypatch):
     return module
 
 
-@pytest.mark.skipif(os.environ.get("SSDLAB_PGO") != "1", reason="only where the install was asked for PGO (CI)")
+@pytest.mark.soak
+@pytest.mark.skipif(os.environ.get("SSDLAB_PGO") != "1", reason="only where the install was asked for PGO (make soak)")
 def test_the_install_asked_for_pgo_is_profile_guided():
     assert _ssdlab.BUILD == "profile-guided"
 

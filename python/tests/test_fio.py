@@ -38,6 +38,24 @@ def test_host_side_file_creation_options_are_ignored():
     assert parse_fio("[a]\nrw=write\ncreate_serialize=0\ncreate_fsync=1\n")[0].rw == "write"
 
 
+def test_end_fsync_flushes_after_a_job_that_writes_as_fio_does():
+    """fio's end_fsync: a FLUSH once the writes are done (the M500, without full power-loss
+    protection, then programs its partly filled program unit, padded); after a job that only
+    trims fio sends none, and neither does the model."""
+    import ssdlab
+    padding = {}
+    for text in ("[w]\nrw=write\nbs=4k\nsize=12k\nend_fsync=1\n", "[w]\nrw=write\nbs=4k\nsize=12k\n",
+                 "[t]\nrw=trim\nbs=4k\nsize=12k\nend_fsync=1\n"):
+        (job,) = parse_fio(text, "e.fio")
+        d = ssdlab.Drive.preset("crucial-m500-120")
+        d.fill((1 << 20) + 4096)  # 257 units: an open program unit for the trim to leave as it is
+        before = d.counters()["ftl"]["padding_units"]
+        d.run(job, progress=False)
+        padding[text.split("\n")[1] + (" end_fsync" if job.end_fsync else "")] = d.counters()["ftl"]["padding_units"] - before
+    assert padding["rw=write end_fsync"] > 0, padding
+    assert padding["rw=write"] == 0 and padding["rw=trim end_fsync"] == 0, padding
+
+
 def test_units_of_time():
     assert parse_fio("[a]\nruntime=2m\n")[0].runtime_s == 120
     assert parse_fio("[a]\nruntime=1500ms\n")[0].runtime_s == 1.5

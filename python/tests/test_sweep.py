@@ -175,10 +175,9 @@ def test_an_interrupted_sweep_resumes_where_it_stopped(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "ssdlab.cli", "sweep", str(spec), "--out", str(out),
                              "--workers", "1", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    for _ in range(600):
-        if _finished(out) >= 1:
-            break
-        time.sleep(0.1)
+    # Interrupted once the first point is done, however long that takes here (the guard only
+    # stops a hang); the other five take as long again each.
+    _wait_until(lambda: _finished(out) >= 1, proc, "a first point finished")
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=120)
     done = _finished(out)
@@ -186,6 +185,16 @@ def test_an_interrupted_sweep_resumes_where_it_stopped(tmp_path):
     p = run_cli("sweep", spec, "--out", out, "--workers", "2", "--quiet")
     assert p.returncode == 0, p.stderr
     assert f"{6 - done} run, {done} already done" in p.stdout
+
+
+def _wait_until(event, proc: subprocess.Popen, what: str, guard_s: float = 600) -> None:
+    """Poll for `event()` while `proc` runs: a test waits on what it needs, never for a time
+    (`guard_s` only stops a hang)."""
+    deadline = time.monotonic() + guard_s
+    while not event():
+        assert proc.poll() is None, f"the sweep ended before {what}: {proc.communicate()}"
+        assert time.monotonic() < deadline, f"no {what} in {guard_s:.0f} s"
+        time.sleep(0.02)
 
 
 def _kill_one(pattern: str, proc: subprocess.Popen, parent: int | None = None) -> int | None:
@@ -203,12 +212,13 @@ def _kill_one(pattern: str, proc: subprocess.Popen, parent: int | None = None) -
 
 
 def test_a_killed_local_worker_has_its_point_run_again(tmp_path):
-    # 400 s points: the sweep takes about 7 s on a quiet machine, so the kill after 2 s falls
-    # mid-sweep (20 s points finished the whole sweep in 1.8 s and the kill came too late).
+    # Killed once a worker has started a point (its marker in the sweep's spool folder; 400 s
+    # points run about a second each), so the kill falls mid-sweep on any machine (a fixed
+    # 2 s wait fell after the end of a sweep of 20 s points).
     spec, out = spec_file(tmp_path, duration=400), tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "ssdlab.cli", "sweep", str(spec), "--out", str(out),
                              "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(2)  # workers import ssdlab and start their points
+    _wait_until(lambda: any(out.glob(".spool-*/*.started")), proc, "point started")
     killed = _kill_one("spawn_main", proc, parent=proc.pid)
     stdout, stderr = proc.communicate(timeout=600)
     assert killed and proc.returncode == 0, stderr

@@ -375,6 +375,48 @@ pub fn idle(dev: &mut Device, until: SimTime) {
     dev.pass_time_to(until);
 }
 
+/// The host sends one FLUSH now and waits for it (nothing else is submitted meanwhile): what
+/// the write buffer holds goes to the NAND and, on a drive without full power-loss
+/// protection, the partly filled program units are programmed (padded); a drive with full
+/// protection acknowledges it at once. Returns when it completed. `Drive.flush` from Python
+/// (fio's path flushes after the TRIM that prepares each step).
+pub fn flush(dev: &mut Device) -> SimTime {
+    struct Flush {
+        sent: bool,
+        completed_at: Option<SimTime>,
+    }
+    impl Source for Flush {
+        fn next_submission(&mut self, now: SimTime) -> Option<SimTime> {
+            (!self.sent).then_some(now)
+        }
+        fn submit(&mut self, dev: &mut Device, at: SimTime) {
+            self.sent = true;
+            dev.submit(crate::device::HostIo::flush(0), at);
+        }
+        fn outstanding(&self) -> u64 {
+            u64::from(self.sent && self.completed_at.is_none())
+        }
+        fn completed(&mut self, _c: &Completion, dev: &Device) -> bool {
+            self.completed_at = Some(dev.now());
+            false
+        }
+        fn control(&mut self, point: Point, _dev: &mut Device) -> Control {
+            match point {
+                Point::AfterStep if self.completed_at.is_some() => Control::Stop,
+                Point::AtRest => Control::Stop,
+                _ => Control::Continue,
+            }
+        }
+    }
+    let mut source = Flush {
+        sent: false,
+        completed_at: None,
+    };
+    let mut session = Session::new(dev, dev.now(), u64::MAX);
+    while !session.advance(dev, &mut source, SimTime(u64::MAX)) {}
+    source.completed_at.expect("a FLUSH completes")
+}
+
 /// A source asked at every event, as the session did before it stepped through quiet
 /// stretches ([`Source::quiet_until`] left at its default): what the tests compare against.
 #[cfg(test)]

@@ -39,8 +39,8 @@ fn mean_cv(w: &[f64]) -> (f64, f64) {
 
 /// The M500DC 480GB as its preset has it (bites, two candidate dies), or with collection and
 /// host data placed otherwise.
-fn with(mode: GcForegroundMode, choice: HostDieChoice) -> DriveConfig {
-    let mut cfg = preset(PRESET);
+fn with(preset_name: &str, mode: GcForegroundMode, choice: HostDieChoice) -> DriveConfig {
+    let mut cfg = preset(preset_name);
     assert_eq!(
         (
             cfg.ftl.gc_foreground_mode,
@@ -58,16 +58,39 @@ fn with(mode: GcForegroundMode, choice: HostDieChoice) -> DriveConfig {
     cfg
 }
 
-const PRESET: &str = "micron-m500dc-480";
-
+/// The gate's version: the M500DC 240GB (46 s on two cores, 2026-12-07).
 #[test]
 fn victim_sized_bites_spread_the_steady_state_and_dynamic_allocation_keeps_its_level() {
+    bites_spread_the_steady_state("micron-m500dc-240");
+}
+
+/// `make soak`: the M500DC 480GB (99 s). The 120GB has too few dies to place around a bite:
+/// its dynamic level came out 8% under the paced one.
+#[test]
+#[ignore = "soak: make soak runs it"]
+fn soak_victim_sized_bites_spread_the_steady_state_of_the_480gb() {
+    bites_spread_the_steady_state("micron-m500dc-480");
+}
+
+fn bites_spread_the_steady_state(preset_name: &str) {
     // The four runs are independent: two threads at a time (the machine's cores).
-    let bites = with(GcForegroundMode::Burst, HostDieChoice::SkipCollecting);
+    let bites = with(
+        preset_name,
+        GcForegroundMode::Burst,
+        HostDieChoice::SkipCollecting,
+    );
     let run = |cfg: DriveConfig| std::thread::spawn(move || per_second(&cfg, 30.0));
     let (paced, fixed) = (
-        run(with(GcForegroundMode::Paced, HostDieChoice::RoundRobin)),
-        run(with(GcForegroundMode::Burst, HostDieChoice::RoundRobin)),
+        run(with(
+            preset_name,
+            GcForegroundMode::Paced,
+            HostDieChoice::RoundRobin,
+        )),
+        run(with(
+            preset_name,
+            GcForegroundMode::Burst,
+            HostDieChoice::RoundRobin,
+        )),
     );
     let ((paced, _), (fixed, _)) = (paced.join().unwrap(), fixed.join().unwrap());
     let (dynamic, again) = (run(bites.clone()), run(bites));
@@ -75,7 +98,7 @@ fn victim_sized_bites_spread_the_steady_state_and_dynamic_allocation_keeps_its_l
     let ((paced, paced_cv), (fixed, fixed_cv), (dynamic, dynamic_cv)) =
         (mean_cv(&paced), mean_cv(&fixed), mean_cv(&dynamic));
     eprintln!(
-        "paced {paced:.0} IOPS cv {paced_cv:.3}; bites, fixed striping {fixed:.0} cv {fixed_cv:.3}; \
+        "{preset_name}: paced {paced:.0} IOPS cv {paced_cv:.3}; bites, fixed striping {fixed:.0} cv {fixed_cv:.3}; \
          bites, dynamic {dynamic:.0} cv {dynamic_cv:.3}"
     );
     // The bites are the spread: without them the line is flat.

@@ -888,8 +888,9 @@ fn connections_past_the_limit_are_closed_and_counted() {
             drop(s);
             break Client::connect(&path);
         }
+        // Polled for the event; the bound (30 s) only stops a hang.
         tries += 1;
-        assert!(tries < 200, "a slot never freed");
+        assert!(tries < 1500, "a slot never freed");
         std::thread::sleep(Duration::from_millis(20));
     };
     c.send(CMD_READ, 0, 1, 0, &[], 4096);

@@ -105,6 +105,14 @@ impl Simulation {
         Ok(())
     }
 
+    /// One host FLUSH, waited for: returns the simulated seconds it took.
+    fn flush(&mut self) -> PyResult<f64> {
+        self.idle_check()?;
+        let from = self.dev.now();
+        let done = ssdlab_core::session::flush(&mut self.dev);
+        Ok((done - from).secs_f64())
+    }
+
     /// The host's link power management from now on: none, hipm, dipm, hipm+dipm, devsleep.
     fn set_link_power(&mut self, policy: &str) -> PyResult<()> {
         let p = ssdlab_core::power::LinkPolicy::parse(policy).ok_or_else(|| {

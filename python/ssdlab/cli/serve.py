@@ -48,6 +48,14 @@ def format_stats(s: dict) -> str:
     return "\n".join(lines)
 
 
+def _write_stats(path: str, stats: dict) -> None:
+    """`--stats-json`: whole or not at all (written beside, then renamed into place), so a
+    reader never sees half a report."""
+    part = Path(f"{path}.part")
+    part.write_text(json.dumps(stats, indent=2) + "\n")
+    part.replace(path)
+
+
 def format_mount(m: dict) -> str:
     """One line on how `--store` was opened and what the modelled firmware read to get there."""
     r = m["report"]
@@ -127,11 +135,14 @@ def run_cli(args) -> int:
             break
         if report.is_set():
             report.clear()
-            print(format_stats(server.stats()), flush=True)
+            stats = server.stats()
+            print(format_stats(stats), flush=True)
+            if args.stats_json:
+                _write_stats(args.stats_json, stats)
     stats = server.shutdown()
     print("ssdlab serve: stopped\n" + format_stats(stats), flush=True)
     if args.stats_json:
-        Path(args.stats_json).write_text(json.dumps(stats, indent=2) + "\n")
+        _write_stats(args.stats_json, stats)
     if failed or stats.get("store_error"):
         why = stats.get("store_error") or ""
         if not why or "internal error" in why:
@@ -197,6 +208,6 @@ def add_parser(sub) -> None:
                         "--target-time-scale N`, which runs fio N times as long and takes its rates N times (default 1)")
     s.add_argument("--faults", metavar="SPEC", type=FAULTS_SPEC, help=FAULTS_HELP + "; a read the drive cannot correct is answered EIO")
     s.add_argument("--seed", type=SEED)
-    s.add_argument("--stats-json", help="write the final statistics here as JSON")
+    s.add_argument("--stats-json", help="write the statistics here as JSON, at each SIGUSR1 and at the end (whole: renamed into place)")
     s.add_argument("--quiet", action="store_true", help="no log lines for refused requests or failed connections")
     s.set_defaults(func=run_cli)

@@ -56,6 +56,11 @@ impl CompiledJob {
     /// Does the job draw random numbers (offsets, sizes or read/write mix)? Only such jobs
     /// take a job ordinal, so a sequential fill, timed or not, leaves the streams of later
     /// jobs as they would be after the untimed fill.
+    /// The job writes (fio's td_write: write, randwrite, rw, randrw).
+    pub fn writes(&self) -> bool {
+        !self.trim && self.read_pct < 100
+    }
+
     pub fn uses_random_stream(&self) -> bool {
         self.pattern == Pattern::Random
             || self.sizes.len() > 1

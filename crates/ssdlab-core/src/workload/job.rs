@@ -247,6 +247,14 @@ job_table! {
     loops: u32 = 1;
         Count, unit "passes", accepted "1 or more (fio's loops: the whole job again, reported as one)",
         fio [opt("loops")], flag "";
+    /// fio's end_fsync: once the IOs of a job that writes have completed, one FLUSH (NVMe
+    /// Flush, SATA FLUSH CACHE, NBD_CMD_FLUSH), and the job ends when it has: what the write
+    /// buffer holds goes to NAND and, without full power-loss protection, the partly filled
+    /// program units are programmed (padded). Not measured as an IO of the job. A job that
+    /// only reads or trims sends none, as in fio.
+    end_fsync: bool = false;
+        Flag, unit "", accepted "true, false",
+        fio [opt("end_fsync")], flag "";
 }
 
 /// A steady-state criterion (fio's `ss`).

@@ -7,6 +7,7 @@ mod distribution;
 mod generator;
 mod job;
 mod run;
+mod summary;
 
 pub use compile::CompiledJob;
 pub use job::{parse_size, FieldKind, Job, JobField, Reading, Spelling, SteadyState, JOB_FIELDS};

@@ -4,50 +4,16 @@
 use super::compile::CompiledJob;
 use super::generator::{Generator, LOOKAHEAD};
 use super::job::SteadyState;
+use super::summary::slot_result;
+pub use super::summary::{JobResult, JobSummary};
 use crate::device::{Ahead, Completion, Device, HostIo};
-use crate::record::Sample;
 use crate::session::{Control, Meter, Point, Session, Source};
-use crate::stats::{IntervalSeries, OpSummary};
 use crate::time::{SimTime, NS_PER_S};
-use serde::Serialize;
 use std::collections::VecDeque;
 
 /// IOs whose map entries are loaded together (see `JobSource::issue`): their loads, and the
 /// page walks before them, overlap instead of each waiting alone.
 const BATCH: usize = 16;
-
-/// Everything a job measured.
-#[derive(Clone, Debug, Serialize)]
-pub struct JobSummary {
-    pub name: String,
-    pub elapsed_s: f64,
-    pub read: OpSummary,
-    pub write: OpSummary,
-    pub trim: OpSummary,
-    /// NAND bytes the FTL programmed (data, GC, parity, padding, map persistence of writes) /
-    /// host bytes written, during the job; TRIMs' map pages are apart (`trim_map_pages`).
-    pub write_amplification: f64,
-    /// NAND pages that journalled TRIMs' map changes (not in write amplification).
-    #[serde(skip_serializing_if = "crate::stats::is_zero")]
-    pub trim_map_pages: u64,
-    pub gc_units_copied: u64,
-    pub blocks_erased: u64,
-    pub nand_page_programs: u64,
-    pub host_units_written: u64,
-    /// What seeded NAND faults did during the job (all zero without `[faults]`).
-    pub faults: crate::faults::FaultCounters,
-    /// Steady-state detection (`ss`), when the job asked for it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub steady_state: Option<SteadyState>,
-    /// Energy and power (on a drive with a power model).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub power: Option<crate::power::PowerSummary>,
-}
-
-pub struct JobResult {
-    pub summary: JobSummary,
-    pub series: IntervalSeries,
-}
 
 /// One copy of a job (fio's numjobs clones): its IO stream and its queue.
 struct JobStream {
@@ -107,6 +73,19 @@ struct JobSlot {
     completed_ios: u64,
     outstanding: u64,
     steady: Option<SteadyState>,
+    /// fio's end_fsync: the job's FLUSH once its IOs are done.
+    end_flush: EndFlush,
+}
+
+/// Where a job with end_fsync is with its closing FLUSH.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EndFlush {
+    /// None asked (no end_fsync), or its IOs are still going.
+    NotDue,
+    /// Submitted, not yet completed: the job is not over.
+    Sent,
+    /// Completed (or none was asked): the job may end.
+    Done,
 }
 
 /// The jobs' streams as a session's source: each completion refills its stream's queue at
@@ -197,6 +176,11 @@ impl JobRun {
                     stop_issuing_at: None,
                     completed_ios: 0,
                     outstanding: 0,
+                    end_flush: if job.job.end_fsync && job.writes() {
+                        EndFlush::NotDue
+                    } else {
+                        EndFlush::Done
+                    },
                     steady: job.job.ss.clone().map(|criterion| SteadyState {
                         criterion,
                         attained: false,
@@ -308,50 +292,6 @@ impl JobRun {
                 ),
             })
             .collect()
-    }
-}
-
-/// What a job measured, from its meter, at its end.
-fn slot_result(
-    job: &CompiledJob,
-    meter: Meter,
-    steady: Option<SteadyState>,
-    dev: &Device,
-) -> JobResult {
-    let mut rec = meter.rec;
-    let elapsed_ns = rec.elapsed_ns();
-    let n = (elapsed_ns.div_ceil(job.interval_ns)).max(1) as usize;
-    rec.close_all(dev);
-    // A time-based job's series covers its runtime; commands in flight at the end still
-    // complete (and count in the summary) but do not open a last, partial interval.
-    if let Some(runtime) = job.runtime_ns.filter(|_| job.job.time_based) {
-        rec.series
-            .truncate((runtime.div_ceil(job.interval_ns) as usize).min(n));
-    }
-    let s = Sample::of(dev);
-    let at_start = rec.at_start;
-    let elapsed_s = elapsed_ns as f64 / NS_PER_S as f64;
-    let host_units = s.host_units_written - at_start.host_units_written;
-    let trim_pages = s.trim_pages - at_start.trim_pages;
-    let pages = s.pages_committed - at_start.pages_committed - trim_pages;
-    JobResult {
-        summary: JobSummary {
-            name: job.job.name.clone(),
-            elapsed_s,
-            read: rec.read.summary(elapsed_s),
-            write: rec.write.summary(elapsed_s),
-            trim: rec.trim.summary(elapsed_s),
-            write_amplification: dev.write_amplification(pages, host_units),
-            trim_map_pages: trim_pages,
-            gc_units_copied: s.gc_units - at_start.gc_units,
-            blocks_erased: s.erases - at_start.erases,
-            nand_page_programs: pages,
-            host_units_written: host_units,
-            faults: s.faults.since(&at_start.faults),
-            steady_state: steady,
-            power: crate::power::PowerSummary::of(&rec.series, dev.has_power_model(), elapsed_s),
-        },
-        series: rec.series,
     }
 }
 
@@ -480,7 +420,7 @@ impl JobSource {
                 }
             }
         }
-        self.end_if_idle(dev, i);
+        self.end_if_idle(dev, i, now);
     }
 
     /// fio's loops: stream `k` has issued its pass, every IO of it has completed and passes
@@ -542,9 +482,29 @@ impl JobSource {
 
     /// Job `i` issues no more and has nothing outstanding: it is over; what it measured is
     /// taken now, and the jobs waiting for it are scheduled.
-    fn end_if_idle(&mut self, dev: &Device, i: usize) {
+    fn end_if_idle(&mut self, dev: &mut Device, i: usize, now: SimTime) {
         let slot = &mut self.jobs[i];
         if slot.outstanding > 0 || !matches!(slot.phase, Phase::Running(_)) {
+            return;
+        }
+        if slot.end_flush != EndFlush::Done {
+            // fio's end_fsync: the FLUSH goes out once every IO is done; the job ends when
+            // it completes (tagged with the job's first stream, whose queue is empty).
+            debug_assert_eq!(slot.end_flush, EndFlush::NotDue);
+            let k = self
+                .streams
+                .iter()
+                .position(|s| s.job == i)
+                .expect("a job has a stream");
+            let s = &mut self.streams[k];
+            slot.end_flush = EndFlush::Sent;
+            slot.outstanding += 1;
+            s.outstanding += 1;
+            dev.submit(
+                HostIo::flush(((k as u64) << STREAM_SHIFT) | s.issued_ios),
+                now,
+            );
+            s.issued_ios += 1;
             return;
         }
         let Phase::Running(meter) = std::mem::replace(&mut slot.phase, Phase::Waiting) else {
@@ -581,7 +541,7 @@ impl Source for JobSource {
                 };
                 if (0..n).take_while(|_| self.issue(dev, k, at)).count() == 0 {
                     let i = self.streams[k].job;
-                    self.end_if_idle(dev, i);
+                    self.end_if_idle(dev, i, at);
                 }
             }
             None => self.start_due(dev, at),
@@ -598,6 +558,13 @@ impl Source for JobSource {
         s.outstanding -= 1;
         let slot = &mut self.jobs[s.job];
         slot.outstanding -= 1;
+        if slot.end_flush == EndFlush::Sent {
+            // The job's closing FLUSH (end_fsync): not one of its measured IOs.
+            debug_assert_eq!(c.io.kind, crate::device::IoKind::Flush);
+            slot.end_flush = EndFlush::Done;
+            self.refill.push_back(k);
+            return false;
+        }
         slot.completed_ios += 1;
         if let Phase::Running(meter) = &mut slot.phase {
             if meter.measuring() {

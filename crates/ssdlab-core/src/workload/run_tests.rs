@@ -116,3 +116,55 @@ fn quiet_stretches_give_what_asking_at_every_event_gives() {
     assert!(outcomes[0].1.contains("\"name\":\"c\""));
     assert_eq!(outcomes[0], outcomes[1]);
 }
+
+/// fio's end_fsync: once the job's writes have completed, one FLUSH, and the job ends when it
+/// has. Without power-loss protection it programs the partly filled program unit (padded), so
+/// the next job starts on empty ones; with full protection it is acknowledged at once and the
+/// unit stays open (issue 101: fio's path prepares each step with a TRIM and this FLUSH).
+#[test]
+fn end_fsync_flushes_once_the_writes_are_done_and_is_not_measured() {
+    use crate::config::PowerLossProtection;
+    let run = |protection: PowerLossProtection, end_fsync: bool, rw: &str| {
+        let mut cfg = DriveConfig::from_toml_str(crate::EXAMPLE_DRIVE_TOML).unwrap();
+        cfg.controller.power_loss_protection = protection;
+        let mut dev = Device::new(&cfg, 3).unwrap();
+        let units_per_pu = dev.geometry.units_per_pu as u64;
+        assert!(units_per_pu > 3, "three units leave the program unit open");
+        let job = Job {
+            rw: rw.into(),
+            bs: "4k".into(),
+            size: Some("12k".into()),
+            end_fsync,
+            ..Job::default()
+        };
+        if rw == "trim" {
+            dev.fill_untimed(0, 3);
+            assert_eq!(dev.ftl.counters.padding_units, 0);
+        }
+        let compiled = job.compile(dev.user_bytes()).unwrap();
+        let r = run_job(&mut dev, &compiled, &mut |_| {});
+        let padded = dev.ftl.counters.padding_units;
+        (r.summary, padded, units_per_pu, dev.now())
+    };
+    let (plain, padded, _, plain_end) = run(PowerLossProtection::Map, false, "write");
+    assert_eq!((plain.write.ios, plain.trim.ios, padded), (3, 0, 0));
+    let (flushed, padded, units_per_pu, flushed_end) = run(PowerLossProtection::Map, true, "write");
+    assert_eq!(
+        (flushed.write.ios, flushed.trim.ios),
+        (3, 0),
+        "the FLUSH is no IO of the job"
+    );
+    assert_eq!(padded, units_per_pu - 3, "the open unit programmed, padded");
+    // The job ends when the FLUSH has, after the program it waited for (the writes' own
+    // figures are what they were).
+    assert!(
+        flushed_end > plain_end,
+        "{flushed_end:?} against {plain_end:?}"
+    );
+    assert_eq!(flushed.write.latency_us_mean, plain.write.latency_us_mean);
+    let (_, padded, _, _) = run(PowerLossProtection::Full, true, "write");
+    assert_eq!(padded, 0, "with full protection a FLUSH programs nothing");
+    // As in fio, a job that does not write sends none.
+    let (trimmed, padded, _, _) = run(PowerLossProtection::Map, true, "trim");
+    assert_eq!((trimmed.trim.ios, padded), (3, 0));
+}
