@@ -20,9 +20,13 @@ lint:
 	$(PYTHON) -m mypy.stubtest ssdlab._ssdlab
 
 rust-test:
-	cargo test -p ssdlab-core -p ssdlab-trace -p ssdlab-nbd
-	# The same unit tests with every step checked: each part's invariants, the FTL whole.
+	# The core's unit tests with every step checked (the verify feature: each part's invariants,
+	# the FTL whole), then its integration and doc tests on the core as users build it, then the
+	# trace and NBD crates'.
 	cargo test -p ssdlab-core --features verify --lib
+	cargo test -p ssdlab-core --test '*'
+	cargo test -p ssdlab-core --doc
+	cargo test -p ssdlab-trace -p ssdlab-nbd
 
 py-test:
 	$(PYTHON) -m pip install -q "pytest>=7" "pytest-xdist>=3" "hypothesis>=6" "duckdb>=1.2" "scipy>=1.9" six  # six: fio_jsonplus_clat2csv imports it; scipy: ssdlab fit
