@@ -75,41 +75,52 @@ pub(super) struct VictimPolicy {
     pub static_spread_max: u32,
 }
 
-/// One die's collection.
+/// One die's collection: the victim under way, how far its units have been examined, and
+/// what copying is owed. Its lifecycle, each step asserting the state it leaves (the
+/// [`Collector`]'s methods are the only writers):
+/// 1. **idle -> collecting** ([`Collector::select`]): a victim taken from [`Blocks`], its
+///    pace v / (capacity - v) copies per host unit, its cursor at its first unit.
+/// 2. **collecting** ([`Collector::examined_to`]): the cursor moves forward through the victim
+///    as its units are examined and the valid ones copied.
+/// 3. **collecting -> idle** ([`Collector::victim_done`]): every unit examined; the FTL erases
+///    the block or holds its erase.
+///
+/// The copying owed (`credit`) and the count of selections outlive a victim. Power-on and
+/// secure erase ([`Collector::reset`]) end any victim.
 #[derive(Clone, Debug)]
 pub(super) struct CollectorDie {
-    /// The block being collected, or NONE.
-    pub victim: u32,
+    /// The block being collected, or NONE (idle).
+    victim: u32,
     /// Next unit of the victim to examine.
-    pub victim_cursor: u32,
+    cursor: u32,
     /// Units of GC copying owed to keep up with host writes.
-    pub gc_credit: f64,
+    credit: f64,
     /// Units to copy per host unit written, for the current victim: v / (capacity - v).
-    pub gc_ratio: f64,
-    pub victim_selections: u64,
+    ratio: f64,
+    selections: u64,
     /// The current victim was chosen by static wear levelling, not by the GC policy.
-    pub victim_for_wear_leveling: bool,
+    for_wear_leveling: bool,
 }
 
 impl CollectorDie {
     fn new() -> CollectorDie {
         CollectorDie {
             victim: NONE,
-            victim_cursor: 0,
-            gc_credit: 0.0,
-            gc_ratio: 0.0,
-            victim_selections: 0,
-            victim_for_wear_leveling: false,
+            cursor: 0,
+            credit: 0.0,
+            ratio: 0.0,
+            selections: 0,
+            for_wear_leveling: false,
         }
     }
 
     /// Power-on or secure erase: no victim (the count of selections stays).
-    pub fn reset(&mut self) {
+    fn reset(&mut self) {
         self.victim = NONE;
-        self.victim_cursor = 0;
-        self.gc_credit = 0.0;
-        self.gc_ratio = 0.0;
-        self.victim_for_wear_leveling = false;
+        self.cursor = 0;
+        self.credit = 0.0;
+        self.ratio = 0.0;
+        self.for_wear_leveling = false;
     }
 }
 
@@ -120,10 +131,133 @@ pub(super) struct Collector {
     pub schedule: GcSchedule,
     /// Nominal pace: collection is under way (the free blocks fell to the low watermark and
     /// have not reached the high one since).
-    pub collecting: bool,
-    pub dies: Vec<CollectorDie>,
+    collecting: bool,
+    dies: Vec<CollectorDie>,
+    /// A victim is done when its cursor reaches this.
+    units_per_block: u32,
     /// The d-choices draws.
-    pub rng: Rng,
+    rng: Rng,
+}
+
+/// What the FTL reads and asks of each die's collection.
+impl Collector {
+    /// `die`'s victim, or NONE while it is idle.
+    #[inline(always)]
+    pub fn victim(&self, die: u32) -> u32 {
+        self.dies[die as usize].victim
+    }
+
+    /// The current victim's pace: copies per host unit, v / (capacity - v).
+    #[inline]
+    pub fn ratio(&self, die: u32) -> f64 {
+        self.dies[die as usize].ratio
+    }
+
+    /// Copying owed on `die`, units.
+    #[inline(always)]
+    pub fn credit(&self, die: u32) -> f64 {
+        self.dies[die as usize].credit
+    }
+
+    /// Host writes on `die` owe `units` more of copying.
+    #[inline]
+    pub fn owe(&mut self, die: u32, units: f64) {
+        self.dies[die as usize].credit += units;
+    }
+
+    /// `units` were copied on `die`: that much less is owed.
+    #[inline]
+    pub fn paid(&mut self, die: u32, units: u32) {
+        self.dies[die as usize].credit -= units as f64;
+    }
+
+    /// Collection stops on `die` for now: nothing is owed.
+    #[inline]
+    pub fn forgive(&mut self, die: u32) {
+        self.dies[die as usize].credit = 0.0;
+    }
+
+    /// Victims chosen on `die` so far.
+    #[inline]
+    pub fn selections(&self, die: u32) -> u64 {
+        self.dies[die as usize].selections
+    }
+
+    /// Next unit of `die`'s victim to examine.
+    #[inline(always)]
+    pub fn cursor(&self, die: u32) -> u32 {
+        let d = &self.dies[die as usize];
+        debug_assert_ne!(d.victim, NONE, "die {die}: no victim");
+        d.cursor
+    }
+
+    /// Step 2: `die`'s victim's units before `cursor` have been examined (and the valid ones
+    /// copied).
+    #[inline(always)]
+    pub fn examined_to(&mut self, die: u32, cursor: u32) {
+        let d = &mut self.dies[die as usize];
+        debug_assert!(
+            d.victim != NONE && cursor >= d.cursor && cursor <= self.units_per_block,
+            "die {die}: cursor {} -> {cursor} of victim {}",
+            d.cursor,
+            d.victim
+        );
+        d.cursor = cursor;
+    }
+
+    /// `die`'s victim was chosen by static wear levelling.
+    #[inline]
+    pub fn for_wear_leveling(&self, die: u32) -> bool {
+        self.dies[die as usize].for_wear_leveling
+    }
+
+    /// Step 3: every unit of `die`'s victim examined; it goes idle. Returns the victim.
+    pub fn victim_done(&mut self, die: u32) -> u32 {
+        let d = &mut self.dies[die as usize];
+        assert!(
+            d.victim != NONE && d.cursor == self.units_per_block,
+            "die {die}: victim {} done at unit {} of {}",
+            d.victim,
+            d.cursor,
+            self.units_per_block
+        );
+        let block = d.victim;
+        d.victim = NONE;
+        d.cursor = 0;
+        block
+    }
+
+    /// Nominal pace: whether collection is under way, the drive's free blocks being
+    /// `free_total` (it starts at the low watermark, stops at the high one).
+    #[inline]
+    pub fn phase(&mut self, free_total: u64) -> bool {
+        let s = self.schedule;
+        if self.collecting && free_total >= s.high_total {
+            self.collecting = false;
+        } else if !self.collecting && free_total <= s.low_total {
+            self.collecting = true;
+        }
+        self.collecting
+    }
+
+    /// Nominal pace: collection is under way (see [`Collector::phase`]).
+    #[inline]
+    pub fn collecting(&self) -> bool {
+        self.collecting
+    }
+
+    /// Power-on or secure erase: no die collects, the phase starts over.
+    pub fn reset(&mut self) {
+        self.collecting = false;
+        for d in &mut self.dies {
+            d.reset();
+        }
+    }
+
+    /// Power-on: `die` starts idle.
+    pub fn reset_die(&mut self, die: u32) {
+        self.dies[die as usize].reset();
+    }
 }
 
 impl Collector {
@@ -149,6 +283,7 @@ impl Collector {
             },
             collecting: false,
             dies: (0..g.dies).map(|_| CollectorDie::new()).collect(),
+            units_per_block: g.units_per_block,
             rng: Rng::derive(seed, "ftl.gc"),
         }
     }
@@ -165,7 +300,7 @@ pub(super) struct Selected {
 }
 
 impl Collector {
-    /// Choose `die`'s next victim and make it the die's victim (state Victim, out of the
+    /// Step 1: choose `die`'s next victim and make it the die's victim (state Victim, out of the
     /// candidates, copying owed at v / (capacity - v) per host unit). A block marked for
     /// retirement goes first, then static wear levelling's coldest block when the die's wear
     /// spread calls for it, then the policy's choice. None if the die has no sealed block.
@@ -182,7 +317,8 @@ impl Collector {
         if blocks.candidates(die).is_empty() {
             return None;
         }
-        self.dies[dix].victim_selections += 1;
+        assert_eq!(self.dies[dix].victim, NONE, "die {die}: a victim under way");
+        self.dies[dix].selections += 1;
         let mut wear_leveling = false;
         // A block marked for retirement goes first: its data moves off failing flash.
         let retiring = blocks.pop_retiring(die);
@@ -216,9 +352,9 @@ impl Collector {
         let capacity = g.data_units_per_block;
         let d = &mut self.dies[dix];
         d.victim = block;
-        d.victim_cursor = 0;
-        d.victim_for_wear_leveling = wear_leveling;
-        d.gc_ratio = if valid >= capacity {
+        d.cursor = 0;
+        d.for_wear_leveling = wear_leveling;
+        d.ratio = if valid >= capacity {
             capacity as f64
         } else {
             valid as f64 / (capacity - valid) as f64
@@ -263,7 +399,7 @@ impl Collector {
     /// threshold, the least-worn sealed block (cold data) is collected instead.
     fn coldest_if_spread_exceeded(&self, die: u32, blocks: &Blocks, g: &Geometry) -> Option<u32> {
         let d = &self.dies[die as usize];
-        if self.policy.static_spread_max == 0 || !d.victim_selections.is_multiple_of(16) {
+        if self.policy.static_spread_max == 0 || !d.selections.is_multiple_of(16) {
             return None;
         }
         let first = die * g.blocks_per_die;

@@ -44,64 +44,57 @@ impl Ftl {
         ) {
             return;
         }
-        let dix = die as usize;
         let pace = match s.pace {
             Pace::Victim => {
-                if self.collector.dies[dix].victim == NONE
+                if self.collector.victim(die) == NONE
                     && (!self.keeps_collecting(die) || !self.select_victim(die))
                 {
                     return;
                 }
-                self.collector.dies[dix].gc_ratio
+                self.collector.ratio(die)
             }
             Pace::Nominal(ratio) => {
                 // The phase is the drive's (its free blocks summed over the dies: one
                 // processor runs one schedule), so every die collects or none does.
-                let total = self.blocks.free_total();
-                let c = &mut self.collector;
-                if c.collecting && total >= s.high_total {
-                    c.collecting = false;
-                } else if !c.collecting && total <= s.low_total {
-                    c.collecting = true;
-                }
+                self.collector.phase(self.blocks.free_total());
                 if !self.keeps_collecting(die) {
-                    self.collector.dies[dix].gc_credit = 0.0;
+                    self.collector.forgive(die);
                     return;
                 }
-                if self.collector.dies[dix].victim == NONE && !self.select_victim(die) {
+                if self.collector.victim(die) == NONE && !self.select_victim(die) {
                     return;
                 }
-                let d = &self.collector.dies[dix];
                 if self.blocks.free_len(die) < s.fg_free_min {
-                    ratio.max(d.gc_ratio)
+                    ratio.max(self.collector.ratio(die))
                 } else {
                     ratio
                 }
             }
         };
-        self.collector.dies[dix].gc_credit += self.geometry.units_per_pu as f64 * pace;
+        self.collector
+            .owe(die, self.geometry.units_per_pu as f64 * pace);
         if s.mode == GcForegroundMode::Burst {
-            let victim = self.collector.dies[dix].victim;
-            if self.collector.dies[dix].gc_credit >= self.map.valid(victim) as f64 {
-                while self.collector.dies[dix].victim == victim {
+            let victim = self.collector.victim(die);
+            if self.collector.credit(die) >= self.map.valid(victim) as f64 {
+                while self.collector.victim(die) == victim {
                     let copied = self.collect_step(die, sink);
-                    self.collector.dies[dix].gc_credit -= copied as f64;
+                    self.collector.paid(die, copied);
                 }
                 if !self.keeps_collecting(die) {
-                    self.collector.dies[dix].gc_credit = 0.0;
+                    self.collector.forgive(die);
                 } else {
                     self.select_victim(die);
                 }
             }
             return;
         }
-        while self.collector.dies[dix].victim != NONE && self.collector.dies[dix].gc_credit > 0.0 {
+        while self.collector.victim(die) != NONE && self.collector.credit(die) > 0.0 {
             let copied = self.collect_step(die, sink);
-            self.collector.dies[dix].gc_credit -= copied as f64;
-            if self.collector.dies[dix].victim == NONE
+            self.collector.paid(die, copied);
+            if self.collector.victim(die) == NONE
                 && (!self.keeps_collecting(die) || !self.select_victim(die))
             {
-                self.collector.dies[dix].gc_credit = 0.0;
+                self.collector.forgive(die);
                 break;
             }
         }
@@ -113,7 +106,7 @@ impl Ftl {
     #[inline]
     fn keeps_collecting(&self, die: u32) -> bool {
         self.blocks.free_len(die) < self.collector.schedule.fg_free_min
-            || (self.collector.collecting
+            || (self.collector.collecting()
                 && matches!(self.collector.schedule.pace, Pace::Nominal(_)))
     }
 
@@ -127,10 +120,10 @@ impl Ftl {
             GcForegroundMode::OnDemand => {
                 // Bounded, as the deferred round is: a die whose sealed blocks are all full
                 // (the rest of its spare in victims whose erase is held) cannot gain blocks.
-                let victims_max = self.collector.dies[die as usize].victim_selections
-                    + self.geometry.blocks_per_die as u64;
+                let victims_max =
+                    self.collector.selections(die) + self.geometry.blocks_per_die as u64;
                 while self.blocks.free_len(die) < self.collector.schedule.fg_free_min
-                    && self.collector.dies[die as usize].victim_selections <= victims_max
+                    && self.collector.selections(die) <= victims_max
                 {
                     if !self.collect_one_step(die, sink) {
                         break;
@@ -146,11 +139,11 @@ impl Ftl {
                         continue;
                     }
                     // Bounded: a die whose sealed blocks are all full cannot gain blocks.
-                    let victims_max = self.collector.dies[d as usize].victim_selections
-                        + self.geometry.blocks_per_die as u64;
+                    let victims_max =
+                        self.collector.selections(d) + self.geometry.blocks_per_die as u64;
                     while (self.blocks.free_len(d) < self.collector.schedule.deferred_free_target
-                        || self.collector.dies[d as usize].victim != NONE)
-                        && self.collector.dies[d as usize].victim_selections <= victims_max
+                        || self.collector.victim(d) != NONE)
+                        && self.collector.selections(d) <= victims_max
                     {
                         if !self.collect_one_step(d, sink) {
                             break;
@@ -164,7 +157,7 @@ impl Ftl {
 
     /// One step of collection on `die` regardless of pacing. False if there is nothing to collect.
     pub(super) fn collect_one_step<S: NandSink>(&mut self, die: u32, sink: &mut S) -> bool {
-        if self.collector.dies[die as usize].victim == NONE && !self.select_victim(die) {
+        if self.collector.victim(die) == NONE && !self.select_victim(die) {
             return false;
         }
         self.collect_step(die, sink);
@@ -205,12 +198,10 @@ impl Ftl {
     /// background target. Returns whether it did anything.
     pub fn collect_background_step<S: NandSink>(&mut self, die: u32, sink: &mut S) -> bool {
         let free = self.blocks.free_len(die);
-        if self.collector.dies[die as usize].victim == NONE
-            && free >= self.collector.schedule.bg_free_target
-        {
+        if self.collector.victim(die) == NONE && free >= self.collector.schedule.bg_free_target {
             return false;
         }
-        if self.collector.dies[die as usize].victim == NONE && self.collection_gated(die) {
+        if self.collector.victim(die) == NONE && self.collection_gated(die) {
             // No victim may start until pins go: with the host idle nothing else programs the
             // open PUs holding the pinning data, so program them (their ends release the pins).
             let pinned = self.open_pins();
@@ -225,7 +216,7 @@ impl Ftl {
 
     fn background_work_pending(&self, die: u32) -> bool {
         let free = self.blocks.free_len(die);
-        let victim = self.collector.dies[die as usize].victim;
+        let victim = self.collector.victim(die);
         die != self.failed_die
             && (victim != NONE || free < self.collector.schedule.bg_free_target)
             // Gated by the hold with nothing to program: the pins go with programs in flight.
@@ -275,15 +266,14 @@ impl Ftl {
     fn collect_step<S: NandSink>(&mut self, die: u32, sink: &mut S) -> u32 {
         let g = &self.geometry;
         let (units_per_block, units_per_pu) = (g.units_per_block, g.units_per_pu);
-        let dix = die as usize;
-        let victim = self.collector.dies[dix].victim;
+        let victim = self.collector.victim(die);
         let base = victim * units_per_block;
         let mut copied = 0;
-        while self.collector.dies[dix].victim_cursor < units_per_block && copied < units_per_pu {
+        while self.collector.cursor(die) < units_per_block && copied < units_per_pu {
             // The valid units of one source PU, up to the room left in this step: one
             // (multi-plane) read for them. Their map entries start loading now, so the cache
             // misses overlap.
-            let cursor = self.collector.dies[dix].victim_cursor;
+            let cursor = self.collector.cursor(die);
             let pu_end = (cursor / units_per_pu + 1) * units_per_pu;
             let room = units_per_pu - copied;
             let mut valid = std::mem::take(&mut self.scratch);
@@ -291,7 +281,7 @@ impl Ftl {
                 .map
                 .valid_units_of(base + cursor..base + pu_end, &mut valid[..room as usize]);
             let c = c - base;
-            self.collector.dies[dix].victim_cursor = c;
+            self.collector.examined_to(die, c);
             // Start loading the map entries of the coming source units too, a chunk of
             // `ahead` units (at least `GC_AHEAD_UNITS`, whole PUs) at a time: the next steps
             // on this die find them in cache instead of waiting for memory (the map outgrows
@@ -333,7 +323,7 @@ impl Ftl {
                 // its moves: they touch only the journal, and call the sink in the same order.
                 // A run that fills the PU programs it before its last unit's note, as
                 // `append` and `map_updated` one unit at a time would (`write_run` likewise).
-                let ob = &self.dies[dix].gc;
+                let ob = self.frontiers.get(die, Stream::Gc);
                 let run = if self.map.records_changes() || ob.block == NONE {
                     0
                 } else {
@@ -373,12 +363,12 @@ impl Ftl {
             self.scratch = valid;
             copied += n as u32;
         }
-        if self.collector.dies[dix].victim_for_wear_leveling {
+        if self.collector.for_wear_leveling(die) {
             self.counters.wear_leveling_units_copied += copied as u64;
         } else {
             self.counters.gc_units_copied += copied as u64;
         }
-        if self.collector.dies[dix].victim_cursor == units_per_block {
+        if self.collector.cursor(die) == units_per_block {
             self.victim_collected(die, sink);
         }
         copied
@@ -387,10 +377,7 @@ impl Ftl {
     /// `die`'s victim holds nothing valid any more: erase it, or, while it holds the superseded
     /// copy of host data not yet programmed, hold its erase until it does not (see [`hold`]).
     fn victim_collected<S: NandSink>(&mut self, die: u32, sink: &mut S) {
-        let d = &mut self.collector.dies[die as usize];
-        let block = d.victim;
-        d.victim = NONE;
-        d.victim_cursor = 0;
+        let block = self.collector.victim_done(die);
         if self.hold.enabled && self.hold.pinned(block) {
             self.hold.waiting.push(block);
             self.counters.gc_erases_held += 1;

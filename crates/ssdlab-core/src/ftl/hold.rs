@@ -187,7 +187,7 @@ impl Ftl {
     /// before the unit pins its old copy, so that collecting for it runs under the same rules.
     pub(super) fn host_must_wait<S: NandSink>(&mut self, sink: &mut S) -> bool {
         let die = self.host_die;
-        if self.dies[die as usize].host.block != NONE {
+        if self.frontiers.get(die, Stream::Host).block != NONE {
             return false;
         }
         if self.hold.outstanding() == 0 && !self.hold.waiting.is_empty() {

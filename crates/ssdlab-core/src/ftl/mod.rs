@@ -18,6 +18,7 @@
 
 mod blocks;
 mod collector;
+mod frontier;
 mod gc;
 mod hold;
 mod map;
@@ -35,6 +36,7 @@ use crate::time::SimTime;
 use blocks::Blocks;
 pub use collector::nominal_pace;
 use collector::Collector;
+use frontier::{Frontiers, Stream};
 pub use map::{Lba, Map, Ppn, Unmapped};
 pub use mount::{MountReport, Recovered};
 pub use persist::Persistence;
@@ -146,63 +148,6 @@ pub enum BlockState {
     Retired,
 }
 
-#[derive(Clone, Copy, Debug)]
-struct OpenBlock {
-    /// NONE when the stream has no open block.
-    block: u32,
-    next_pu: u32,
-    /// Units placed in the PU being filled.
-    fill: u32,
-    /// Of those, units that came from the host (they hold write-buffer space).
-    host_fill: u32,
-    /// When the last host unit placed in the PU arrived in DRAM.
-    data_ready: SimTime,
-}
-
-impl OpenBlock {
-    /// The first physical unit of the PU being filled.
-    #[inline]
-    fn pu_first_ppn(&self, g: &Geometry) -> u32 {
-        self.block * g.units_per_block + self.next_pu * g.units_per_pu
-    }
-}
-
-const NO_OPEN_BLOCK: OpenBlock = OpenBlock {
-    block: NONE,
-    next_pu: 0,
-    fill: 0,
-    host_fill: 0,
-    data_ready: SimTime::ZERO,
-};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stream {
-    Host,
-    Gc,
-}
-
-/// One die's open blocks as placement sees them (its free pool is with [`Blocks`]).
-#[derive(Clone, Debug)]
-struct Die {
-    host: OpenBlock,
-    gc: OpenBlock,
-}
-
-impl Die {
-    /// Power-on or secure erase: nothing open.
-    fn reset(&mut self) {
-        self.host = NO_OPEN_BLOCK;
-        self.gc = NO_OPEN_BLOCK;
-    }
-
-    fn open(&mut self, stream: Stream) -> &mut OpenBlock {
-        match stream {
-            Stream::Host => &mut self.host,
-            Stream::Gc => &mut self.gc,
-        }
-    }
-}
-
 /// Counters of FTL activity, in mapping units unless named otherwise.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct FtlCounters {
@@ -307,7 +252,8 @@ pub struct Ftl {
     /// Each block's state and wear, the free pools and the collection candidates: the one
     /// writer of a block's state.
     blocks: Blocks,
-    dies: Vec<Die>,
+    /// Each die's open block and PU for each stream: the one writer of a frontier.
+    frontiers: Frontiers,
     /// Die receiving the next host PU (host data is striped PU by PU across dies).
     host_die: u32,
     /// `ftl.host_die_choice = "skip-collecting"`: the next host die is one with no
@@ -368,13 +314,7 @@ impl Ftl {
             reserved_blocks_per_die: reserved,
             map: Map::new(&g),
             blocks: Blocks::new(cfg, &g, reserved),
-            dies: vec![
-                Die {
-                    host: NO_OPEN_BLOCK,
-                    gc: NO_OPEN_BLOCK,
-                };
-                g.dies as usize
-            ],
+            frontiers: Frontiers::new(&g),
             host_die: 0,
             host_die_candidates: match cfg.host_die_choice {
                 crate::config::HostDieChoice::RoundRobin => 1,
@@ -418,8 +358,7 @@ impl Ftl {
         let mark = self.map.changes_len();
         let journal = self.map.records_changes();
         let die = self.host_die;
-        let ob = &mut self.dies[die as usize].host;
-        ob.data_ready = ob.data_ready.max(w.data_ready);
+        self.frontiers.host_data_ready(die, w.data_ready);
         if journal && self.hold.enabled && !old.is_none() && sink.timed() {
             self.hold.pin(die, self.block_of(old.0));
         }
@@ -461,7 +400,7 @@ impl Ftl {
                 return lba - first;
             }
             if runs {
-                let ob = self.dies[self.host_die as usize].host;
+                let ob = self.frontiers.get(self.host_die, Stream::Host);
                 let run = (self.geometry.units_per_pu - ob.fill).min(end - lba);
                 if run > 1 && ob.block != NONE {
                     self.write_run(lba..lba + run, data_ready, sink);
@@ -503,13 +442,8 @@ impl Ftl {
                 self.invalidate(Lba(l));
             }
         }
-        let ob = &mut self.dies[die as usize].host;
-        let ppn = ob.pu_first_ppn(&self.geometry) + ob.fill;
-        ob.data_ready = ob.data_ready.max(data_ready);
-        ob.fill += n;
-        ob.host_fill += n;
-        let (block, full) = (ob.block, ob.fill == self.geometry.units_per_pu);
-        self.map.map_run(Lba(lbas.start), Ppn(ppn), n, block);
+        let (ppn, block, full) = self.frontiers.take_host_run(die, n, data_ready);
+        self.map.map_run(Lba(lbas.start), ppn, n, block);
         let before_program = lbas.end - full as u32;
         self.counters.host_units_written += (before_program - lbas.start) as u64;
         if self.persist.enabled() {
@@ -559,7 +493,7 @@ impl Ftl {
         pick: impl Fn(&hold::EraseHold, u32) -> bool,
     ) {
         for die in 0..self.geometry.dies {
-            let ob = self.dies[die as usize].host;
+            let ob = *self.frontiers.get(die, Stream::Host);
             if ob.block != NONE && ob.fill > 0 && pick(&self.hold, die) {
                 self.counters.padding_units += (self.geometry.units_per_pu - ob.fill) as u64;
                 self.program_pu(die, Stream::Host, sink);
@@ -581,11 +515,8 @@ impl Ftl {
         self.persist.reset();
         self.hold.reset();
         self.counters.grown_bad_blocks += self.blocks.erase_all();
-        self.collector.collecting = false;
-        for (d, c) in self.dies.iter_mut().zip(&mut self.collector.dies) {
-            d.reset();
-            c.reset();
-        }
+        self.collector.reset();
+        self.frontiers.reset();
     }
 
     /// A crypto erase: the media key is replaced, so every unit on the NAND is noise. Every

@@ -77,7 +77,7 @@ impl Ftl {
             .collect();
         // Bit 31 of an erase count: retired (a grown bad block), kept out of service.
         self.blocks.begin_restore(erase_counts, RETIRED_BIT);
-        self.collector.collecting = false;
+        self.collector.reset();
         self.map.clear(false);
         self.host_die = 0;
         self.sequence = 0;
@@ -176,16 +176,12 @@ impl Ftl {
                 _ if partial[0].2 <= partial[1].2 => (Some(partial[0]), Some(partial[1])),
                 _ => (Some(partial[1]), Some(partial[0])),
             };
-            self.dies[die as usize].reset();
-            self.collector.dies[die as usize].reset();
+            self.frontiers.reset_die(die);
+            self.collector.reset_die(die);
             to_seal.extend(partial.iter().skip(2).map(|&(_, block, _)| block));
             for (stream, open) in [(Stream::Host, host), (Stream::Gc, gc)] {
                 if let Some((_, block, next_pu)) = open {
-                    *self.dies[die as usize].open(stream) = OpenBlock {
-                        block,
-                        next_pu,
-                        ..NO_OPEN_BLOCK
-                    };
+                    self.frontiers.restore(die, stream, block, next_pu);
                 }
             }
         }
@@ -208,7 +204,7 @@ impl Ftl {
         };
         let mut oob_per_die = vec![0u64; g.dies as usize];
         for die in 0..g.dies {
-            let d = &self.dies[die as usize];
+            let d = self.frontiers.die(die);
             for b in
                 die * g.blocks_per_die + self.reserved_blocks_per_die..(die + 1) * g.blocks_per_die
             {

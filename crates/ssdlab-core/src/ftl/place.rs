@@ -32,7 +32,7 @@ impl Ftl {
     /// The hot path of every write and every GC copy: a few stores, no calls.
     #[inline]
     pub(super) fn append<S: NandSink>(&mut self, die: u32, stream: Stream, lba: Lba, sink: &mut S) {
-        if self.dies[die as usize].open(stream).block == NONE {
+        if self.frontiers.get(die, stream).block == NONE {
             self.allocate_block(die, stream, sink);
         }
         if self.place(die, stream, lba) {
@@ -49,26 +49,15 @@ impl Ftl {
         full
     }
 
-    /// The next `n` free units of the open PU of `die`'s stream (there is one, with room for
-    /// them), taken: (the first, their block, whether they filled the PU). The caller maps
-    /// data to them; a filled PU is to be programmed.
+    /// The next `n` free units of the open PU of `die`'s stream (see [`Frontiers::take`]).
     #[inline(always)]
     pub(super) fn take_units(&mut self, die: u32, stream: Stream, n: u32) -> (Ppn, u32, bool) {
-        let units_per_pu = self.geometry.units_per_pu;
-        let ob = self.dies[die as usize].open(stream);
-        debug_assert!(
-            ob.fill + n <= units_per_pu,
-            "more units than the PU has left"
-        );
-        let ppn = ob.pu_first_ppn(&self.geometry) + ob.fill;
-        ob.fill += n;
-        ob.host_fill += (stream == Stream::Host) as u32 * n;
-        (Ppn(ppn), ob.block, ob.fill == units_per_pu)
+        self.frontiers.take(die, stream, n)
     }
 
     #[inline(never)]
     pub(super) fn program_pu<S: NandSink>(&mut self, die: u32, stream: Stream, sink: &mut S) {
-        let ob = *self.dies[die as usize].open(stream);
+        let ob = *self.frontiers.get(die, stream);
         let kind = match stream {
             Stream::Host => ProgramKind::Host,
             Stream::Gc => ProgramKind::Gc,
@@ -114,17 +103,7 @@ impl Ftl {
             self.counters.pu_programs_parity += 1;
             next_pu += 1;
         }
-        let sealed = next_pu == pus_per_block;
-        {
-            let ob = self.dies[die as usize].open(stream);
-            ob.fill = 0;
-            ob.host_fill = 0;
-            ob.data_ready = SimTime::ZERO;
-            ob.next_pu = next_pu;
-            if sealed {
-                *ob = NO_OPEN_BLOCK;
-            }
-        }
+        let sealed = self.frontiers.programmed(die, stream, next_pu);
         if sealed {
             self.seal(ob.block);
             if self.persist.enabled() {
@@ -211,9 +190,7 @@ impl Ftl {
             }
             self.blocks.mark_retiring(die, block);
         }
-        let ob = self.dies[die as usize].open(stream);
-        if ob.block == block {
-            *ob = NO_OPEN_BLOCK;
+        if self.frontiers.abandon(die, stream, block) {
             self.seal(block);
         }
         for ppn in first_ppn..first_ppn + self.geometry.units_per_pu {
@@ -260,12 +237,7 @@ impl Ftl {
             .open(die)
             .unwrap_or_else(|| panic!("die {die}: free pool empty"));
         debug_assert_eq!(self.map.valid(block), 0);
-        let ob = self.dies[die as usize].open(stream);
-        *ob = OpenBlock {
-            block,
-            data_ready: ob.data_ready,
-            ..NO_OPEN_BLOCK
-        };
+        self.frontiers.open(die, stream, block);
     }
 
     /// `block` is full: it becomes a collection candidate.

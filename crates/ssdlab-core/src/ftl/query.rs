@@ -78,7 +78,7 @@ impl Ftl {
     /// Is the unit still in the controller's DRAM (its PU not yet sent to the NAND)?
     #[inline]
     pub fn is_buffered(&self, ppn: u32) -> bool {
-        let die = &self.dies[self.die_of(ppn) as usize];
+        let die = self.frontiers.die(self.die_of(ppn));
         let block = self.block_of(ppn);
         let pu = self
             .div
@@ -98,7 +98,7 @@ impl Ftl {
     pub fn buffered_host_ppns(&self) -> Vec<u32> {
         let g = &self.geometry;
         let mut out = Vec::new();
-        for d in &self.dies {
+        for d in self.frontiers.iter() {
             let ob = &d.host;
             if ob.block != NONE && ob.fill > 0 {
                 let first = ob.pu_first_ppn(g);
@@ -110,7 +110,7 @@ impl Ftl {
 
     /// Host units waiting in partially filled PUs (they hold write-buffer space).
     pub fn buffered_host_units(&self) -> u64 {
-        self.dies.iter().map(|d| d.host.host_fill as u64).sum()
+        self.frontiers.iter().map(|d| d.host.host_fill as u64).sum()
     }
 
     pub fn mapped_units(&self) -> u64 {

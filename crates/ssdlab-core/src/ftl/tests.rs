@@ -413,17 +413,21 @@ fn power_on_gives_collection_the_partly_written_block_with_most_room() {
     for lba in 0..upp {
         ftl.write_unit(HostWrite::untimed(lba), &mut NullSink);
     }
-    let written = ftl.dies[0].host.block;
+    let written = ftl.frontiers.die(0).host.block;
     assert_ne!(written, NONE);
     let records = oob_records(ftl.map_changes(), &ftl.geometry);
     let mut back = ftl_of(&cfg, 1);
     back.restore(records.iter().copied(), None).unwrap();
     assert_eq!(
-        back.dies[0].gc.block, written,
+        back.frontiers.die(0).gc.block,
+        written,
         "the lone partial block collects"
     );
-    assert_eq!(back.dies[0].host.block, NONE);
-    assert_eq!(back.dies[0].gc.next_pu, ftl.dies[0].host.next_pu);
+    assert_eq!(back.frontiers.die(0).host.block, NONE);
+    assert_eq!(
+        back.frontiers.die(0).gc.next_pu,
+        ftl.frontiers.die(0).host.next_pu
+    );
 }
 
 #[test]
