@@ -80,6 +80,15 @@ class JobFields:
         buffer holds goes to NAND and, without full power-loss protection, the partly filled
         program units are programmed (padded). Not measured as an IO of the job. A job that
         only reads or trims sends none, as in fio.
+    fdp : fio's fdp (3.34): the job's writes carry NVMe FDP placement identifiers (as
+        `dataplacement = "fdp"`). A drive without a `[placement]` table takes the default
+        configuration (one reclaim group, 8 initially isolated handles, superblock reclaim
+        units) and says so.
+    dataplacement : fio's dataplacement (3.38): "fdp" as `fdp`; "none" no directive.
+    plids : fio's plids / fdp_pli: the placement identifier indices the writes use (indices into
+        the drive's RUH status list: "0,2,5" or ranges "0-3"); none: every one.
+    plid_select : fio's plid_select / fdp_pli_select: how each write takes its index, in turn
+        ("roundrobin") or drawn ("random").
     """
 
     name: str = 'job'
@@ -112,6 +121,10 @@ class JobFields:
     link_power: str = 'none'
     loops: int = 1
     end_fsync: bool = False
+    fdp: bool = False
+    dataplacement: str = 'none'
+    plids: str | None = None
+    plid_select: str = 'roundrobin'
 
 
 ROWS: tuple[Row, ...] = (
@@ -205,4 +218,16 @@ ROWS: tuple[Row, ...] = (
     Row('end_fsync', 'flag', '', 'true, false',
         (('end_fsync', 'as_written'),), '',
         "fio's end_fsync: once the IOs of a job that writes have completed, one FLUSH (NVMe Flush, SATA FLUSH CACHE, NBD_CMD_FLUSH), and the job ends when it has: what the write buffer holds goes to NAND and, without full power-loss protection, the partly filled program units are programmed (padded). Not measured as an IO of the job. A job that only reads or trims sends none, as in fio."),
+    Row('fdp', 'flag', '', 'true, false',
+        (('fdp', 'as_written'),), '',
+        'fio\'s fdp (3.34): the job\'s writes carry NVMe FDP placement identifiers (as `dataplacement = "fdp"`). A drive without a `[placement]` table takes the default configuration (one reclaim group, 8 initially isolated handles, superblock reclaim units) and says so.'),
+    Row('dataplacement', 'text', '', 'none, fdp',
+        (('dataplacement', 'as_written'),), '',
+        'fio\'s dataplacement (3.38): "fdp" as `fdp`; "none" no directive.'),
+    Row('plids', 'text', '', 'indices and ranges, e.g. 0,2,4-7',
+        (('plids', 'as_written'), ('fdp_pli', 'as_written')), '',
+        'fio\'s plids / fdp_pli: the placement identifier indices the writes use (indices into the drive\'s RUH status list: "0,2,5" or ranges "0-3"); none: every one.'),
+    Row('plid_select', 'text', '', 'roundrobin, random',
+        (('plid_select', 'as_written'), ('fdp_pli_select', 'as_written')), '',
+        'fio\'s plid_select / fdp_pli_select: how each write takes its index, in turn ("roundrobin") or drawn ("random").'),
 )

@@ -10,6 +10,7 @@ __all__ = [
     "Simulation",
     "crashtest",
     "crypto_erase_store",
+    "default_placement",
     "describe_config",
     "job_defaults",
     "job_schema",
@@ -128,6 +129,7 @@ def crashtest(
     prefill: bool,
 ) -> str: ...
 def parse_faults(spec: str) -> str: ...
+def default_placement() -> str: ...
 def trace_stats(
     paths: list[str],
     format: str | None = None,

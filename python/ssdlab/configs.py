@@ -5,6 +5,7 @@ configuration (`ssdlab drives`' table) without building the drive."""
 from __future__ import annotations
 
 import json
+import sys
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
@@ -40,10 +41,12 @@ class DriveText:
     name: str
 
 
-def config_text(name_or_path: str | DriveText, faults: str | None = None) -> tuple[str, str]:
+def config_text(name_or_path: str | DriveText, faults: str | None = None,
+                placement: str | None = None) -> tuple[str, str]:
     """The TOML text of a preset (by name), of a drive file (by path) or held in a
     `DriveText`, and its source name; with `faults` (a `--faults` spec) its `[faults]` table
-    replaced by the spec's."""
+    replaced by the spec's; with `placement="fdp"` and no `[placement]` table, the default one
+    (`with_default_placement`)."""
     if isinstance(name_or_path, DriveText):
         text = name_or_path.text
         name_or_path = name_or_path.name
@@ -51,6 +54,8 @@ def config_text(name_or_path: str | DriveText, faults: str | None = None) -> tup
         text = read_text(name_or_path, "a preset name (`ssdlab drives`) or a drive TOML file")
     else:
         text = preset_path(name_or_path).read_text()
+    if placement is not None:
+        text = with_default_placement(text, name_or_path, placement)
     if faults is None:
         return text, name_or_path
     try:
@@ -63,6 +68,25 @@ def config_text(name_or_path: str | DriveText, faults: str | None = None) -> tup
         raise SsdlabError(f"{name_or_path}: {e}") from None
     cfg["faults"] = {k: v for k, v in table.items() if v is not None}
     return dump_toml(cfg), name_or_path
+
+
+def with_default_placement(text: str, source: str, mode: str) -> str:
+    """A drive file's text with the default FDP configuration (one reclaim group, 8 initially
+    isolated handles, a superblock reclaim unit: Samsung's PM9D3) when it has no `[placement]`
+    table, said in one line on stderr; unchanged when it has one."""
+    if mode != "fdp":
+        raise SsdlabError(f"placement {mode!r}: accepted: fdp")
+    try:
+        cfg = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise SsdlabError(f"{source}: {e}") from None
+    if "placement" in cfg:
+        return text
+    cfg["placement"] = {k: v for k, v in json.loads(_ssdlab.default_placement()).items() if v not in ([], "")}
+    print(f"{source}: no [placement] table: FDP on the default configuration (one reclaim group, "
+          f"{len(cfg['placement']['handles'])} initially isolated handles, a reclaim unit of one block on every die, "
+          "as Samsung's PM9D3 ships)", file=sys.stderr)
+    return dump_toml(cfg)
 
 
 FAULTS_HELP = ("seeded NAND faults, e.g. read_retry=1e-3,uncorrectable=1e-5,program_fail=1e-4,erase_fail=1e-4,seed=7 "

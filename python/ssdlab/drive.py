@@ -255,10 +255,11 @@ class Drive:
         return cls(read_text(path, "a drive TOML file"), str(path), seed)
 
     @classmethod
-    def open(cls, name_or_path: str | DriveText, seed: int = 0, faults: str | None = None) -> "Drive":
-        """A preset by name, a TOML file by path, or a `DriveText`; `faults`: a `--faults` spec, e.g.
-        "uncorrectable=1e-4,program_fail=1e-4,seed=7" (see `ssdlab run --help`)."""
-        text, source = config_text(name_or_path, faults)
+    def open(cls, name_or_path: str | DriveText, seed: int = 0, faults: str | None = None,
+             placement: str | None = None) -> "Drive":
+        """A preset by name, a TOML file by path, or a `DriveText`; `faults`: a `--faults` spec (`ssdlab run
+        --help`); `placement="fdp"`: FDP, the default configuration if the file has none (`with_default_placement`)."""
+        text, source = config_text(name_or_path, faults, placement)
         return cls(text, source, seed)
 
     @property
@@ -365,6 +366,9 @@ class Drive:
                 self._sim.check_job(text)
             except ValueError as e:
                 raise SsdlabError(f"job '{job.name}': {e}") from None
+            if job.asks_fdp() and "placement" not in self.config:
+                raise SsdlabError(f"job '{job.name}': asks for FDP, and {self.source} has no [placement] table; accepted:"
+                                  " Drive.open(..., placement=\"fdp\") (the default one), or one in the drive file")
             texts.append(text)
         try:
             self._sim.start_jobs(texts, after, io_log=on_ios is not None)

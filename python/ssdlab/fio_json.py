@@ -211,7 +211,8 @@ def fio_job(result, job=None, drive=None, plus: bool = False, groupid: int = 0) 
         **_latency_keys(s.get("latency_target"), depth),
         **({"steadystate": _steadystate(st, series, job)} if (st := s.get("steady_state")) else {}),
         # What only a simulation knows, under its own key (fio's readers ignore unknown keys).
-        "ssdlab": {k: s[k] for k in ("write_amplification", "gc_units_copied", "blocks_erased", "faults", "run")
+        "ssdlab": {k: s[k] for k in ("write_amplification", "gc_units_copied", "blocks_erased", "faults", "run",
+                                     "placement")
                    if k in s},
     }
 

@@ -23,6 +23,10 @@ class Job(JobFields):
         """The fields the model runs (the Rust `Job`'s), by name: everything but `origin`."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.metadata.get("model", True)}
 
+    def asks_fdp(self) -> bool:
+        """Its writes carry FDP placement identifiers (fio's fdp=1 or dataplacement=fdp)."""
+        return bool(self.fdp) or self.dataplacement == "fdp"
+
     def to_json(self) -> str:
         """The job for the model; ValueError ("field: why") for a count out of its range."""
         for name in _COUNTS:

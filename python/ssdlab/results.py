@@ -84,13 +84,44 @@ class PowerSummary(TypedDict):
     iops_per_w: float | None
 
 
+class MediaStatistics(TypedDict):
+    """NVMe FDP's statistics log (HBMW, MBMW, MBE), bytes; write_amplification = media / host."""
+
+    host_bytes_written: int
+    media_bytes_written: int
+    media_bytes_erased: int
+    write_amplification: float
+
+
+class HandleStatistics(MediaStatistics):
+    """One reclaim unit handle's statistics log, and the reclaim units it has taken."""
+
+    reclaim_units: int
+
+
+class PlacementReport(TypedDict):
+    """FDP's logs at a job's end: the statistics log of the drive and of each reclaim unit
+    handle (`shared`: copies out of units collection shared between initially isolated handles),
+    the RUH status (per placement identifier: pid, reclaim_unit_handle, reclaim_group,
+    available_media_bytes) and the latest 63 events (kind, pid, reclaim_unit_handle,
+    reclaim_group, host_units_written), with counts of each kind."""
+
+    statistics: MediaStatistics
+    handles: list[HandleStatistics]
+    shared: HandleStatistics
+    ruh_status: list[dict]
+    events: list[dict]
+    event_counts: list[list]
+
+
 class JobSummary(_JobSummary, total=False):
     """`Result.summary`: everything one job measured, and what produced it (`run`);
     `steady_state` when the job asked for steady-state detection, `power` on a drive with
-    a power model."""
+    a power model, `placement` on a drive with `[placement]` (FDP's logs)."""
 
     steady_state: SteadyState
     power: PowerSummary
+    placement: PlacementReport
 
 
 class ClassSummary(OpSummary):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -101,6 +102,11 @@ class Server:
         text, source = config_text(drive, faults)
         d = describe_text(text, source)
         self.name = d["name"] or source
+        if "[placement]" in text:
+            # NBD's commands carry no placement identifier and no zone: every write is placed
+            # as one without a directive (the namespace's placement handle 0).
+            print(f"ssdlab serve: {source}'s [placement] is not reachable through NBD (its commands carry no "
+                  "placement identifiers or zones): every write goes to placement handle 0", file=sys.stderr)
         self.user_bytes = d["user_bytes"]
         description = (f"ssdlab {self.name}: {d['controller']}, {d['dies']} dies, "
                        f"{d['user_gb']:.1f} GB, pace {pace}" + (f", {time_scale}x slower than real time" if time_scale > 1 else ""))

@@ -154,6 +154,7 @@ mod tests {
                 length_bytes: 4096,
                 fua: false,
                 tag,
+                placement: crate::ftl::NO_PLACEMENT,
             };
             let now = dev.now();
             dev.submit(io, now);

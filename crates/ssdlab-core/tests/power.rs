@@ -215,6 +215,7 @@ fn read_after_idle(policy: LinkPolicy, idle: SimDuration) -> (u64, LinkState) {
             length_bytes: 4096,
             tag: 1,
             fua: false,
+            placement: ssdlab_core::ftl::NO_PLACEMENT,
         },
         at,
     );

@@ -154,6 +154,13 @@ fn parse_faults(spec: &str) -> PyResult<String> {
     Ok(serde_json::to_string(&f).expect("faults serialise"))
 }
 
+/// The `[placement]` table a drive without one takes when a job asks for FDP (JSON).
+#[pyfunction]
+fn default_placement() -> String {
+    serde_json::to_string(&ssdlab_core::config::PlacementConfig::default_fdp())
+        .expect("placement serialises")
+}
+
 #[pymodule]
 fn _ssdlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
@@ -168,6 +175,7 @@ fn _ssdlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(crashtest, m)?)?;
     m.add_function(wrap_pyfunction!(crypto_erase_store, m)?)?;
     m.add_function(wrap_pyfunction!(parse_faults, m)?)?;
+    m.add_function(wrap_pyfunction!(default_placement, m)?)?;
     m.add_function(wrap_pyfunction!(trace_stats, m)?)?;
     // How this build was optimised (tools/build/ssdlab_build.py sets SSDLAB_BUILD_PGO), so a
     // benchmark's figures say which build they measured.

@@ -199,9 +199,22 @@ def _print_summary(result: Result) -> None:
         print(f"  write amplification {s['write_amplification']:.2f}  (GC copied {s['gc_units_copied']:,} units, {s['blocks_erased']:,} blocks erased)")
     if power_line(s):
         print(power_line(s))
+    if "placement" in s:
+        print(placement_line(s["placement"]))
     faults = format_faults(s.get("faults", {}))
     if faults:
         print(faults)
+
+
+def placement_line(p: dict) -> str:
+    """FDP's statistics log in a line: the drive's write amplification since it was made, each
+    handle's host MB written and write amplification, and the events by kind."""
+    st = p["statistics"]
+    handles = ", ".join(f"{i}: {h['host_bytes_written'] / 1e6:,.1f} MB x{h['write_amplification']:.2f}"
+                        for i, h in enumerate(p["handles"]) if h["host_bytes_written"])
+    events = ", ".join(f"{kind} {n:,}" for kind, n in p["event_counts"] if n)
+    return (f"  FDP (the drive's, since it was made): media/host bytes written {st['write_amplification']:.2f}; "
+            f"handles {handles or 'none written'}; events {events or 'none'}")
 
 
 def _run_to_output(args: argparse.Namespace) -> int:
@@ -220,8 +233,9 @@ def _run_to_output(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    drive = Drive.open(args.drive, seed=args.seed or 0, faults=args.faults)
     jobs = _job_from_args(args)
+    placement = "fdp" if any(j.asks_fdp() for j in jobs) else None
+    drive = Drive.open(args.drive, seed=args.seed or 0, faults=args.faults, placement=placement)
     for job in jobs:  # check every job before spending time on any
         try:
             drive._sim.check_job(job.to_json())

@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+mod placement;
 mod validate;
+pub use placement::{PlacementConfig, PlacementMode, RuhType, MAX_HANDLES};
 
 /// A configuration error: the field it concerns and what is accepted.
 #[derive(Clone, Debug, PartialEq)]
@@ -73,6 +75,9 @@ pub struct DriveConfig {
     /// see [`crate::thermal`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thermal: Option<crate::thermal::ThermalConfig>,
+    /// Host-directed placement (`[placement]`; none: conventional): `ftl::placement`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<PlacementConfig>,
 }
 
 fn is_default_faults(f: &crate::faults::FaultConfig) -> bool {

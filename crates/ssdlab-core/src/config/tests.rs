@@ -82,6 +82,7 @@ pub fn small() -> DriveConfig {
         faults: Default::default(),
         power: None,
         thermal: None,
+        placement: None,
     }
 }
 
@@ -271,4 +272,67 @@ fn a_choice_given_as_a_number_names_its_accepted_values() {
         e.contains("unknown variant `fast`, expected `round-robin` or `skip-collecting`"),
         "{e}"
     );
+}
+
+/// `small` with FDP: `handles` initially isolated handles.
+fn small_fdp(handles: usize) -> DriveConfig {
+    let mut cfg = small();
+    cfg.placement = Some(PlacementConfig {
+        mode: PlacementMode::Fdp,
+        reclaim_groups: 1,
+        reclaim_unit_blocks: 1,
+        handles: vec![RuhType::InitiallyIsolated; handles],
+        max_pids: 0,
+        pids: Vec::new(),
+        source: String::new(),
+    });
+    cfg
+}
+
+#[test]
+fn bad_placement_names_its_field_and_what_is_accepted() {
+    assert!(small_fdp(4).validate().is_ok());
+    type Spoil = fn(&mut PlacementConfig);
+    let cases: [(&str, Spoil, &str); 6] = [
+        (
+            "placement.handles",
+            |p| p.handles.clear(),
+            "accepted: 1 to 128",
+        ),
+        (
+            "placement.reclaim_groups",
+            |p| p.reclaim_groups = 3,
+            "accepted: a divisor of the dies",
+        ),
+        (
+            "placement.pids",
+            |p| {
+                p.max_pids = 2;
+                p.pids = vec![0, 1, 2];
+            },
+            "accepted: at most MAXPIDS (2",
+        ),
+        (
+            "placement.pids[1]",
+            |p| p.pids = vec![0, 4],
+            "accepted: a reclaim unit handle, 0 to 3",
+        ),
+        (
+            "placement.reclaim_unit_blocks",
+            |p| p.reclaim_unit_blocks = 65,
+            "a reclaim unit no larger than its group",
+        ),
+        (
+            "placement.handles",
+            |p| p.handles = vec![RuhType::PersistentlyIsolated; 4],
+            "accepted: fewer handles, or more spare",
+        ),
+    ];
+    for (field, spoil, accepted) in cases {
+        let mut cfg = small_fdp(4);
+        spoil(cfg.placement.as_mut().unwrap());
+        let e = cfg.validate().unwrap_err();
+        assert_eq!(e.field, field, "{e}");
+        assert!(e.message.contains(accepted), "{e}");
+    }
 }

@@ -14,6 +14,9 @@ impl DriveConfig {
         self.check_nand()?;
         let g = self.geometry()?;
         self.check_capacity(&g)?;
+        if let Some(p) = &self.placement {
+            p.check(&g, self.spare_blocks_per_die(&g))?;
+        }
         self.check_gc()?;
         self.check_controller()?;
         self.check_host()?;
@@ -241,6 +244,30 @@ impl DriveConfig {
         })
     }
 
+    /// Blocks each die keeps beyond its share of user data, the collector's reserve and its
+    /// two open blocks (host, collector): what further streams' open blocks can take.
+    fn spare_blocks_per_die(&self, g: &Geometry) -> u64 {
+        let usable_units = g.usable_bytes / g.mapping_unit_bytes as u64;
+        let spare_units = usable_units.saturating_sub(g.logical_units);
+        let per_die = spare_units / (g.dies as u64 * g.data_units_per_block as u64);
+        per_die.saturating_sub(self.collection_reserve_blocks_per_die() + 1)
+    }
+
+    /// Free blocks each die keeps for collection, and its two open blocks.
+    fn collection_reserve_blocks_per_die(&self) -> u64 {
+        let f = &self.ftl;
+        f.gc_foreground_free_blocks_min
+            .max(match f.gc_foreground_mode {
+                GcForegroundMode::Deferred => f.gc_deferred_free_blocks_target,
+                _ => 0,
+            })
+            .max(match f.gc_pace {
+                GcPace::Nominal => f.gc_free_blocks_high,
+                GcPace::Victim => 0,
+            }) as u64
+            + 2
+    }
+
     /// What the layout must hold: the map in DRAM, the user capacity with the open blocks and
     /// the collector's reserve, two program units in the write buffer.
     fn check_capacity(&self, g: &Geometry) -> Result<(), ConfigError> {
@@ -295,17 +322,7 @@ impl DriveConfig {
                 ));
             }
         }
-        let reserve_blocks_per_die = f
-            .gc_foreground_free_blocks_min
-            .max(match f.gc_foreground_mode {
-                GcForegroundMode::Deferred => f.gc_deferred_free_blocks_target,
-                _ => 0,
-            })
-            .max(match f.gc_pace {
-                GcPace::Nominal => f.gc_free_blocks_high,
-                GcPace::Victim => 0,
-            }) as u64
-            + 2;
+        let reserve_blocks_per_die = self.collection_reserve_blocks_per_die();
         if !fits(reserve_blocks_per_die) {
             let usable_bytes = usable_units * unit as u64;
             let open_bytes = dies as u64

@@ -21,6 +21,9 @@ pub struct HostIo {
     pub fua: bool,
     /// The submitter's own tag, returned with the completion.
     pub tag: u64,
+    /// A write's placement identifier (NVMe FDP's DSPEC with DTYPE 2), or
+    /// [`crate::ftl::NO_PLACEMENT`]: none.
+    pub placement: u16,
 }
 
 impl HostIo {
@@ -32,6 +35,7 @@ impl HostIo {
             length_bytes: 0,
             fua: false,
             tag,
+            placement: crate::ftl::NO_PLACEMENT,
         }
     }
 }

@@ -446,6 +446,7 @@ impl Controller {
                 lba: s.next_unit,
                 tag: s.io.tag,
                 data_ready: arrived,
+                pid: s.io.placement,
             };
             let written = ftl.write_units(first, count, &mut flash);
             if let Some(f) = self.faults.as_mut() {

@@ -110,6 +110,9 @@ impl Device {
         let geometry = config.validate()?;
         let f = &config.faults;
         let mut ftl = Ftl::new(&config.ftl, &geometry, seed);
+        if let Some(p) = &config.placement {
+            ftl.set_placement(p);
+        }
         ftl.set_faults(f.program_fail, f.erase_fail, f.seed);
         ftl.set_erase_hold(
             config.controller.power_loss_protection != crate::config::PowerLossProtection::Full,

@@ -203,6 +203,7 @@ fn trim_unmaps_only_whole_mapping_units() {
             length_bytes: 3 * unit,
             fua: false,
             tag: 1,
+            placement: crate::ftl::NO_PLACEMENT,
         },
         dev.now(),
     );
@@ -227,6 +228,7 @@ fn flush_and_fua_put_buffered_data_on_nand() {
             length_bytes: 4096,
             fua: false,
             tag: 1,
+            placement: crate::ftl::NO_PLACEMENT,
         },
         SimTime::ZERO,
     );
@@ -251,6 +253,7 @@ fn flush_and_fua_put_buffered_data_on_nand() {
             length_bytes: 4096,
             fua: true,
             tag: 3,
+            placement: crate::ftl::NO_PLACEMENT,
         },
         t,
     );
@@ -281,6 +284,7 @@ fn write_acknowledgement_by_protection_class_and_write_cache() {
             length_bytes: 4096,
             fua,
             tag: 1,
+            placement: crate::ftl::NO_PLACEMENT,
         };
         dev.submit(write, SimTime::ZERO);
         while dev.step() {}
@@ -362,6 +366,7 @@ fn reads_of_buffered_data_need_no_nand() {
         length_bytes: 4096,
         fua: false,
         tag: 1,
+        placement: crate::ftl::NO_PLACEMENT,
     };
     dev.submit(write, SimTime::ZERO);
     while dev.step() {}
@@ -398,6 +403,7 @@ fn submit_now(dev: &mut Device, kind: IoKind, offset_bytes: u64, length_bytes: u
             length_bytes,
             fua: false,
             tag,
+            placement: crate::ftl::NO_PLACEMENT,
         },
         t,
     );
@@ -423,6 +429,7 @@ fn unprogrammed_host_data_is_known_until_a_flush_completes() {
                 length_bytes: 16 * 4096,
                 fua: false,
                 tag,
+                placement: crate::ftl::NO_PLACEMENT,
             },
             t,
         );
@@ -1234,9 +1241,9 @@ mod invariants {
                     let length = (sectors * 512).min(user - 512);
                     let offset = (at * 512 * 37) % (user - length);
                     let io = match kind {
-                        0..=3 => HostIo { kind: IoKind::Write, offset_bytes: offset, length_bytes: length, fua, tag },
-                        4..=7 => HostIo { kind: IoKind::Read, offset_bytes: offset, length_bytes: length, fua: false, tag },
-                        8 => HostIo { kind: IoKind::Trim, offset_bytes: offset, length_bytes: length, fua: false, tag },
+                        0..=3 => HostIo { kind: IoKind::Write, offset_bytes: offset, length_bytes: length, fua, tag, placement: crate::ftl::NO_PLACEMENT },
+                        4..=7 => HostIo { kind: IoKind::Read, offset_bytes: offset, length_bytes: length, fua: false, tag, placement: crate::ftl::NO_PLACEMENT },
+                        8 => HostIo { kind: IoKind::Trim, offset_bytes: offset, length_bytes: length, fua: false, tag, placement: crate::ftl::NO_PLACEMENT },
                         _ => HostIo::flush(tag),
                     };
                     tag += 1;

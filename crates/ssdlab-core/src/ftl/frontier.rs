@@ -1,5 +1,6 @@
-//! The write frontiers: for each stream that writes (the host's data, the collector's copies;
-//! placement handles, zones and an SLC cache are further streams to come), each die's open
+//! The write frontiers: for each stream that writes (the host's data, one stream per reclaim
+//! unit handle with placement, the collector's copies, shared or per persistently isolated
+//! handle; zones and an SLC cache are further streams to come), each die's open
 //! block and the program unit (PU) being filled in it. [`Frontiers`] is the only writer of
 //! a frontier; its lifecycle, each verb asserting the state it leaves:
 //! 1. **closed -> open** ([`Frontiers::open`]): a free block of the die (from
@@ -8,7 +9,8 @@
 //!    filled are given out, the data mapped to them by the caller; the last one fills it.
 //! 3. **programmed** ([`Frontiers::programmed`]): the PU went to the NAND; the next PU starts,
 //!    or, the block being full, the frontier closes (the caller seals the block).
-//! 4. **abandoned** ([`Frontiers::abandon`]): a failed program closes the block early.
+//! 4. **abandoned** ([`Frontiers::abandon`]): a failed program, or the host moving a handle to
+//!    a new reclaim unit, closes the block early.
 //!
 //! Power-on and secure erase close every frontier ([`Frontiers::reset`]); the power-on rebuild
 //! reopens them where the firmware finds them ([`Frontiers::restore`]).
@@ -21,8 +23,23 @@ use crate::time::SimTime;
 /// Who writes into a frontier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Stream {
-    Host,
-    Gc,
+    /// Host data written through reclaim unit handle `h` (0 on a drive without placement).
+    Host(u16),
+    /// Copies made by garbage collection and wear levelling: 0 the shared stream, `h + 1`
+    /// those of persistently isolated handle `h` (see `ftl::placement`).
+    Gc(u16),
+}
+
+impl Stream {
+    /// The host's stream on a drive without placement.
+    pub const HOST: Stream = Stream::Host(0);
+    /// The collector's shared stream.
+    pub const GC: Stream = Stream::Gc(0);
+
+    #[inline(always)]
+    pub fn is_host(self) -> bool {
+        matches!(self, Stream::Host(_))
+    }
 }
 
 /// One stream's frontier on one die.
@@ -55,77 +72,81 @@ pub(super) const NO_OPEN_BLOCK: OpenBlock = OpenBlock {
     data_ready: SimTime::ZERO,
 };
 
-/// One die's frontiers, a stream each.
-#[derive(Clone, Debug)]
-pub(super) struct DieFrontiers {
-    pub host: OpenBlock,
-    pub gc: OpenBlock,
-}
-
-impl DieFrontiers {
-    #[inline(always)]
-    fn of(&self, stream: Stream) -> &OpenBlock {
-        match stream {
-            Stream::Host => &self.host,
-            Stream::Gc => &self.gc,
-        }
-    }
-
-    #[inline(always)]
-    fn of_mut(&mut self, stream: Stream) -> &mut OpenBlock {
-        match stream {
-            Stream::Host => &mut self.host,
-            Stream::Gc => &mut self.gc,
-        }
-    }
-}
-
-/// Every die's frontiers.
+/// Every die's frontiers: `slots` a die, the host streams' first (one per reclaim unit
+/// handle), then the collector's (the shared one, then one per handle).
 pub(super) struct Frontiers {
-    dies: Vec<DieFrontiers>,
+    open: Vec<OpenBlock>,
+    /// Host streams a die.
+    host_streams: u32,
+    /// Frontiers a die.
+    slots: u32,
     units_per_block: u32,
     units_per_pu: u32,
     pus_per_block: u32,
 }
 
 impl Frontiers {
-    pub fn new(g: &Geometry) -> Frontiers {
+    /// The frontiers of a drive with `handles` reclaim unit handles (1 without placement:
+    /// host and collector).
+    pub fn new(g: &Geometry, handles: u32) -> Frontiers {
+        let gc_streams = if handles > 1 { handles + 1 } else { 1 };
+        let slots = handles + gc_streams;
         Frontiers {
-            dies: vec![
-                DieFrontiers {
-                    host: NO_OPEN_BLOCK,
-                    gc: NO_OPEN_BLOCK,
-                };
-                g.dies as usize
-            ],
+            open: vec![NO_OPEN_BLOCK; (g.dies * slots) as usize],
+            host_streams: handles,
+            slots,
             units_per_block: g.units_per_block,
             units_per_pu: g.units_per_pu,
             pus_per_block: g.pus_per_block,
         }
     }
 
+    /// Host streams a die: one per reclaim unit handle (one without placement).
+    #[inline]
+    pub fn host_streams(&self) -> u32 {
+        self.host_streams
+    }
+
+    #[inline(always)]
+    fn index(&self, die: u32, stream: Stream) -> usize {
+        let slot = match stream {
+            Stream::Host(h) => h as u32,
+            Stream::Gc(g) => self.host_streams + g as u32,
+        };
+        (die * self.slots + slot) as usize
+    }
+
+    #[inline(always)]
+    fn of_mut(&mut self, die: u32, stream: Stream) -> &mut OpenBlock {
+        let i = self.index(die, stream);
+        &mut self.open[i]
+    }
+
     /// `stream`'s frontier on `die`.
     #[inline(always)]
     pub fn get(&self, die: u32, stream: Stream) -> &OpenBlock {
-        self.dies[die as usize].of(stream)
+        &self.open[self.index(die, stream)]
     }
 
-    /// Both frontiers of `die`.
-    #[inline(always)]
-    pub fn die(&self, die: u32) -> &DieFrontiers {
-        &self.dies[die as usize]
+    /// Every frontier of `die`: its host streams', then its collector streams'.
+    #[inline]
+    pub fn die(&self, die: u32) -> &[OpenBlock] {
+        let first = (die * self.slots) as usize;
+        &self.open[first..first + self.slots as usize]
     }
 
-    /// Every die's frontiers, in die order.
-    pub fn iter(&self) -> impl Iterator<Item = &DieFrontiers> {
-        self.dies.iter()
+    /// Every host stream's frontier on every die.
+    pub fn host_all(&self) -> impl Iterator<Item = &OpenBlock> {
+        self.open
+            .chunks(self.slots as usize)
+            .flat_map(|d| d[..self.host_streams as usize].iter())
     }
 
     /// Step 1: `block` (free, of `die`) opens for `stream`; a host unit's arrival noted
     /// before it ([`Frontiers::host_data_ready`]) stays with the PU.
     #[inline]
     pub fn open(&mut self, die: u32, stream: Stream, block: u32) {
-        let ob = self.dies[die as usize].of_mut(stream);
+        let ob = self.of_mut(die, stream);
         debug_assert_eq!(
             ob.block, NONE,
             "die {die}: {stream:?} already has a block open"
@@ -137,11 +158,11 @@ impl Frontiers {
         };
     }
 
-    /// A host unit arriving in DRAM at `at` goes into `die`'s host PU: the PU's program waits
-    /// for the latest.
+    /// A host unit arriving in DRAM at `at` goes into `die`'s PU of host stream `stream`:
+    /// the PU's program waits for the latest.
     #[inline(always)]
-    pub fn host_data_ready(&mut self, die: u32, at: SimTime) {
-        let ob = &mut self.dies[die as usize].host;
+    pub fn host_data_ready(&mut self, die: u32, stream: Stream, at: SimTime) {
+        let ob = self.of_mut(die, stream);
         ob.data_ready = ob.data_ready.max(at);
     }
 
@@ -151,23 +172,29 @@ impl Frontiers {
     #[inline(always)]
     pub fn take(&mut self, die: u32, stream: Stream, n: u32) -> (Ppn, u32, bool) {
         let (units_per_block, units_per_pu) = (self.units_per_block, self.units_per_pu);
-        let ob = self.dies[die as usize].of_mut(stream);
+        let ob = self.of_mut(die, stream);
         debug_assert!(
             ob.block != NONE && ob.fill + n <= units_per_pu,
             "more units than the PU has left"
         );
         let ppn = ob.block * units_per_block + ob.next_pu * units_per_pu + ob.fill;
         ob.fill += n;
-        ob.host_fill += (stream == Stream::Host) as u32 * n;
+        ob.host_fill += stream.is_host() as u32 * n;
         (Ppn(ppn), ob.block, ob.fill == units_per_pu)
     }
 
-    /// Step 2 for a run of `n` host units that arrived by `data_ready`: as
-    /// [`Frontiers::host_data_ready`] and [`Frontiers::take`] of the host stream.
+    /// Step 2 for a run of `n` units of host stream `stream` that arrived by `data_ready`:
+    /// as [`Frontiers::host_data_ready`] and [`Frontiers::take`].
     #[inline(always)]
-    pub fn take_host_run(&mut self, die: u32, n: u32, data_ready: SimTime) -> (Ppn, u32, bool) {
-        self.host_data_ready(die, data_ready);
-        self.take(die, Stream::Host, n)
+    pub fn take_host_run(
+        &mut self,
+        die: u32,
+        stream: Stream,
+        n: u32,
+        data_ready: SimTime,
+    ) -> (Ppn, u32, bool) {
+        self.host_data_ready(die, stream, data_ready);
+        self.take(die, stream, n)
     }
 
     /// Step 3: the PU being filled went to the NAND, and its next one (after any parity PUs)
@@ -176,7 +203,7 @@ impl Frontiers {
     #[inline]
     pub fn programmed(&mut self, die: u32, stream: Stream, next_pu: u32) -> bool {
         let pus_per_block = self.pus_per_block;
-        let ob = self.dies[die as usize].of_mut(stream);
+        let ob = self.of_mut(die, stream);
         debug_assert!(
             ob.block != NONE && next_pu > ob.next_pu,
             "die {die}: {stream:?} programmed PU {} with none open",
@@ -197,7 +224,7 @@ impl Frontiers {
     /// Step 4: a program of `block` failed; if it is `stream`'s open block on `die` the
     /// frontier closes. Whether it was.
     pub fn abandon(&mut self, die: u32, stream: Stream, block: u32) -> bool {
-        let ob = self.dies[die as usize].of_mut(stream);
+        let ob = self.of_mut(die, stream);
         if ob.block != block {
             return false;
         }
@@ -207,21 +234,18 @@ impl Frontiers {
 
     /// Power-on or secure erase: nothing open anywhere.
     pub fn reset(&mut self) {
-        for die in 0..self.dies.len() as u32 {
-            self.reset_die(die);
-        }
+        self.open.fill(NO_OPEN_BLOCK);
     }
 
     /// Power-on: nothing open on `die`.
     pub fn reset_die(&mut self, die: u32) {
-        let d = &mut self.dies[die as usize];
-        d.host = NO_OPEN_BLOCK;
-        d.gc = NO_OPEN_BLOCK;
+        let first = (die * self.slots) as usize;
+        self.open[first..first + self.slots as usize].fill(NO_OPEN_BLOCK);
     }
 
     /// The power-on rebuild found `block` of `die` written up to PU `next_pu` for `stream`.
     pub fn restore(&mut self, die: u32, stream: Stream, block: u32, next_pu: u32) {
-        *self.dies[die as usize].of_mut(stream) = OpenBlock {
+        *self.of_mut(die, stream) = OpenBlock {
             block,
             next_pu,
             ..NO_OPEN_BLOCK

@@ -267,6 +267,7 @@ impl Ftl {
         let g = &self.geometry;
         let (units_per_block, units_per_pu) = (g.units_per_block, g.units_per_pu);
         let victim = self.collector.victim(die);
+        let into = self.gc_stream_of(victim);
         let base = victim * units_per_block;
         let mut copied = 0;
         while self.collector.cursor(die) < units_per_block && copied < units_per_pu {
@@ -323,14 +324,14 @@ impl Ftl {
                 // its moves: they touch only the journal, and call the sink in the same order.
                 // A run that fills the PU programs it before its last unit's note, as
                 // `append` and `map_updated` one unit at a time would (`write_run` likewise).
-                let ob = self.frontiers.get(die, Stream::Gc);
+                let ob = self.frontiers.get(die, into);
                 let run = if self.map.records_changes() || ob.block == NONE {
                     0
                 } else {
                     (units_per_pu - ob.fill).min((n - i) as u32)
                 };
                 if run > 0 {
-                    let (to, to_block, full) = self.take_units(die, Stream::Gc, run);
+                    let (to, to_block, full) = self.take_units(die, into, run);
                     // Each unit's out-of-band LBA agrees with the map (checked in a debug
                     // build: the forward entry pointing back at the unit is what made
                     // `valid_units_of` take it, its entry loaded a chunk ahead).
@@ -345,7 +346,7 @@ impl Ftl {
                             .note_updates_each(lbas, &mut self.counters, sink);
                     }
                     if full {
-                        self.program_pu(die, Stream::Gc, sink);
+                        self.program_pu(die, into, sink);
                         self.map_updated(Lba(valid[before_program]), sink);
                     }
                     i = moved.end;
@@ -354,7 +355,7 @@ impl Ftl {
                     let lba = self.map.reverse(ppn);
                     debug_assert_eq!(self.map.lookup(lba), ppn);
                     self.invalidate(lba);
-                    self.append(die, Stream::Gc, lba, sink);
+                    self.append(die, into, lba, sink);
                     self.map.record(lba, ppn, TAG_RELOCATION);
                     self.map_updated(lba, sink);
                     i += 1;
@@ -363,15 +364,25 @@ impl Ftl {
             self.scratch = valid;
             copied += n as u32;
         }
+        self.count_copies(die, victim, copied);
+        if self.collector.cursor(die) == units_per_block {
+            self.victim_collected(die, sink);
+        }
+        copied
+    }
+
+    /// `copied` units of `die`'s `victim` were copied: by wear levelling or collection, and
+    /// for placement's statistics, of the victim's handle.
+    #[inline]
+    fn count_copies(&mut self, die: u32, victim: u32, copied: u32) {
+        if let Some(p) = self.placement.as_mut() {
+            p.copied(victim, copied);
+        }
         if self.collector.for_wear_leveling(die) {
             self.counters.wear_leveling_units_copied += copied as u64;
         } else {
             self.counters.gc_units_copied += copied as u64;
         }
-        if self.collector.cursor(die) == units_per_block {
-            self.victim_collected(die, sink);
-        }
-        copied
     }
 
     /// `die`'s victim holds nothing valid any more: erase it, or, while it holds the superseded
@@ -423,6 +434,9 @@ impl Ftl {
         let retire = marked || {
             sink.erase(die, true);
             self.counters.blocks_erased += 1;
+            if let Some(p) = self.placement.as_mut() {
+                p.erased(block);
+            }
             let failed = self.erase_fail > 0.0 && self.fault_rng.unit_f64() < self.erase_fail;
             self.counters.erase_failures += failed as u64;
             let retire = failed && self.blocks.may_retire(die);

@@ -28,8 +28,10 @@ pub(super) struct EraseHold {
     pub enabled: bool,
     /// Per block: superseded copies in it whose successors are not programmed yet.
     pins: Vec<u32>,
-    /// Per die: the blocks pinned by units in its open host PU (one entry per unit).
+    /// Per die and host stream (`die * host_streams + h`): the blocks pinned by units in its
+    /// open host PU (one entry per unit).
     open: Vec<Vec<u32>>,
+    host_streams: usize,
     /// Per die: its timed host programs issued and done so far (a program's ordinal is the
     /// count issued before it; they are done in issue order).
     programs_issued: Vec<u64>,
@@ -48,11 +50,12 @@ pub(super) struct EraseHold {
 }
 
 impl EraseHold {
-    pub fn new(blocks: usize, dies: usize) -> EraseHold {
+    pub fn new(blocks: usize, dies: usize, host_streams: usize) -> EraseHold {
         EraseHold {
             enabled: false,
             pins: vec![0; blocks],
-            open: vec![Vec::new(); dies],
+            open: vec![Vec::new(); dies * host_streams],
+            host_streams,
             programs_issued: vec![0; dies],
             programs_done: vec![0; dies],
             issued: vec![VecDeque::new(); dies],
@@ -76,19 +79,31 @@ impl EraseHold {
         self.outstanding = 0;
     }
 
-    /// A host write placed in `die`'s open host PU superseded a copy in `block`.
+    /// The open host PU of `stream` on `die`.
     #[inline]
-    pub fn pin(&mut self, die: u32, block: u32) {
-        self.pins[block as usize] += 1;
-        self.outstanding += 1;
-        self.open[die as usize].push(block);
+    fn slot(&self, die: u32, stream: Stream) -> usize {
+        let Stream::Host(h) = stream else {
+            unreachable!("host streams pin")
+        };
+        die as usize * self.host_streams + h as usize
     }
 
-    /// `die`'s open host PU was issued as a program: its pins wait for that program, or, when
-    /// it is untimed (on the NAND at once), are released now.
+    /// A host write placed in `die`'s open PU of host stream `stream` superseded a copy in
+    /// `block`.
     #[inline]
-    pub fn issued(&mut self, die: u32, timed: bool) {
-        let open = &mut self.open[die as usize];
+    pub fn pin(&mut self, die: u32, stream: Stream, block: u32) {
+        self.pins[block as usize] += 1;
+        self.outstanding += 1;
+        let slot = self.slot(die, stream);
+        self.open[slot].push(block);
+    }
+
+    /// `die`'s open PU of host stream `stream` was issued as a program: its pins wait for
+    /// that program, or, when it is untimed (on the NAND at once), are released now.
+    #[inline]
+    pub fn issued(&mut self, die: u32, stream: Stream, timed: bool) {
+        let slot = self.slot(die, stream);
+        let open = &mut self.open[slot];
         if timed {
             let ordinal = self.programs_issued[die as usize];
             self.programs_issued[die as usize] += 1;
@@ -148,9 +163,12 @@ impl EraseHold {
         self.outstanding
     }
 
-    /// Whether units in `die`'s open host PU pin anything.
+    /// Whether units in `die`'s open host PUs pin anything.
     pub fn pins_open(&self, die: u32) -> bool {
-        !self.open[die as usize].is_empty()
+        let first = die as usize * self.host_streams;
+        self.open[first..first + self.host_streams]
+            .iter()
+            .any(|o| !o.is_empty())
     }
 
     /// Whether `block` holds a superseded copy of host data not yet programmed.
@@ -187,7 +205,7 @@ impl Ftl {
     /// before the unit pins its old copy, so that collecting for it runs under the same rules.
     pub(super) fn host_must_wait<S: NandSink>(&mut self, sink: &mut S) -> bool {
         let die = self.host_die;
-        if self.frontiers.get(die, Stream::Host).block != NONE {
+        if self.frontiers.get(die, self.host_stream).block != NONE {
             return false;
         }
         if self.hold.outstanding() == 0 && !self.hold.waiting.is_empty() {
@@ -205,7 +223,7 @@ impl Ftl {
         if self.host_blocked(die) {
             return true;
         }
-        self.take_block(die, Stream::Host, sink);
+        self.take_block(die, self.host_stream, sink);
         false
     }
 
@@ -292,11 +310,11 @@ mod tests {
     /// issue order; a held block is handed back only when nothing pins it.
     #[test]
     fn pins_go_with_the_program_that_makes_their_successors_durable() {
-        let mut h = EraseHold::new(8, 2);
-        h.pin(0, 5);
-        h.pin(0, 6);
-        h.issued(0, true);
-        h.pin(0, 5);
+        let mut h = EraseHold::new(8, 2, 1);
+        h.pin(0, Stream::HOST, 5);
+        h.pin(0, Stream::HOST, 6);
+        h.issued(0, Stream::HOST, true);
+        h.pin(0, Stream::HOST, 5);
         assert!(h.pinned(5) && h.pinned(6) && h.pins_open(0) && !h.pins_open(1));
         assert_eq!(h.outstanding(), 3);
         h.waiting = vec![5, 6];
@@ -306,7 +324,7 @@ mod tests {
         assert_eq!(h.waiting, vec![5]);
         assert!(h.pinned_by_open(5) && !h.pinned(6));
         // An untimed program releases its pins at once.
-        h.issued(0, false);
+        h.issued(0, Stream::HOST, false);
         assert!(!h.pinned(5) && h.outstanding() == 0);
         // A die with no program in flight releases nothing.
         assert!(done(&mut h, 1).is_empty());
@@ -318,12 +336,12 @@ mod tests {
     /// pins go with that program, not the next one done.
     #[test]
     fn a_program_without_pins_releases_none() {
-        let mut h = EraseHold::new(8, 1);
-        h.pin(0, 5);
-        h.issued(0, true);
-        h.issued(0, true);
-        h.pin(0, 6);
-        h.issued(0, true);
+        let mut h = EraseHold::new(8, 1, 1);
+        h.pin(0, Stream::HOST, 5);
+        h.issued(0, Stream::HOST, true);
+        h.issued(0, Stream::HOST, true);
+        h.pin(0, Stream::HOST, 6);
+        h.issued(0, Stream::HOST, true);
         h.waiting = vec![5, 6];
         assert_eq!(done(&mut h, 0), vec![5]);
         assert!(done(&mut h, 0).is_empty());

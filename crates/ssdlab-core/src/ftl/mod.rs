@@ -25,6 +25,7 @@ mod map;
 mod mount;
 pub(crate) mod persist;
 mod place;
+pub mod placement;
 mod query;
 mod verify;
 mod victim;
@@ -40,6 +41,10 @@ use frontier::{Frontiers, Stream};
 pub use map::{Lba, Map, Ppn, Unmapped};
 pub use mount::{MountReport, Recovered};
 pub use persist::Persistence;
+pub use placement::{
+    FdpEvent, FdpEventKind, HandleStatistics, MediaStatistics, PlacementReport, RuhStatus,
+    NO_PLACEMENT,
+};
 
 /// Marks an unmapped logical unit (in `l2p`) or a physical unit holding no valid data (`p2l`).
 pub const UNMAPPED: u32 = u32::MAX;
@@ -82,6 +87,8 @@ pub struct HostWrite {
     pub tag: u64,
     /// When the unit's data is in the controller's DRAM.
     pub data_ready: SimTime,
+    /// The placement identifier the command carried ([`NO_PLACEMENT`]: none).
+    pub pid: u16,
 }
 
 impl HostWrite {
@@ -91,6 +98,7 @@ impl HostWrite {
             lba,
             tag: 0,
             data_ready: SimTime::ZERO,
+            pid: NO_PLACEMENT,
         }
     }
 }
@@ -256,6 +264,14 @@ pub struct Ftl {
     frontiers: Frontiers,
     /// Die receiving the next host PU (host data is striped PU by PU across dies).
     host_die: u32,
+    /// The host stream the next host unit goes to (with placement, the current write's
+    /// handle; else the one host stream).
+    host_stream: Stream,
+    /// Host data of a stream is striped over a reclaim group's dies (all of them without
+    /// placement).
+    dies_per_group: u32,
+    /// Host-directed placement (`[placement]`), if the drive has it.
+    placement: Option<Box<placement::Placement>>,
     /// `ftl.host_die_choice = "skip-collecting"`: the next host die is one with no
     /// collection queued among this many in turn (`ftl.host_die_candidates`), if there is
     /// one; 1: the next in turn (round robin).
@@ -314,8 +330,11 @@ impl Ftl {
             reserved_blocks_per_die: reserved,
             map: Map::new(&g),
             blocks: Blocks::new(cfg, &g, reserved),
-            frontiers: Frontiers::new(&g),
+            frontiers: Frontiers::new(&g, 1),
             host_die: 0,
+            host_stream: Stream::HOST,
+            dies_per_group: g.dies,
+            placement: None,
             host_die_candidates: match cfg.host_die_choice {
                 crate::config::HostDieChoice::RoundRobin => 1,
                 crate::config::HostDieChoice::SkipCollecting if cfg.host_die_candidates == 0 => {
@@ -333,7 +352,7 @@ impl Ftl {
             erase_fail: 0.0,
             fault_rng: Rng::new(0),
             failed_die: NONE,
-            hold: hold::EraseHold::new((g.dies * g.blocks_per_die) as usize, g.dies as usize),
+            hold: hold::EraseHold::new((g.dies * g.blocks_per_die) as usize, g.dies as usize, 1),
             div: Divisors {
                 units_per_block: Divisor::new(g.units_per_block),
                 units_per_pu: Divisor::new(g.units_per_pu),
@@ -358,11 +377,12 @@ impl Ftl {
         let mark = self.map.changes_len();
         let journal = self.map.records_changes();
         let die = self.host_die;
-        self.frontiers.host_data_ready(die, w.data_ready);
+        let stream = self.host_stream;
+        self.frontiers.host_data_ready(die, stream, w.data_ready);
         if journal && self.hold.enabled && !old.is_none() && sink.timed() {
-            self.hold.pin(die, self.block_of(old.0));
+            self.hold.pin(die, stream, self.block_of(old.0));
         }
-        self.append(die, Stream::Host, lba, sink);
+        self.append(die, stream, lba, sink);
         self.counters.host_units_written += 1;
         if journal {
             self.map.record_host(lba, old, w.tag, mark);
@@ -388,7 +408,11 @@ impl Ftl {
             lba: first,
             tag,
             data_ready,
+            pid,
         } = first;
+        if self.placement.is_some() {
+            self.select_handle(pid);
+        }
         let end = first + count;
         let mut lba = first;
         // The erase hold can make the host wait only where data is kept (a journal) and time runs.
@@ -397,10 +421,11 @@ impl Ftl {
         while lba < end {
             if may_wait && self.host_must_wait(sink) {
                 self.program_pinned_pus(sink);
+                self.handle_wrote(lba - first);
                 return lba - first;
             }
             if runs {
-                let ob = self.frontiers.get(self.host_die, Stream::Host);
+                let ob = self.frontiers.get(self.host_die, self.host_stream);
                 let run = (self.geometry.units_per_pu - ob.fill).min(end - lba);
                 if run > 1 && ob.block != NONE {
                     self.write_run(lba..lba + run, data_ready, sink);
@@ -413,11 +438,13 @@ impl Ftl {
                     lba,
                     tag,
                     data_ready,
+                    pid,
                 },
                 sink,
             );
             lba += 1;
         }
+        self.handle_wrote(count);
         count
     }
 
@@ -435,14 +462,14 @@ impl Ftl {
         data_ready: SimTime,
         sink: &mut S,
     ) {
-        let die = self.host_die;
+        let (die, stream) = (self.host_die, self.host_stream);
         let n = lbas.end - lbas.start;
         if self.map.any_mapped(lbas.clone()) {
             for l in lbas.clone() {
                 self.invalidate(Lba(l));
             }
         }
-        let (ppn, block, full) = self.frontiers.take_host_run(die, n, data_ready);
+        let (ppn, block, full) = self.frontiers.take_host_run(die, stream, n, data_ready);
         self.map.map_run(Lba(lbas.start), ppn, n, block);
         let before_program = lbas.end - full as u32;
         self.counters.host_units_written += (before_program - lbas.start) as u64;
@@ -451,7 +478,7 @@ impl Ftl {
                 .note_updates(lbas.start..before_program, &mut self.counters, sink);
         }
         if full {
-            self.program_pu(die, Stream::Host, sink);
+            self.program_pu(die, stream, sink);
             self.counters.host_units_written += 1;
             self.map_updated(Lba(before_program), sink);
         }
@@ -493,10 +520,16 @@ impl Ftl {
         pick: impl Fn(&hold::EraseHold, u32) -> bool,
     ) {
         for die in 0..self.geometry.dies {
-            let ob = *self.frontiers.get(die, Stream::Host);
-            if ob.block != NONE && ob.fill > 0 && pick(&self.hold, die) {
-                self.counters.padding_units += (self.geometry.units_per_pu - ob.fill) as u64;
-                self.program_pu(die, Stream::Host, sink);
+            if !pick(&self.hold, die) {
+                continue;
+            }
+            for h in 0..self.frontiers.host_streams() {
+                let stream = Stream::Host(h as u16);
+                let ob = *self.frontiers.get(die, stream);
+                if ob.block != NONE && ob.fill > 0 {
+                    self.counters.padding_units += (self.geometry.units_per_pu - ob.fill) as u64;
+                    self.program_pu(die, stream, sink);
+                }
             }
         }
     }
@@ -517,6 +550,7 @@ impl Ftl {
         self.counters.grown_bad_blocks += self.blocks.erase_all();
         self.collector.reset();
         self.frontiers.reset();
+        self.placement_reset(false);
     }
 
     /// A crypto erase: the media key is replaced, so every unit on the NAND is noise. Every
@@ -549,5 +583,7 @@ impl Ftl {
     }
 }
 
+#[cfg(test)]
+mod placement_tests;
 #[cfg(test)]
 mod tests;

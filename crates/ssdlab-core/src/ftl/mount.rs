@@ -80,6 +80,7 @@ impl Ftl {
         self.collector.reset();
         self.map.clear(false);
         self.host_die = 0;
+        self.placement_reset(true);
         self.sequence = 0;
         self.counters = FtlCounters::default();
         self.persist.reset();
@@ -179,7 +180,7 @@ impl Ftl {
             self.frontiers.reset_die(die);
             self.collector.reset_die(die);
             to_seal.extend(partial.iter().skip(2).map(|&(_, block, _)| block));
-            for (stream, open) in [(Stream::Host, host), (Stream::Gc, gc)] {
+            for (stream, open) in [(Stream::HOST, host), (Stream::GC, gc)] {
                 if let Some((_, block, next_pu)) = open {
                     self.frontiers.restore(die, stream, block, next_pu);
                 }
@@ -208,7 +209,7 @@ impl Ftl {
             for b in
                 die * g.blocks_per_die + self.reserved_blocks_per_die..(die + 1) * g.blocks_per_die
             {
-                let open = [d.host, d.gc].iter().find(|o| o.block == b).copied();
+                let open = d.iter().find(|o| o.block == b).copied();
                 let pus = match (self.blocks.state(b), open) {
                     (BlockState::Free, _) => continue,
                     (_, Some(o)) => {

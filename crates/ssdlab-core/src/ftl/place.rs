@@ -59,8 +59,8 @@ impl Ftl {
     pub(super) fn program_pu<S: NandSink>(&mut self, die: u32, stream: Stream, sink: &mut S) {
         let ob = *self.frontiers.get(die, stream);
         let kind = match stream {
-            Stream::Host => ProgramKind::Host,
-            Stream::Gc => ProgramKind::Gc,
+            Stream::Host(_) => ProgramKind::Host,
+            Stream::Gc(_) => ProgramKind::Gc,
         };
         let planes = self.geometry.planes_per_die;
         let (units_per_block, units_per_pu) =
@@ -76,7 +76,7 @@ impl Ftl {
             },
         );
         if kind == ProgramKind::Host && self.hold.enabled {
-            self.hold.issued(die, sink.timed());
+            self.hold.issued(die, stream, sink.timed());
         }
         let pus_per_block = self.geometry.pus_per_block;
         let base = ob.block * pus_per_block;
@@ -113,18 +113,27 @@ impl Ftl {
         if self.program_fail > 0.0 && self.fault_rng.unit_f64() < self.program_fail {
             self.program_failed(die, stream, ob.block, ob.pu_first_ppn(&self.geometry), sink);
         }
-        if stream == Stream::Host {
-            self.host_die = self.next_host_die_for(die, sink);
+        if stream.is_host() {
+            self.host_pu_programmed(die, stream, sink);
             self.gc_after_host_program(die, sink);
         }
     }
 
-    /// The die after `die` that takes host data (a failed die is skipped).
+    /// The die after `die` that takes host data (a failed die is skipped): the next of the
+    /// drive's dies, or with placement of the reclaim group's.
     #[inline]
     pub(super) fn next_host_die(&self, die: u32) -> u32 {
-        let next = (die + 1) % self.geometry.dies;
+        let after = |d: u32| {
+            if self.dies_per_group == self.geometry.dies {
+                (d + 1) % self.geometry.dies
+            } else {
+                let first = d - d % self.dies_per_group;
+                first + (d - first + 1) % self.dies_per_group
+            }
+        };
+        let next = after(die);
         if next == self.failed_die {
-            (next + 1) % self.geometry.dies
+            after(next)
         } else {
             next
         }
@@ -134,7 +143,7 @@ impl Ftl {
     /// `ftl.host_die_choice = "skip-collecting"` the first with no collection queued of the
     /// `ftl.host_die_candidates` dies in turn (the next in turn if each of them has some).
     #[inline]
-    fn next_host_die_for<S: NandSink>(&self, die: u32, sink: &S) -> u32 {
+    pub(super) fn next_host_die_for<S: NandSink>(&self, die: u32, sink: &S) -> u32 {
         let next = self.next_host_die(die);
         if self.host_die_candidates <= 1 || !sink.die_collecting(next) {
             return next;
@@ -193,13 +202,17 @@ impl Ftl {
         if self.frontiers.abandon(die, stream, block) {
             self.seal(block);
         }
+        let to = self.gc_stream_of(block);
+        if self.placement.is_some() {
+            self.placement_media_reallocated(block);
+        }
         for ppn in first_ppn..first_ppn + self.geometry.units_per_pu {
             let lba = self.map.reverse(Ppn(ppn));
             if lba.is_none() {
                 continue;
             }
             self.invalidate(lba);
-            self.append(die, Stream::Gc, lba, sink);
+            self.append(die, to, lba, sink);
             self.map.record(lba, Ppn(ppn), TAG_RELOCATION);
             self.map_updated(lba, sink);
             self.counters.program_fail_rewrites += 1;
@@ -208,7 +221,7 @@ impl Ftl {
 
     #[inline(never)]
     pub(super) fn allocate_block<S: NandSink>(&mut self, die: u32, stream: Stream, sink: &mut S) {
-        if stream == Stream::Host {
+        if stream.is_host() {
             self.gc_before_host_block(die, sink);
         }
         self.take_block(die, stream, sink);
@@ -217,7 +230,7 @@ impl Ftl {
     /// Open a free block of `die` for `stream`, collection done (`allocate_block` without the
     /// schedule's foreground hook).
     pub(super) fn take_block<S: NandSink>(&mut self, die: u32, stream: Stream, sink: &mut S) {
-        if stream == Stream::Host {
+        if stream.is_host() {
             // Keep one block for the collector: the host may not take the last one.
             while self.blocks.free_len(die) < 2 {
                 // Collecting more while victims are held gains no block: end a hold instead.
@@ -238,6 +251,19 @@ impl Ftl {
             .unwrap_or_else(|| panic!("die {die}: free pool empty"));
         debug_assert_eq!(self.map.valid(block), 0);
         self.frontiers.open(die, stream, block);
+        if let Some(p) = self.placement.as_mut() {
+            p.opened(block, stream);
+        }
+    }
+
+    /// The collector stream `block`'s data is copied to (placement keeps a persistently
+    /// isolated handle's data in units of its own).
+    #[inline]
+    pub(super) fn gc_stream_of(&self, block: u32) -> Stream {
+        match &self.placement {
+            None => Stream::GC,
+            Some(p) => p.gc_stream(block),
+        }
     }
 
     /// `block` is full: it becomes a collection candidate.

@@ -84,8 +84,7 @@ impl Ftl {
             .div
             .units_per_pu
             .quotient(self.div.units_per_block.remainder(ppn));
-        (block == die.host.block && pu == die.host.next_pu)
-            || (block == die.gc.block && pu == die.gc.next_pu)
+        die.iter().any(|ob| block == ob.block && pu == ob.next_pu)
     }
 
     /// Write sequence number stored with the PU holding `ppn`.
@@ -98,8 +97,7 @@ impl Ftl {
     pub fn buffered_host_ppns(&self) -> Vec<u32> {
         let g = &self.geometry;
         let mut out = Vec::new();
-        for d in self.frontiers.iter() {
-            let ob = &d.host;
+        for ob in self.frontiers.host_all() {
             if ob.block != NONE && ob.fill > 0 {
                 let first = ob.pu_first_ppn(g);
                 out.extend(first..first + ob.fill);
@@ -110,7 +108,10 @@ impl Ftl {
 
     /// Host units waiting in partially filled PUs (they hold write-buffer space).
     pub fn buffered_host_units(&self) -> u64 {
-        self.frontiers.iter().map(|d| d.host.host_fill as u64).sum()
+        self.frontiers
+            .host_all()
+            .map(|ob| ob.host_fill as u64)
+            .sum()
     }
 
     pub fn mapped_units(&self) -> u64 {

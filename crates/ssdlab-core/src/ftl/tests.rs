@@ -413,20 +413,20 @@ fn power_on_gives_collection_the_partly_written_block_with_most_room() {
     for lba in 0..upp {
         ftl.write_unit(HostWrite::untimed(lba), &mut NullSink);
     }
-    let written = ftl.frontiers.die(0).host.block;
+    let written = ftl.frontiers.get(0, Stream::HOST).block;
     assert_ne!(written, NONE);
     let records = oob_records(ftl.map_changes(), &ftl.geometry);
     let mut back = ftl_of(&cfg, 1);
     back.restore(records.iter().copied(), None).unwrap();
     assert_eq!(
-        back.frontiers.die(0).gc.block,
+        back.frontiers.get(0, Stream::GC).block,
         written,
         "the lone partial block collects"
     );
-    assert_eq!(back.frontiers.die(0).host.block, NONE);
+    assert_eq!(back.frontiers.get(0, Stream::HOST).block, NONE);
     assert_eq!(
-        back.frontiers.die(0).gc.next_pu,
-        ftl.frontiers.die(0).host.next_pu
+        back.frontiers.get(0, Stream::GC).next_pu,
+        ftl.frontiers.get(0, Stream::HOST).next_pu
     );
 }
 
@@ -578,6 +578,7 @@ fn write_units_equal_unit_by_unit(program_fail: f64) {
             lba: first,
             tag: i,
             data_ready: ready,
+            pid: crate::ftl::NO_PLACEMENT,
         };
         a.write_units(w, count, &mut log_a);
         for lba in first..first + count {
@@ -585,6 +586,7 @@ fn write_units_equal_unit_by_unit(program_fail: f64) {
                 lba,
                 tag: i,
                 data_ready: ready,
+                pid: crate::ftl::NO_PLACEMENT,
             };
             b.write_unit(w, &mut log_b);
         }
@@ -624,6 +626,7 @@ fn gc_copy_runs_equal_unit_by_unit() {
             lba: rng.below(n as u64) as u32,
             tag: i,
             data_ready: SimTime::ZERO,
+            pid: crate::ftl::NO_PLACEMENT,
         };
         runs.write_unit(w, &mut log_runs);
         units.write_unit(w, &mut log_units);
@@ -737,6 +740,7 @@ fn starved_run(cfg: &DriveConfig, seed: u64) -> (u64, u64) {
                 lba: lba + done,
                 tag: 0,
                 data_ready: SimTime::ZERO,
+                pid: crate::ftl::NO_PLACEMENT,
             };
             done += ftl.write_units(first, count - done, &mut sink);
             if done < count {

@@ -501,6 +501,7 @@ impl<I: Iterator<Item = ReplayRequest>> Source for ReplaySource<I> {
                 length_bytes: r.length_bytes,
                 fua: false,
                 tag,
+                placement: crate::ftl::NO_PLACEMENT,
             },
             at,
         );

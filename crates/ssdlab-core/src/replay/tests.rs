@@ -155,6 +155,7 @@ fn background_collection_lands_in_the_idle_intervals_where_it_runs() {
             length_bytes: 4096,
             fua: false,
             tag: 1,
+            placement: crate::ftl::NO_PLACEMENT,
         },
         t,
     );

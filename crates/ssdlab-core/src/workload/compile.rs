@@ -50,6 +50,17 @@ pub struct CompiledJob {
     pub(super) link_power: LinkPolicy,
     /// fio's loops: passes of the job (`number_ios` and `io_bytes_max` are per pass).
     pub(super) loops: u64,
+    /// fio's fdp / dataplacement=fdp: the placement identifier indices its writes take.
+    pub(super) placement: Option<PlacementChoice>,
+}
+
+/// Which placement identifier index each write of an FDP job takes (fio's plids and
+/// plid_select).
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct PlacementChoice {
+    /// The indices, in the order given; empty: every index of the drive's list.
+    pub(super) indices: Vec<u16>,
+    pub(super) random: bool,
 }
 
 impl CompiledJob {
@@ -178,6 +189,7 @@ impl Job {
             interval_ns: (self.log_interval_s * NS_PER_S as f64) as u64,
             link_power,
             loops: u64::from(self.loops),
+            placement: self.placement_choice()?,
         })
     }
 
@@ -504,6 +516,59 @@ impl Job {
                 })
             }
         })
+    }
+
+    /// fio's fdp, dataplacement, plids (fdp_pli) and plid_select (fdp_pli_select).
+    fn placement_choice(&self) -> Result<Option<PlacementChoice>, String> {
+        let fdp = match self.dataplacement.as_str() {
+            "none" => self.fdp,
+            "fdp" => true,
+            other => {
+                return Err(format!(
+                    "dataplacement: '{other}'; accepted: none, fdp (streams is not modelled)"
+                ))
+            }
+        };
+        let random = match self.plid_select.as_str() {
+            "roundrobin" => false,
+            "random" => true,
+            other => {
+                return Err(format!(
+                    "plid_select: '{other}'; accepted: roundrobin, random (scheme with dp_scheme is not modelled)"
+                ))
+            }
+        };
+        if !fdp {
+            if self.plids.is_some() {
+                return Err("plids: placement identifiers without fdp; accepted: with fdp=1 or dataplacement=fdp".into());
+            }
+            return Ok(None);
+        }
+        let mut indices = Vec::new();
+        for part in self.plids.as_deref().unwrap_or("").split(',') {
+            let part = part.trim();
+            if part.is_empty() {
+                continue;
+            }
+            let index = |t: &str| {
+                t.trim().parse::<u16>().ok().filter(|&i| i < u16::MAX).ok_or_else(|| {
+                    format!("plids: '{part}'; accepted: indices 0 to 65534 and ranges A-B, joined by commas")
+                })
+            };
+            match part.split_once('-') {
+                Some((a, b)) => {
+                    let (a, b) = (index(a)?, index(b)?);
+                    if a > b {
+                        return Err(format!(
+                            "plids: '{part}': the range's start is above its end"
+                        ));
+                    }
+                    indices.extend(a..=b);
+                }
+                None => indices.push(index(part)?),
+            }
+        }
+        Ok(Some(PlacementChoice { indices, random }))
     }
 
     /// numjobs, ramp_time, startdelay, log_interval (against the runtime) and loops.

@@ -255,6 +255,27 @@ job_table! {
     end_fsync: bool = false;
         Flag, unit "", accepted "true, false",
         fio [opt("end_fsync")], flag "";
+    /// fio's fdp (3.34): the job's writes carry NVMe FDP placement identifiers (as
+    /// `dataplacement = "fdp"`). A drive without a `[placement]` table takes the default
+    /// configuration (one reclaim group, 8 initially isolated handles, superblock reclaim
+    /// units) and says so.
+    fdp: bool = false;
+        Flag, unit "", accepted "true, false",
+        fio [opt("fdp")], flag "";
+    /// fio's dataplacement (3.38): "fdp" as `fdp`; "none" no directive.
+    dataplacement: String = "none".into();
+        Text, unit "", accepted "none, fdp",
+        fio [opt("dataplacement")], flag "";
+    /// fio's plids / fdp_pli: the placement identifier indices the writes use (indices into
+    /// the drive's RUH status list: "0,2,5" or ranges "0-3"); none: every one.
+    plids: Option<String> = None;
+        Text, unit "", accepted "indices and ranges, e.g. 0,2,4-7",
+        fio [opt("plids"), opt("fdp_pli")], flag "";
+    /// fio's plid_select / fdp_pli_select: how each write takes its index, in turn
+    /// ("roundrobin") or drawn ("random").
+    plid_select: String = "roundrobin".into();
+        Text, unit "", accepted "roundrobin, random",
+        fio [opt("plid_select"), opt("fdp_pli_select")], flag "";
 }
 
 /// A steady-state criterion (fio's `ss`).

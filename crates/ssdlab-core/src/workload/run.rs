@@ -6,7 +6,8 @@ use super::generator::{Generator, LOOKAHEAD};
 use super::job::SteadyState;
 use super::summary::slot_result;
 pub use super::summary::{JobResult, JobSummary};
-use crate::device::{Ahead, Completion, Device, HostIo};
+use crate::device::{Ahead, Completion, Device, HostIo, IoKind};
+use crate::rng::Rng;
 use crate::session::{Control, Meter, Point, Session, Source};
 use crate::time::{SimTime, NS_PER_S};
 use std::collections::VecDeque;
@@ -27,6 +28,10 @@ struct JobStream {
     pass: u64,
     pass_ios: u64,
     pass_bytes: u64,
+    /// An FDP job's writes: how many took a placement identifier index, and the stream
+    /// `plid_select=random` draws them from.
+    placed: u64,
+    plid_rng: Rng,
 }
 
 /// Tag bits below a stream's index (a stream issues fewer than 2^48 IOs).
@@ -162,6 +167,8 @@ impl JobRun {
                     pass_ios: 0,
                     pass_bytes: 0,
                     outstanding: 0,
+                    placed: 0,
+                    plid_rng: Rng::derive(seed ^ streams.len() as u64, "workload.plid"),
                 });
             }
         }
@@ -462,6 +469,24 @@ impl JobSource {
                 }
             }
         }
+        let placement = match &slot.job.placement {
+            Some(choice) if kind == IoKind::Write => {
+                let n = if choice.indices.is_empty() {
+                    dev.ftl.placement_ids() as u64
+                } else {
+                    choice.indices.len() as u64
+                };
+                let i = if choice.random {
+                    s.plid_rng.below(n.max(1))
+                } else {
+                    s.placed % n.max(1)
+                };
+                s.placed += 1;
+                let index = choice.indices.get(i as usize).copied().unwrap_or(i as u16);
+                dev.ftl.placement_id(index)
+            }
+            _ => crate::ftl::NO_PLACEMENT,
+        };
         dev.submit_looked_ahead(
             HostIo {
                 kind,
@@ -469,6 +494,7 @@ impl JobSource {
                 length_bytes: length,
                 fua: false,
                 tag: ((k as u64) << STREAM_SHIFT) | s.issued_ios,
+                placement,
             },
             now,
         );

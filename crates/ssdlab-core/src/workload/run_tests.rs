@@ -168,3 +168,71 @@ fn end_fsync_flushes_once_the_writes_are_done_and_is_not_measured() {
     let (trimmed, padded, _, _) = run(PowerLossProtection::Map, true, "trim");
     assert_eq!((trimmed.trim.ios, padded), (3, 0));
 }
+
+/// fio's fdp with plids and plid_select: each write carries the placement identifier of the
+/// index its turn (or its draw) names, and the drive's statistics log counts them per handle.
+#[test]
+fn an_fdp_job_s_writes_carry_their_placement_identifiers() {
+    let run = |plids: Option<&str>, select: &str| {
+        let mut cfg = DriveConfig::from_toml_str(crate::EXAMPLE_DRIVE_TOML).unwrap();
+        cfg.placement = Some(crate::config::PlacementConfig::default_fdp());
+        // The small example drive has room for 8 handles' open blocks with a quarter less data.
+        cfg.ftl.user_capacity_bytes = cfg.ftl.user_capacity_bytes / 4 * 3;
+        let mut dev = Device::new(&cfg, 3).unwrap();
+        let job = Job {
+            rw: "randwrite".into(),
+            bs: "4k".into(),
+            size: Some("4m".into()),
+            iodepth: 8,
+            fdp: true,
+            plids: plids.map(String::from),
+            plid_select: select.into(),
+            ..Job::default()
+        };
+        let compiled = job.compile(dev.user_bytes()).unwrap();
+        let r = run_job(&mut dev, &compiled, &mut |_| {});
+        let p = r
+            .summary
+            .placement
+            .expect("a drive with placement reports it");
+        assert_eq!(p.statistics.host_bytes_written, 4 << 20);
+        let per_handle: Vec<u64> = p
+            .handles
+            .iter()
+            .map(|h| h.host_bytes_written >> 12)
+            .collect();
+        (per_handle, p.events)
+    };
+    let (rr, events) = run(Some("1,3-4"), "roundrobin");
+    assert_eq!(rr, [0, 342, 0, 341, 341, 0, 0, 0]);
+    assert!(events.is_empty());
+    let (all, _) = run(None, "roundrobin");
+    assert_eq!(all, [128; 8]);
+    let (drawn, _) = run(Some("0-1"), "random");
+    assert_eq!(drawn[0] + drawn[1], 1024);
+    assert!(drawn[0].abs_diff(512) < 80, "{drawn:?}");
+    // An index past the drive's list names an invalid identifier: logged, placed by default.
+    let (invalid, events) = run(Some("9"), "roundrobin");
+    assert_eq!(invalid[0], 1024);
+    assert_eq!(events.len(), 63, "the log keeps the latest 63");
+    assert!(events
+        .iter()
+        .all(|e| e.kind == crate::ftl::FdpEventKind::InvalidPlacementIdentifier && e.pid == 9));
+    let bad = Job {
+        fdp: true,
+        plids: Some("3-1".into()),
+        ..Job::default()
+    };
+    assert_eq!(
+        bad.compile(1 << 30).unwrap_err(),
+        "plids: '3-1': the range's start is above its end"
+    );
+    let none = Job {
+        dataplacement: "streams".into(),
+        ..Job::default()
+    };
+    assert!(none
+        .compile(1 << 30)
+        .unwrap_err()
+        .contains("accepted: none, fdp"));
+}

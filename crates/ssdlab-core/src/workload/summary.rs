@@ -36,6 +36,10 @@ pub struct JobSummary {
     /// Energy and power (on a drive with a power model).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub power: Option<crate::power::PowerSummary>,
+    /// FDP's logs at the job's end (a drive with `[placement]`): the statistics log, drive-wide
+    /// and per handle, the RUH status and the events (the drive's, since it was made).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<crate::ftl::PlacementReport>,
 }
 
 pub struct JobResult {
@@ -82,6 +86,7 @@ pub(super) fn slot_result(
             faults: s.faults.since(&at_start.faults),
             steady_state: steady,
             power: crate::power::PowerSummary::of(&rec.series, dev.has_power_model(), elapsed_s),
+            placement: dev.ftl.placement_report(),
         },
         series: rec.series,
     }

@@ -459,6 +459,7 @@ impl Source for Cycle<'_> {
             length_bytes: f.units as u64 * self.unit as u64,
             fua,
             tag: self.tag,
+            placement: ssdlab_core::ftl::NO_PLACEMENT,
         };
         let r = &mut *self.report;
         match kind {

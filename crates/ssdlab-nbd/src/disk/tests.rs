@@ -257,6 +257,7 @@ fn a_store_killed_at_any_write_rebuilds_to_the_last_completed_state() {
                     lba,
                     tag,
                     data_ready: Default::default(),
+                    pid: ssdlab_core::ftl::NO_PLACEMENT,
                 },
                 &mut NullSink,
             );

@@ -533,6 +533,7 @@ impl Engine {
                 length_bytes: length,
                 fua: req.fua,
                 tag,
+                placement: ssdlab_core::ftl::NO_PLACEMENT,
             },
             at,
         );

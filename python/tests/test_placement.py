@@ -1,0 +1,101 @@
+"""Host-directed placement (issue 99): NVMe FDP as a user reaches it, through fio's job files
+(fdp, fdp_pli/plids, plid_select), the Python API and the results' statistics log."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from ssdlab import Drive, Job
+from ssdlab.errors import SsdlabError
+
+# fio's examples/uring-cmd-fdp.fio (fio 3.34 and later): three jobs over different ranges, each
+# with its own placement identifiers and write intensity. As fio ships it, but for its runtime
+# (1000 s), which the test shortens with --runtime.
+URING_CMD_FDP = """\
+[global]
+filename=/dev/ng0n1
+ioengine=io_uring_cmd
+cmd_type=nvme
+iodepth=32
+bs=4K
+fdp=1
+time_based=1
+runtime=1000
+
+[write-heavy]
+rw=randrw
+rwmixwrite=90
+fdp_pli=0,1,2,3
+offset=0%
+size=30%
+
+[write-mid]
+rw=randrw
+rwmixwrite=30
+fdp_pli=4,5
+offset=30%
+size=30%
+
+[write-light]
+rw=randrw
+rwmixwrite=10
+fdp_pli=6
+offset=60%
+size=30%
+"""
+
+
+def _run_json(tmp_path, drive: str, text: str, *extra: str):
+    path = tmp_path / "j.fio"
+    path.write_text(text)
+    p = subprocess.run([sys.executable, "-m", "ssdlab.cli", "run", "--drive", drive, str(path),
+                        "--output-format", "json", *extra], capture_output=True, text=True)
+    return p
+
+
+def test_fio_s_fdp_example_runs_on_a_preset_with_the_default_configuration(tmp_path):
+    p = _run_json(tmp_path, "crucial-m500-120", URING_CMD_FDP, "--runtime", "0.3")
+    assert p.returncode == 0, p.stderr
+    # One line says the drive took the default configuration.
+    said = [line for line in p.stderr.splitlines() if "[placement]" in line]
+    assert len(said) == 1 and "8 initially isolated handles" in said[0], p.stderr
+    jobs = json.loads(p.stdout)["jobs"]
+    assert [j["jobname"] for j in jobs] == ["write-heavy", "write-mid", "write-light"]
+    last = jobs[-1]["ssdlab"]["placement"]
+    handles = [h["host_bytes_written"] for h in last["handles"]]
+    written = sum(j["write"]["io_bytes"] for j in jobs)
+    # Every write went through the handle its job's index named: 0-3 share write-heavy's
+    # writes in turn, 4-5 write-mid's, 6 write-light's, 7 none.
+    assert sum(handles) == last["statistics"]["host_bytes_written"] == written
+    heavy, mid, light = (j["write"]["io_bytes"] for j in jobs)
+    assert abs(sum(handles[0:4]) - heavy) <= 0 and max(handles[0:4]) - min(handles[0:4]) <= 4096
+    assert sum(handles[4:6]) == mid and handles[6] == light and handles[7] == 0
+    assert last["events"] == [] or all(e["kind"] == "implicitly_modified_ruh" for e in last["events"])
+    assert last["statistics"]["media_bytes_written"] >= written
+
+
+def test_an_fdp_job_on_a_drive_opened_without_placement_is_a_clear_error():
+    d = Drive.open("crucial-m500-120")
+    with pytest.raises(SsdlabError, match=r"asks for FDP, and crucial-m500-120 has no \[placement\] table; "
+                                          r"accepted: Drive.open\(\.\.\., placement=\"fdp\"\)"):
+        d.run(Job(rw="randwrite", fdp=True, runtime_s=0.01, time_based=True))
+
+
+def test_a_drive_s_own_placement_table_is_kept_and_bad_values_name_their_field(tmp_path):
+    from ssdlab.configs import preset_path
+    text = preset_path("crucial-m500-120").read_text()
+    own = tmp_path / "fdp.toml"
+    own.write_text(text + '\n[placement]\nmode = "fdp"\nhandles = ["persistently-isolated", "initially-isolated"]\n')
+    d = Drive.open(str(own), placement="fdp")
+    r = d.run(Job(rw="randwrite", bs="4k", fdp=True, plids="0-1", size="8m", iodepth=4))
+    p = r.summary["placement"]
+    assert [h["host_bytes_written"] for h in p["handles"]] == [4 << 20, 4 << 20]
+    assert [s["pid"] for s in p["ruh_status"]] == [0, 1]
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text + '\n[placement]\nmode = "fdp"\nhandles = ["initially-isolated", "initially-isolated"]\n'
+                   'pids = [0, 3]\n')
+    with pytest.raises(SsdlabError, match=r"field `placement.pids\[1\]`: handle 3; accepted: a reclaim unit "
+                                          r"handle, 0 to 1"):
+        Drive.open(str(bad))
