@@ -25,6 +25,7 @@ from .configs import (  # noqa: F401  (re-exported: ssdlab.drive has always offe
 )
 from .errors import SsdlabError, read_text
 from .job import Job
+from .placement import FDP_HOW, PlacementLogs
 from .progress import Progress, auto
 from .results import JobSummary, ReplaySummary
 from .series import _RATE_COLUMNS, LINK_POLICIES, LINK_STATES, _LazySeries, series_frame, series_rates  # noqa: F401
@@ -215,7 +216,7 @@ def _checked_dicts(jobs):
     return out
 
 
-class Drive:
+class Drive(PlacementLogs):
     """A simulated drive.
 
     Examples
@@ -367,8 +368,7 @@ class Drive:
             except ValueError as e:
                 raise SsdlabError(f"job '{job.name}': {e}") from None
             if job.asks_fdp() and "placement" not in self.config:
-                raise SsdlabError(f"job '{job.name}': asks for FDP, and {self.source} has no [placement] table; accepted:"
-                                  " Drive.open(..., placement=\"fdp\") (the default one), or one in the drive file")
+                raise SsdlabError(f"job '{job.name}': asks for FDP, and {self.source} has no [placement] table; {FDP_HOW}")
             texts.append(text)
         try:
             self._sim.start_jobs(texts, after, io_log=on_ios is not None)

@@ -99,3 +99,25 @@ def test_a_drive_s_own_placement_table_is_kept_and_bad_values_name_their_field(t
     with pytest.raises(SsdlabError, match=r"field `placement.pids\[1\]`: handle 3; accepted: a reclaim unit "
                                           r"handle, 0 to 1"):
         Drive.open(str(bad))
+
+
+def test_ruh_update_through_the_api_closes_the_unit_and_is_logged(tmp_path):
+    from ssdlab.configs import preset_path
+    own = tmp_path / "fdp.toml"
+    own.write_text(preset_path("crucial-m500-120").read_text()
+                   + '\n[placement]\nmode = "fdp"\nhandles = ["initially-isolated", "initially-isolated"]\n')
+    d = Drive.open(str(own))
+    full = d.placement()["ruh_status"][1]["available_media_bytes"]
+    d.run(Job(rw="write", bs="4k", fdp=True, plids="1", size="64k"))
+    assert d.placement()["ruh_status"][1]["available_media_bytes"] < full
+    d.ruh_update(1)
+    p = d.placement()
+    assert p["ruh_status"][1]["available_media_bytes"] == full
+    assert [(e["kind"], e["pid"]) for e in p["events"]] == [("ru_not_fully_written", 1)]
+    # The drive-wide statistics log is every drive's; RUH Update needs placement.
+    plain = Drive.open("crucial-m500-120")
+    plain.run(Job(rw="write", bs="4k", size="64k"))
+    assert plain.media_statistics()["host_bytes_written"] == 64 << 10
+    assert plain.placement() is None
+    with pytest.raises(SsdlabError, match=r"ruh_update\(0\): crucial-m500-120: no \[placement\] table"):
+        plain.ruh_update(0)

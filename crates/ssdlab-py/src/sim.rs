@@ -413,6 +413,24 @@ impl Simulation {
         ))
     }
 
+    /// NVMe FDP's RUH Update of the handle `pid` names (between runs).
+    fn ruh_update(&mut self, pid: u16) -> PyResult<()> {
+        self.idle_check()?;
+        self.dev.ruh_update(pid).map_err(PyValueError::new_err)
+    }
+
+    /// FDP's logs (statistics per drive and handle, RUH status, events) as JSON; "null"
+    /// without placement.
+    fn placement_json(&self) -> String {
+        serde_json::to_string(&self.dev.ftl.placement_report()).expect("placement serialises")
+    }
+
+    /// The statistics log of the drive (host and media bytes written, media bytes erased) as
+    /// JSON: every drive keeps it.
+    fn media_statistics_json(&self) -> String {
+        serde_json::to_string(&self.dev.ftl.media_statistics()).expect("statistics serialise")
+    }
+
     /// Lifetime counters of the FTL and the NAND, as JSON.
     fn counters_json(&self) -> String {
         format!(

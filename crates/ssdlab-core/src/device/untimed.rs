@@ -81,6 +81,28 @@ impl Device {
         self.controller.buffer.held_changed(before, after);
     }
 
+    /// NVMe FDP's RUH Update (I/O Management Send) of the handle `pid` names, between runs:
+    /// its reclaim unit closes where it is (the partly filled program units programmed,
+    /// padded) and the next write through it starts a new one (see `Ftl::ruh_update`). The
+    /// programs run before it returns. Why not, when it cannot: no placement, or commands
+    /// outstanding.
+    pub fn ruh_update(&mut self, pid: u16) -> Result<(), String> {
+        if !self.ftl.has_placement() {
+            return Err(format!(
+                "{}: no [placement] table: RUH Update needs a drive with FDP",
+                self.config.name
+            ));
+        }
+        if self.outstanding() > 0 {
+            return Err("RUH Update with commands outstanding".into());
+        }
+        let (c, mut b) = self.parts();
+        let (ftl, mut flash) = b.ftl_and_flash(&mut c.processor);
+        ftl.ruh_update(pid, &mut flash);
+        self.run_until(SimTime(u64::MAX));
+        Ok(())
+    }
+
     /// Secure erase (ATA SECURITY ERASE UNIT): on a self-encrypting drive a crypto erase (a
     /// new media key, every unit unmapped, no block erased, `controller.crypto_erase_us`);
     /// on others every block erased and the map empty (untimed).
