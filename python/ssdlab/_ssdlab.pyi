@@ -16,6 +16,7 @@ __all__ = [
     "job_schema",
     "parse_faults",
     "parse_size",
+    "simulate_placement_waf",
     "simulate_theory_waf",
     "theory_waf",
     "trace_stats",
@@ -111,6 +112,16 @@ class NbdServer:
 BUILD: str  # "profile-guided" or "plain" (tools/build/ssdlab_build.py)
 
 def theory_waf(policy: str, alpha: float, pages_per_block: int, d: int) -> float: ...
+def simulate_placement_waf(
+    pages_per_block: int,
+    blocks: int,
+    alpha: float,
+    seq_share: float,
+    seq_writes: float,
+    warmup: float,
+    measure: float,
+    seed: int,
+) -> tuple[float, float]: ...
 def simulate_theory_waf(
     policy: str, alpha: float, pages_per_block: int, blocks: int, d: int, warmup: float, measure: float, seed: int
 ) -> float: ...

@@ -101,6 +101,32 @@ def theory_rows(blocks: int = 4096, warmup: float = 5.0, measure: float = 5.0, s
     return rows
 
 
+# Placement's theory rows: (alpha, the sequential stream's share of the logical space).
+PLACEMENT_CASES = ((1.25, 0.5), (1.25, 0.3), (1.5, 0.5), (1.5, 0.3))
+
+
+def placement_rows(blocks: int = 1024, b: int = 64, warmup: float = 5.0, measure: float = 5.0, seed: int = 1,
+                   cases=PLACEMENT_CASES, progress=None) -> list[Row]:
+    """FDP where theory is exact (issue 99): on the theory drive, a uniform random stream on its
+    own persistently isolated handle, beside a sequential stream on another (half the writes
+    each), has the greedy mean field's write amplification at its own share of the space:
+    alpha_r = (physical - the sequential data) / its data. Tolerance 1.5%."""
+    rows = []
+    for i, (alpha, share) in enumerate(cases):
+        _, random_waf = _ssdlab.simulate_placement_waf(b, blocks, alpha, share, 0.5, warmup, measure, seed)
+        logical = int(b * blocks / alpha)
+        seq = int(logical * share)
+        alpha_r = (b * blocks - seq) / (logical - seq)
+        expected = _ssdlab.theory_waf("greedy", alpha_r, b, 0)
+        name = (f"FDP: uniform random stream isolated beside a sequential one ({share:.0%} of the space), "
+                f"greedy b={b}, alpha {alpha} (its own {alpha_r:.4f})")
+        err = abs(random_waf - expected) / expected
+        rows.append(Row("placement", name, expected, random_waf, "WAF", "1.5%", err <= THEORY_TOLERANCE))
+        if progress:
+            progress(i + 1, len(cases))
+    return rows
+
+
 def _cfg(name: str) -> dict:
     return tomllib.loads(config_text(name)[0])
 
@@ -624,6 +650,9 @@ def validate(groups=("theory", "physics", "datasheet"), presets: list[str] | Non
     for g in groups:
         if g == "theory":
             rows += theory_rows(**({"ops": (7, 50), "greedy_b": (64,), "d_choices": (1, 10)} if quick else {}), progress=bar("theory"))
+        elif g == "placement":
+            rows += placement_rows(**({"blocks": 512, "warmup": 4.0, "measure": 4.0} if quick else {}),
+                                   progress=bar("placement"))
         elif g == "physics":
             rows += physics_rows(presets, seconds=1.0 if quick else 2.0, progress=bar("physics"))
         elif g == "datasheet":
@@ -657,7 +686,8 @@ def validate(groups=("theory", "physics", "datasheet"), presets: list[str] | Non
             rows += power_rows(presets, write_s=2.0 if quick else 5.0, light_s=120.0 if quick else LIGHT_S,
                                progress=bar("power"))
         else:
-            raise SsdlabError(f"validate: unknown group '{g}'; accepted: theory, physics, datasheet, consistency, latency, power")
+            raise SsdlabError(f"validate: unknown group '{g}'; accepted: theory, physics, datasheet, consistency, latency, "
+                              "power, placement")
     if out:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)

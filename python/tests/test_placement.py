@@ -121,3 +121,10 @@ def test_ruh_update_through_the_api_closes_the_unit_and_is_logged(tmp_path):
     assert plain.placement() is None
     with pytest.raises(SsdlabError, match=r"ruh_update\(0\): crucial-m500-120: no \[placement\] table"):
         plain.ruh_update(0)
+
+
+def test_validate_s_placement_rows_are_within_theory():
+    from ssdlab.validate import validate
+    rows = validate(["placement"], quick=True, progress=False)
+    assert len(rows) == 4 and all(r.group == "placement" for r in rows)
+    assert all(r.passed for r in rows), [(r.item, r.expected, r.simulated) for r in rows]

@@ -93,19 +93,26 @@ pub fn simulate_waf(cfg: &DriveConfig, warmup: f64, measure: f64, seed: u64) -> 
 /// persistently isolated FDP handles (and their three more open blocks on top): handle 0
 /// writes a sequential stream over the first `seq_share` of the logical space, round and
 /// round, handle 1 uniform random overwrites of the rest; each write is handle 0's with
-/// probability `seq_writes`. After a fill and `warmup` x logical writes, `measure` x logical
-/// more: (handle 0's, handle 1's) write amplification, media / host units of each.
-pub fn simulate_placement_waf(
-    pages_per_block: u32,
-    blocks: u32,
-    alpha: f64,
-    seq_share: f64,
-    seq_writes: f64,
-    warmup: f64,
-    measure: f64,
-    seed: u64,
-) -> (f64, f64) {
+/// probability `seq_writes`. A fill, `warmup` x logical writes, then `measure` x logical more.
+#[derive(Clone, Copy, Debug)]
+pub struct PlacementSetting {
+    pub pages_per_block: u32,
+    pub blocks: u32,
+    pub alpha: f64,
+    pub seq_share: f64,
+    pub seq_writes: f64,
+    pub warmup: f64,
+    pub measure: f64,
+    pub seed: u64,
+}
+
+/// [`PlacementSetting`]'s (handle 0's, handle 1's) write amplification over the measured
+/// writes: media / host units of each.
+pub fn simulate_placement_waf(s: &PlacementSetting) -> (f64, f64) {
     use crate::config::{PlacementConfig, PlacementMode, RuhType};
+    let (pages_per_block, blocks, alpha) = (s.pages_per_block, s.blocks, s.alpha);
+    let (seq_share, seq_writes, seed) = (s.seq_share, s.seq_writes, s.seed);
+    let (warmup, measure) = (s.warmup, s.measure);
     let mut cfg = theory_config(pages_per_block, blocks + 3, alpha, GcPolicy::Greedy, 1);
     // The logical space is the `blocks` data blocks' over alpha, as in `theory_config`.
     let logical = (pages_per_block as f64 * blocks as f64 / alpha).floor() as u64;
@@ -178,8 +185,16 @@ mod tests {
             (1.25, 0.5, 0.2),
         ] {
             let (b, blocks) = (64, 1024);
-            let (s, r) =
-                simulate_placement_waf(b, blocks, alpha, seq_share, seq_writes, 5.0, 5.0, 1);
+            let (s, r) = simulate_placement_waf(&PlacementSetting {
+                pages_per_block: b,
+                blocks,
+                alpha,
+                seq_share,
+                seq_writes,
+                warmup: 5.0,
+                measure: 5.0,
+                seed: 1,
+            });
             let logical = (b as f64 * blocks as f64 / alpha).floor();
             let seq = (logical * seq_share).floor();
             let alpha_r = (b as f64 * blocks as f64 - seq) / (logical - seq);
@@ -197,7 +212,16 @@ mod tests {
     fn an_isolated_random_stream_has_the_mean_field_at_its_own_share_of_the_space() {
         let (b, blocks) = (64, 512);
         for (alpha, seq_share) in [(1.25, 0.5), (1.5, 0.3)] {
-            let (_, r) = simulate_placement_waf(b, blocks, alpha, seq_share, 0.5, 4.0, 4.0, 1);
+            let (_, r) = simulate_placement_waf(&PlacementSetting {
+                pages_per_block: b,
+                blocks,
+                alpha,
+                seq_share,
+                seq_writes: 0.5,
+                warmup: 4.0,
+                measure: 4.0,
+                seed: 1,
+            });
             let logical = (b as f64 * blocks as f64 / alpha).floor();
             let seq = (logical * seq_share).floor();
             let expected = greedy_waf((b as f64 * blocks as f64 - seq) / (logical - seq), b);

@@ -115,6 +115,39 @@ fn simulate_theory_waf(
     Ok(py.allow_threads(|| theory::simulate_waf(&cfg, warmup, measure, seed)))
 }
 
+/// Placement's theory setting (`theory::simulate_placement_waf`): the write amplification of
+/// a sequential and of a uniform random stream, each on its own persistently isolated handle.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn simulate_placement_waf(
+    py: Python<'_>,
+    pages_per_block: u32,
+    blocks: u32,
+    alpha: f64,
+    seq_share: f64,
+    seq_writes: f64,
+    warmup: f64,
+    measure: f64,
+    seed: u64,
+) -> PyResult<(f64, f64)> {
+    if !(alpha > 1.0 && (0.0..1.0).contains(&seq_share) && (0.0..=1.0).contains(&seq_writes)) {
+        return Err(PyValueError::new_err(format!(
+            "alpha {alpha}, seq_share {seq_share}, seq_writes {seq_writes}: accepted: alpha > 1, seq_share in [0, 1), seq_writes in [0, 1]"
+        )));
+    }
+    let setting = ssdlab_core::theory::PlacementSetting {
+        pages_per_block,
+        blocks,
+        alpha,
+        seq_share,
+        seq_writes,
+        warmup,
+        measure,
+        seed,
+    };
+    Ok(py.allow_threads(|| ssdlab_core::theory::simulate_placement_waf(&setting)))
+}
+
 /// What trace files hold (`ssdlab trace stats`), as JSON.
 #[pyfunction]
 #[pyo3(signature = (paths, format=None, columns=None, device=None, skip_bad_lines=false, time_unit_ns=None, blkparse_queue_arrivals=false, fio_wait_relative=false, align_starts=false))]
@@ -167,6 +200,7 @@ fn _ssdlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NbdServer>()?;
     m.add_function(wrap_pyfunction!(theory_waf, m)?)?;
     m.add_function(wrap_pyfunction!(simulate_theory_waf, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate_placement_waf, m)?)?;
     m.add_function(wrap_pyfunction!(validate_config, m)?)?;
     m.add_function(wrap_pyfunction!(describe_config, m)?)?;
     m.add_function(wrap_pyfunction!(job_defaults, m)?)?;

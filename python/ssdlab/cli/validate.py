@@ -54,7 +54,7 @@ def add_parser(sub) -> None:
     v = sub.add_parser("validate", help="check the model against theory, physics and every datasheet (table of residuals)",
                        description=validate_doc.split("\n\n")[0])
     v.add_argument("drives", nargs="*", help="presets to check (default: all)")
-    v.add_argument("--groups", help="comma-separated: theory, physics, datasheet, consistency, latency, power (default: theory, physics, "
+    v.add_argument("--groups", help="comma-separated: theory, physics, datasheet, consistency, latency, power, placement (default: theory, physics, "
                                     "datasheet; consistency runs the 2000 s / 7200 s test on every preset twice: 1-1.5 h on two "
                                     "cores, 9-15 min with --quick)")
     v.add_argument("--ablate", metavar="MECHANISM",
