@@ -332,6 +332,24 @@ mod tests {
         assert!(h.waiting.is_empty() && h.outstanding() == 0);
     }
 
+    /// With placement a die has a host PU open per handle: a program of one handle's PU takes
+    /// only that PU's pins, and the other's stay until its own PU is programmed.
+    #[test]
+    fn a_handle_s_program_takes_only_its_own_pu_s_pins() {
+        let mut h = EraseHold::new(8, 1, 2);
+        h.pin(0, Stream::Host(0), 5);
+        h.pin(0, Stream::Host(1), 6);
+        h.waiting = vec![5, 6];
+        h.issued(0, Stream::Host(0), true);
+        assert!(h.pins_open(0) && h.pinned_by_open(6) && !h.pinned_by_open(5));
+        assert_eq!(done(&mut h, 0), vec![5]);
+        assert!(h.pinned(6));
+        h.issued(0, Stream::Host(1), true);
+        assert!(!h.pins_open(0));
+        assert_eq!(done(&mut h, 0), vec![6]);
+        assert_eq!(h.outstanding(), 0);
+    }
+
     /// A program that holds no pins between two that do releases nothing: each program's
     /// pins go with that program, not the next one done.
     #[test]
