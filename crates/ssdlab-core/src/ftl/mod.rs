@@ -524,13 +524,17 @@ impl Ftl {
                 continue;
             }
             for h in 0..self.frontiers.host_streams() {
-                let stream = Stream::Host(h as u16);
-                let ob = *self.frontiers.get(die, stream);
-                if ob.block != NONE && ob.fill > 0 {
-                    self.counters.padding_units += (self.geometry.units_per_pu - ob.fill) as u64;
-                    self.program_pu(die, stream, sink);
-                }
+                self.program_padded(die, Stream::Host(h as u16), sink);
             }
+        }
+    }
+
+    /// Program `stream`'s partly filled PU on `die`, if it has one, padding the rest.
+    fn program_padded<S: NandSink>(&mut self, die: u32, stream: Stream, sink: &mut S) {
+        let ob = *self.frontiers.get(die, stream);
+        if ob.block != NONE && ob.fill > 0 {
+            self.counters.padding_units += (self.geometry.units_per_pu - ob.fill) as u64;
+            self.program_pu(die, stream, sink);
         }
     }
 

@@ -381,14 +381,7 @@ impl Ftl {
         let dies = rg * p.dies_per_group..(rg + 1) * p.dies_per_group;
         let stream = Stream::Host(ruh as u16);
         for die in dies.clone() {
-            let ob = *self.frontiers.get(die, stream);
-            if ob.block == NONE {
-                continue;
-            }
-            if ob.fill > 0 {
-                self.counters.padding_units += (self.geometry.units_per_pu - ob.fill) as u64;
-                self.program_pu(die, stream, sink);
-            }
+            self.program_padded(die, stream, sink);
             let ob = *self.frontiers.get(die, stream);
             if ob.block != NONE && self.frontiers.abandon(die, stream, ob.block) {
                 self.seal(ob.block);
