@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 from . import _ssdlab
@@ -102,7 +103,7 @@ class Server:
         text, source = config_text(drive, faults)
         d = describe_text(text, source)
         self.name = d["name"] or source
-        if "[placement]" in text:
+        if "placement" in tomllib.loads(text):
             # NBD's commands carry no placement identifier and no zone: every write is placed
             # as one without a directive (the namespace's placement handle 0).
             print(f"ssdlab serve: {source}'s [placement] is not reachable through NBD (its commands carry no "
