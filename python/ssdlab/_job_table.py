@@ -80,6 +80,20 @@ class JobFields:
         buffer holds goes to NAND and, without full power-loss protection, the partly filled
         program units are programmed (padded). Not measured as an IO of the job. A job that
         only reads or trims sends none, as in fio.
+    zonemode : fio's zonemode: "zbd" for a zoned namespace (writes at each zone's write pointer,
+        "random" picking zones, trims as zone resets, as fio's zbd.c); "strided" and "none"
+        are read by the job file parser (zonesize alone means strided).
+    zonecapacity : fio's zonecapacity (3.22): a zbd job's zone capacity where a drive without a zoned
+        namespace takes the default one; unset: the whole erase blocks that fit in a zone.
+    max_open_zones : fio's max_open_zones: zones the job's writes keep open at once (all jobs); 0: the
+        drive's limit. Above the drive's needs ignore_zone_limits.
+    job_max_open_zones : fio's job_max_open_zones (3.20): zones this job keeps open at once; 0: no own limit.
+    ignore_zone_limits : fio's ignore_zone_limits (3.28): allow max_open_zones above the drive's (the drive
+        then closes implicitly opened zones to open others).
+    zone_reset_threshold : fio's zone_reset_threshold: with zone_reset_frequency, once the zones' written bytes
+        exceed this share of the job's span, reset the zone written to every 1/frequency writes.
+    zone_reset_frequency : fio's zone_reset_frequency: see zone_reset_threshold.
+    read_beyond_wp : fio's read_beyond_wp: zbd reads may go past a zone's write pointer (unwritten data).
     fdp : fio's fdp (3.34): the job's writes carry NVMe FDP placement identifiers (as
         `dataplacement = "fdp"`). A drive without a `[placement]` table takes the default
         configuration (one reclaim group, 8 initially isolated handles, superblock reclaim
@@ -121,6 +135,14 @@ class JobFields:
     link_power: str = 'none'
     loops: int = 1
     end_fsync: bool = False
+    zonemode: str = 'none'
+    zonecapacity: str | None = None
+    max_open_zones: int = 0
+    job_max_open_zones: int = 0
+    ignore_zone_limits: bool = False
+    zone_reset_threshold: str | None = None
+    zone_reset_frequency: str | None = None
+    read_beyond_wp: bool = False
     fdp: bool = False
     dataplacement: str = 'none'
     plids: str | None = None
@@ -218,6 +240,30 @@ ROWS: tuple[Row, ...] = (
     Row('end_fsync', 'flag', '', 'true, false',
         (('end_fsync', 'as_written'),), '',
         "fio's end_fsync: once the IOs of a job that writes have completed, one FLUSH (NVMe Flush, SATA FLUSH CACHE, NBD_CMD_FLUSH), and the job ends when it has: what the write buffer holds goes to NAND and, without full power-loss protection, the partly filled program units are programmed (padded). Not measured as an IO of the job. A job that only reads or trims sends none, as in fio."),
+    Row('zonemode', 'text', '', 'none, strided, zbd',
+        (('zonemode', 'as_written'),), '',
+        'fio\'s zonemode: "zbd" for a zoned namespace (writes at each zone\'s write pointer, "random" picking zones, trims as zone resets, as fio\'s zbd.c); "strided" and "none" are read by the job file parser (zonesize alone means strided).'),
+    Row('zonecapacity', 'text', 'bytes', 'a size up to zonesize',
+        (('zonecapacity', 'as_written'),), '',
+        "fio's zonecapacity (3.22): a zbd job's zone capacity where a drive without a zoned namespace takes the default one; unset: the whole erase blocks that fit in a zone."),
+    Row('max_open_zones', 'count', 'zones', "0 (the drive's limit) or more",
+        (('max_open_zones', 'as_written'),), '',
+        "fio's max_open_zones: zones the job's writes keep open at once (all jobs); 0: the drive's limit. Above the drive's needs ignore_zone_limits."),
+    Row('job_max_open_zones', 'count', 'zones', '0 or more',
+        (('job_max_open_zones', 'as_written'),), '',
+        "fio's job_max_open_zones (3.20): zones this job keeps open at once; 0: no own limit."),
+    Row('ignore_zone_limits', 'flag', '', 'true, false',
+        (('ignore_zone_limits', 'as_written'),), '',
+        "fio's ignore_zone_limits (3.28): allow max_open_zones above the drive's (the drive then closes implicitly opened zones to open others)."),
+    Row('zone_reset_threshold', 'text', '', 'a fraction 0 to 1',
+        (('zone_reset_threshold', 'as_written'),), '',
+        "fio's zone_reset_threshold: with zone_reset_frequency, once the zones' written bytes exceed this share of the job's span, reset the zone written to every 1/frequency writes."),
+    Row('zone_reset_frequency', 'text', '', 'a fraction 0 to 1',
+        (('zone_reset_frequency', 'as_written'),), '',
+        "fio's zone_reset_frequency: see zone_reset_threshold."),
+    Row('read_beyond_wp', 'flag', '', 'true, false',
+        (('read_beyond_wp', 'as_written'),), '',
+        "fio's read_beyond_wp: zbd reads may go past a zone's write pointer (unwritten data)."),
     Row('fdp', 'flag', '', 'true, false',
         (('fdp', 'as_written'),), '',
         'fio\'s fdp (3.34): the job\'s writes carry NVMe FDP placement identifiers (as `dataplacement = "fdp"`). A drive without a `[placement]` table takes the default configuration (one reclaim group, 8 initially isolated handles, superblock reclaim units) and says so.'),

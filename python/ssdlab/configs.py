@@ -71,22 +71,45 @@ def config_text(name_or_path: str | DriveText, faults: str | None = None,
 
 
 def with_default_placement(text: str, source: str, mode: str) -> str:
-    """A drive file's text with the default FDP configuration (one reclaim group, 8 initially
-    isolated handles, a superblock reclaim unit: Samsung's PM9D3) when it has no `[placement]`
-    table, said in one line on stderr; unchanged when it has one."""
-    if mode != "fdp":
-        raise SsdlabError(f"placement {mode!r}: accepted: fdp")
+    """A drive file's text with a default `[placement]` table when it has none, said in one
+    line on stderr; unchanged when it has one. `mode` "fdp": FDP as Samsung's PM9D3 ships (one
+    reclaim group, 8 initially isolated handles, a superblock reclaim unit); "zns:SIZE[:MOR[:CAP]]":
+    a zoned namespace of zones of SIZE (a power of two), at most MOR open and active (default
+    14, the ZN540's), their capacity CAP or the whole erase blocks that fit in a zone."""
+    from .job import parse_size
+    if mode == "fdp":
+        table = json.loads(_ssdlab.default_placement())
+        said = (f"FDP on the default configuration (one reclaim group, {len(table['handles'])} initially isolated "
+                "handles, a reclaim unit of one block on every die, as Samsung's PM9D3 ships)")
+    elif mode.startswith("zns:"):
+        parts = mode.split(":")[1:]
+        if not 1 <= len(parts) <= 3 or not parts[0]:
+            raise SsdlabError(f"placement {mode!r}: accepted: fdp, or zns:SIZE[:MAX_OPEN[:CAPACITY]] (e.g. zns:256M:14)")
+        size = parse_size(parts[0], "the zone size")
+        try:
+            mor = int(parts[1]) if len(parts) > 1 and parts[1] else DEFAULT_MAX_OPEN_ZONES
+        except ValueError:
+            raise SsdlabError(f"placement {mode!r}: {parts[1]!r} is not a count of zones") from None
+        cap = parse_size(parts[2], "the zone capacity") if len(parts) > 2 and parts[2] else 0
+        table = json.loads(_ssdlab.default_zoned_placement(size, mor, cap))
+        said = (f"a zoned namespace on the default configuration (zones of {parts[0]}, their capacity "
+                f"{parts[2] if cap else 'the whole erase blocks that fit in one'}, at most {mor} open)")
+    else:
+        raise SsdlabError(f"placement {mode!r}: accepted: fdp, or zns:SIZE[:MAX_OPEN[:CAPACITY]] (e.g. zns:256M:14)")
     try:
         cfg = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise SsdlabError(f"{source}: {e}") from None
     if "placement" in cfg:
         return text
-    cfg["placement"] = {k: v for k, v in json.loads(_ssdlab.default_placement()).items() if v not in ([], "")}
-    print(f"{source}: no [placement] table: FDP on the default configuration (one reclaim group, "
-          f"{len(cfg['placement']['handles'])} initially isolated handles, a reclaim unit of one block on every die, "
-          "as Samsung's PM9D3 ships)", file=sys.stderr)
+    cfg["placement"] = {k: v for k, v in table.items() if v not in ([], "", 0) or k == "mode"}
+    print(f"{source}: no [placement] table: {said}", file=sys.stderr)
     return dump_toml(cfg)
+
+
+# The ZN540's MOR = MAR (shared/reference/placement.md): a zoned default's open zones when the
+# job names no limit.
+DEFAULT_MAX_OPEN_ZONES = 14
 
 
 FAULTS_HELP = ("seeded NAND faults, e.g. read_retry=1e-3,uncorrectable=1e-5,program_fail=1e-4,erase_fail=1e-4,seed=7 "

@@ -259,7 +259,7 @@ class Drive(PlacementLogs):
     def open(cls, name_or_path: str | DriveText, seed: int = 0, faults: str | None = None,
              placement: str | None = None) -> "Drive":
         """A preset by name, a TOML file by path, or a `DriveText`; `faults`: a `--faults` spec (`ssdlab run
-        --help`); `placement="fdp"`: FDP, the default configuration if the file has none (`with_default_placement`)."""
+        --help`); `placement`: "fdp" or "zns:SIZE[:MAX_OPEN[:CAP]]", the default if the file has none."""
         text, source = config_text(name_or_path, faults, placement)
         return cls(text, source, seed)
 

@@ -212,7 +212,7 @@ def fio_job(result, job=None, drive=None, plus: bool = False, groupid: int = 0) 
         **({"steadystate": _steadystate(st, series, job)} if (st := s.get("steady_state")) else {}),
         # What only a simulation knows, under its own key (fio's readers ignore unknown keys).
         "ssdlab": {k: s[k] for k in ("write_amplification", "gc_units_copied", "blocks_erased", "faults", "run",
-                                     "placement")
+                                     "placement", "zones")
                    if k in s},
     }
 

@@ -27,6 +27,10 @@ class Job(JobFields):
         """Its writes carry FDP placement identifiers (fio's fdp=1 or dataplacement=fdp)."""
         return bool(self.fdp) or self.dataplacement == "fdp"
 
+    def asks_zbd(self) -> bool:
+        """It runs on a zoned namespace (fio's zonemode=zbd)."""
+        return self.zonemode == "zbd"
+
     def to_json(self) -> str:
         """The job for the model; ValueError ("field: why") for a count out of its range."""
         for name in _COUNTS:
@@ -117,7 +121,8 @@ _KINDS = {row.name: row.kind for row in ROWS}
 _COUNTS = tuple(row.name for row in ROWS if row.kind == "count")
 # What the job-file reader takes beside the table's fields (README's list and run's --help).
 PARSER_OPTIONS = {
-    "zonemode": "strided (with zonesize) or none; zbd is refused (zoned block devices are not modelled)",
+    "zonemode": "strided (with zonesize), none, or zbd (a zoned namespace: writes at the zones' write pointers; "
+        "a drive without one takes zones of the job's zonesize)",
     "fill_device, fill_fs": "the span runs to the end of the drive and the job writes all of it",
     "latency_target, latency_window, latency_percentile": "the deepest queue that keeps the percentile "
         "within the target, found in windows as fio does (`Drive.find_latency_depth`)",
@@ -164,10 +169,6 @@ _REFUSED = {
                              "http_mode", "http_s3_key", "http_s3_keyid", "http_s3_region", "uri", "protocol",
                              "nfs_url", "pool", "volume", "clientname",
                              "gpu_dev_ids", "cuda_io", "rdma_op", "bindname", "namespace", "busy_poll")},
-    **{k: "zoned block devices are not modelled" for k in ("max_open_zones", "zone_reset_threshold",
-                                                             "zonecapacity", "job_max_open_zones",
-                                                             "ignore_zone_limits", "zone_reset_frequency",
-                                                             "read_beyond_wp")},
     **{k: "`ssdlab run` models timing, not data; check data through `ssdlab serve` with fio's verify"
        for k in ("verify", "verify_pattern", "verify_fatal", "do_verify", "verify_only", "verify_interval",
                  "verify_offset", "verify_backlog", "verify_async", "buffer_pattern",
@@ -426,7 +427,7 @@ def _zonemode(job: Job, opts: list, source: str) -> str | None:
             return f"{where}: zonemode=none and zonesize are not compatible (as in fio); drop one"
         job.zonerange = job.zoneskip = None
         return None
-    return None  # zbd and unknown modes: reported by _place
+    return None  # zbd: the model's (zonesize is the zones' size); unknown modes: _apply's
 
 
 def _line_of(message: str) -> int:
@@ -486,15 +487,6 @@ def _apply(job: Job, key: str, value: str | None, where: str) -> None:
         raise SsdlabError(f"{where}: ioengine={value.strip()} is not supported: {_NOT_BLOCK_IO[value.strip()]}; "
                           "ssdlab models a drive's block reads, writes and trims (any engine that does those, such "
                           "as libaio, io_uring, psync, sync or null, is accepted)")
-    if key == "zonemode":
-        mode = (value or "").strip()
-        if mode == "zbd":
-            raise SsdlabError(f"{where}: option 'zonemode' is not supported: zoned block devices are not modelled "
-                              "(zonemode=zbd; strided and none are)")
-        if mode not in ("", "none", "strided"):
-            raise SsdlabError(f"{where}: zonemode={mode}: accepted: none, strided (zbd: zoned block devices are "
-                              "not modelled)")
-        return
     if key == "percentile_list" and value is not None:
         try:
             ok = all(0 < float(x) <= 100 for x in value.split(":") if x.strip())

@@ -128,3 +128,103 @@ def test_validate_s_placement_rows_are_within_theory():
     rows = validate(["placement"], quick=True, progress=False)
     assert len(rows) == 4 and all(r.group == "placement" for r in rows)
     assert all(r.passed for r in rows), [(r.item, r.expected, r.simulated) for r in rows]
+
+
+# fio's examples/zbd-rand-write.fio and zbd-rand-write-zone-reset-gc.fio (fio 3.38), as fio
+# ships them: the host-side options (filename, ioengine, direct) are ignored as for any job.
+ZBD_RAND_WRITE = """\
+; Using the psync ioengine, random write to a (zoned) block device,
+; writing at most 32 zones at a time. Target zones are chosen randomly
+; and writes directed at the write pointer of the chosen zones
+
+[global]
+name=zbd-rand-write
+group_reporting
+rw=randwrite
+zonemode=zbd
+zonesize=256M
+max_open_zones=32
+bs=512K
+direct=1
+numjobs=16
+time_based
+runtime=180
+
+[dev1]
+filename=/dev/sdj
+ioengine=psync
+"""
+
+ZBD_RESET_GC = """\
+[global]
+name=zbd-rand-write-gc
+group_reporting
+rw=randwrite
+zonemode=zbd
+zonesize=256M
+bs=32M
+direct=1
+time_based
+runtime=40
+
+[dev1]
+filename=/dev/sdb
+size=8z
+offset=524z
+ioengine=psync
+zone_reset_threshold=0.7
+zone_reset_frequency=0.125
+"""
+
+
+def test_fio_s_zbd_examples_run_on_a_preset_with_the_default_zones(tmp_path):
+    p = _run_json(tmp_path, "crucial-m500-240", ZBD_RAND_WRITE, "--runtime", "2")
+    assert p.returncode == 0, p.stderr
+    said = [line for line in p.stderr.splitlines() if "[placement]" in line]
+    assert len(said) == 1 and "zones of 256M" in said[0] and "at most 32 open" in said[0], p.stderr
+    job = json.loads(p.stdout)["jobs"][0]
+    z = job["ssdlab"]["zones"]
+    # Random offsets open zones up to max_open_zones (fio's write zones), each written at its
+    # write pointer; nothing refused.
+    assert z["zone_bytes"] == 256 << 20 and z["max_open"] == 32
+    assert z["implicitly_opened"] == 32 and z["counters"]["refused"] == 0
+    assert z["written_bytes"] == job["write"]["io_bytes"]
+    assert job["ssdlab"]["gc_units_copied"] == 0
+
+    p = _run_json(tmp_path, "crucial-m500-240", ZBD_RESET_GC)
+    assert p.returncode == 0, p.stderr
+    job = json.loads(p.stdout)["jobs"][0]
+    z = job["ssdlab"]["zones"]
+    # 8 zones from zone 524: 40 s of 32 MiB writes at about the drive's 250 MB/s is several
+    # drive-fills of the 8 zones, so zones are reset (the threshold's and full zones').
+    assert z["counters"]["resets"] >= 10 and z["counters"]["refused"] == 0
+    assert z["implicitly_opened"] + z["full"] <= 8 and z["empty"] >= z["zones"] - 8
+    assert job["ssdlab"]["gc_units_copied"] == 0 and job["ssdlab"]["blocks_erased"] > 0
+
+
+def test_zones_through_the_api_and_bad_zone_input_name_their_field(tmp_path):
+    from ssdlab.configs import preset_path
+    text = preset_path("crucial-m500-120").read_text()
+    path = tmp_path / "zoned.toml"
+    path.write_text(text + '\n[placement]\nmode = "zns"\nzone_bytes = 67108864\nmax_open_zones = 4\n')
+    d = Drive.from_toml(path)
+    zones = d.zone_report()
+    assert len(zones) == d.zones()["zones"] and zones[0]["state"] == "empty"
+    d.run(Job(rw="write", bs="128k", size="2z", zonemode="zbd", zonesize="64m", iodepth=4), progress=False)
+    first, second = d.zone_report(0, 2)
+    assert first["state"] == "full" and second["state"] == "full"
+    d.zone_manage(0, "reset")
+    assert d.zone_report(0, 1)[0]["write_pointer_bytes"] == 0
+    with pytest.raises(SsdlabError, match="Zone Invalid State Transition"):
+        d.zone_manage(0, "close")
+    # A zone command to a conventional namespace.
+    with pytest.raises(SsdlabError, match="Invalid Command Opcode"):
+        Drive.open("crucial-m500-120").zone_manage(0, "reset")
+    # A job's limit above the drive's, without ignore_zone_limits.
+    with pytest.raises(SsdlabError, match="max_open_zones: 8 is above the drive's 4"):
+        d.run(Job(rw="randwrite", zonemode="zbd", zonesize="64m", max_open_zones=8), progress=False)
+    for bad, field in (("zone_bytes = 100000000", "placement.zone_bytes"),
+                       ("zone_bytes = 1048576", "placement.zone_bytes")):
+        path.write_text(text + f'\n[placement]\nmode = "zns"\n{bad}\n')
+        with pytest.raises(SsdlabError, match=field.replace(".", r"\.")):
+            Drive.from_toml(path)

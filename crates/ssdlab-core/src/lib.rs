@@ -40,6 +40,7 @@ pub mod thermal;
 pub mod time;
 pub mod timeline;
 pub mod workload;
+pub mod zones;
 
 /// A small drive used in examples and doc tests (not a real product).
 pub const EXAMPLE_DRIVE_TOML: &str = include_str!("example_drive.toml");

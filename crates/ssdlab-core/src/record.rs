@@ -185,7 +185,7 @@ impl Recorder {
         count_in_series(c, &mut self.series, i);
         let stats = match c.io.kind {
             IoKind::Read => &mut self.read,
-            IoKind::Write => &mut self.write,
+            IoKind::Write | IoKind::ZoneAppend => &mut self.write,
             IoKind::Trim | IoKind::Flush => &mut self.trim,
         };
         stats.record(c.io.length_bytes, c.latency_ns());
@@ -225,7 +225,7 @@ fn count_in_series(c: &Completion, series: &mut IntervalSeries, i: usize) {
             series.read_bytes[i] += bytes;
             series.read_latency_ns_sum[i] += latency;
         }
-        IoKind::Write => {
+        IoKind::Write | IoKind::ZoneAppend => {
             series.write_ios[i] += 1;
             series.write_bytes[i] += bytes;
             series.write_latency_ns_sum[i] += latency;

@@ -125,6 +125,7 @@ pub fn simulate_placement_waf(s: &PlacementSetting) -> (f64, f64) {
         max_pids: 0,
         pids: Vec::new(),
         source: String::new(),
+        ..PlacementConfig::default_fdp()
     };
     let g = cfg.validate().expect("valid configuration");
     let mut ftl = Ftl::new(&cfg.ftl, &g, seed);

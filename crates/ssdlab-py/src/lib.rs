@@ -194,6 +194,16 @@ fn default_placement() -> String {
         .expect("placement serialises")
 }
 
+/// The `[placement]` table a drive without one takes when a `zonemode=zbd` job asks for
+/// zones of `zone_bytes` (JSON): their capacity the whole erase blocks that fit in one (or
+/// `capacity_bytes`), at most `max_open_zones` open and active.
+#[pyfunction]
+fn default_zoned_placement(zone_bytes: u64, max_open_zones: u32, capacity_bytes: u64) -> String {
+    let mut p = ssdlab_core::config::PlacementConfig::default_zns(zone_bytes, max_open_zones);
+    p.zone_capacity_bytes = capacity_bytes;
+    serde_json::to_string(&p).expect("placement serialises")
+}
+
 #[pymodule]
 fn _ssdlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
@@ -210,6 +220,7 @@ fn _ssdlab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(crypto_erase_store, m)?)?;
     m.add_function(wrap_pyfunction!(parse_faults, m)?)?;
     m.add_function(wrap_pyfunction!(default_placement, m)?)?;
+    m.add_function(wrap_pyfunction!(default_zoned_placement, m)?)?;
     m.add_function(wrap_pyfunction!(trace_stats, m)?)?;
     // How this build was optimised (tools/build/ssdlab_build.py sets SSDLAB_BUILD_PGO), so a
     // benchmark's figures say which build they measured.

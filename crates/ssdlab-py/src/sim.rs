@@ -44,6 +44,11 @@ impl Simulation {
         self.dev.user_bytes()
     }
 
+    /// The namespace's bytes (a zoned one's: every zone's whole size).
+    fn namespace_bytes(&self) -> u64 {
+        self.dev.namespace_bytes()
+    }
+
     fn now_s(&self) -> f64 {
         self.dev.now().seconds_f64()
     }
@@ -166,7 +171,7 @@ impl Simulation {
     fn check_job(&self, job_json: &str) -> PyResult<()> {
         let job: Job =
             serde_json::from_str(job_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        job.compile(self.dev.user_bytes())
+        job.compile(self.dev.namespace_bytes())
             .map_err(PyValueError::new_err)?;
         Ok(())
     }
@@ -187,7 +192,7 @@ impl Simulation {
             let job: Job =
                 serde_json::from_str(text).map_err(|e| PyValueError::new_err(e.to_string()))?;
             compiled.push(
-                job.compile(self.dev.user_bytes())
+                job.compile(self.dev.namespace_bytes())
                     .map_err(PyValueError::new_err)?,
             );
         }
@@ -423,6 +428,40 @@ impl Simulation {
     /// without placement.
     fn placement_json(&self) -> String {
         serde_json::to_string(&self.dev.ftl.placement_report()).expect("placement serialises")
+    }
+
+    /// A zoned namespace's zones (Zone Management Receive) from `first`, at most `count`, as
+    /// JSON; "[]" for a conventional namespace.
+    fn zone_report_json(&self, first: u32, count: u32) -> String {
+        serde_json::to_string(&self.dev.zone_report(first, count)).expect("zones serialise")
+    }
+
+    /// The zoned namespace's summary (zones by state, resets, refusals) as JSON; "null" for a
+    /// conventional one.
+    fn zones_json(&self) -> String {
+        serde_json::to_string(&ssdlab_core::workload::ZonesSummary::of(&self.dev))
+            .expect("zones serialise")
+    }
+
+    /// Zone Management Send: `action` (open, close, finish, reset) to zone `zone`, between
+    /// runs. ValueError with the status's name when refused.
+    fn zone_manage(&mut self, zone: u32, action: &str) -> PyResult<()> {
+        use ssdlab_core::zones::ZoneAction;
+        self.idle_check()?;
+        let a = match action {
+            "open" => ZoneAction::Open,
+            "close" => ZoneAction::Close,
+            "finish" => ZoneAction::Finish,
+            "reset" => ZoneAction::Reset,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "zone action '{other}'; accepted: open, close, finish, reset"
+                )))
+            }
+        };
+        self.dev
+            .zone_manage(zone, a)
+            .map_err(|s| PyValueError::new_err(format!("zone {zone}: {action}: {}", s.name())))
     }
 
     /// The statistics log of the drive (host and media bytes written, media bytes erased) as

@@ -201,6 +201,8 @@ def _print_summary(result: Result) -> None:
         print(power_line(s))
     if "placement" in s:
         print(placement_line(s["placement"]))
+    if "zones" in s:
+        print(zones_line(s["zones"]))
     faults = format_faults(s.get("faults", {}))
     if faults:
         print(faults)
@@ -215,6 +217,17 @@ def placement_line(p: dict) -> str:
     events = ", ".join(f"{kind} {n:,}" for kind, n in p["event_counts"] if n)
     return (f"  FDP (the drive's, since it was made): media/host bytes written {st['write_amplification']:.2f}; "
             f"handles {handles or 'none written'}; events {events or 'none'}")
+
+
+def zones_line(z: dict) -> str:
+    """A zoned namespace at a job's end in a line: zones by state, what the zones did since the
+    drive was made."""
+    states = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k in ("empty", "implicitly_opened", "explicitly_opened",
+                                                             "closed", "full") if (n := z[k]))
+    c = z["counters"]
+    return (f"  zones: {z['zones']:,} of {z['zone_bytes'] / 2**20:,.0f} MiB (capacity {z['capacity_bytes'] / 2**20:,.1f} MiB, "
+            f"at most {z['max_open']} open, {z['max_active']} active): {states}; {c['resets']:,} resets, "
+            f"{c['finishes']:,} finishes, {c['implicit_closes']:,} implicit closes, {c['refused']:,} commands refused")
 
 
 def _run_to_output(args: argparse.Namespace) -> int:
@@ -235,6 +248,10 @@ def _run_to_output(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     jobs = _job_from_args(args)
     placement = "fdp" if any(j.asks_fdp() for j in jobs) else None
+    zbd = [j for j in jobs if j.asks_zbd() and j.zonesize]
+    if zbd and placement is None:
+        j = zbd[0]
+        placement = f"zns:{j.zonesize}:{j.max_open_zones or ''}:{j.zonecapacity or ''}"
     drive = Drive.open(args.drive, seed=args.seed or 0, faults=args.faults, placement=placement)
     for job in jobs:  # check every job before spending time on any
         try:

@@ -6,7 +6,7 @@ use std::fmt;
 
 mod placement;
 mod validate;
-pub use placement::{PlacementConfig, PlacementMode, RuhType, MAX_HANDLES};
+pub use placement::{PlacementConfig, PlacementMode, RuhType, ZoneGeometry, MAX_HANDLES};
 
 /// A configuration error: the field it concerns and what is accepted.
 #[derive(Clone, Debug, PartialEq)]

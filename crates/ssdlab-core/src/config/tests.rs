@@ -285,6 +285,7 @@ fn small_fdp(handles: usize) -> DriveConfig {
         max_pids: 0,
         pids: Vec::new(),
         source: String::new(),
+        ..PlacementConfig::default_fdp()
     });
     cfg
 }

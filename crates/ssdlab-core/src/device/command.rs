@@ -9,6 +9,9 @@ pub enum IoKind {
     Write,
     Trim,
     Flush,
+    /// Zone Append (a zoned namespace): `offset_bytes` names the zone's start; the drive
+    /// writes at the zone's write pointer and the completion's `io.offset_bytes` is where.
+    ZoneAppend,
 }
 
 /// A host command as submitted.
@@ -47,8 +50,12 @@ pub struct Completion {
     pub submitted: SimTime,
     pub completed: SimTime,
     /// A READ that could not return all its data (an uncorrectable unit without RAIN, see
-    /// [`crate::faults`]): the host sees an error for this command only.
+    /// [`crate::faults`]), or a command refused (`status`): the host sees an error for this
+    /// command only.
     pub failed: bool,
+    /// The command's status (a zoned namespace's refusals; `UnrecoveredReadError` for a
+    /// failed read).
+    pub status: crate::zones::Status,
 }
 
 impl Completion {

@@ -32,10 +32,13 @@ use crate::config::{DriveConfig, Geometry, PowerLossProtection};
 use crate::divisor::PowerOfTwo;
 use crate::faults::{FaultCounters, ReadFaults};
 use crate::ftl::{Ftl, HostWrite, UNMAPPED};
+
+const NONE: u32 = u32::MAX;
 use crate::host::HostInterface;
 use crate::power::{Link, LinkPolicy};
 use crate::sim::Kernel;
 use crate::time::{SimDuration, SimTime};
+use crate::zones::{Status, Zones};
 use std::collections::VecDeque;
 
 /// What stands behind the controller, lent by the device for one call.
@@ -73,6 +76,12 @@ struct Slot {
     rmw_ready: SimTime,
     /// Reads: a unit could not be read (see [`crate::faults`]).
     failed: bool,
+    /// A zoned namespace refused the command (it completes with this status, having done
+    /// nothing).
+    status: Status,
+    /// A zoned write's frontier slot and dies group (NONE: not zoned).
+    zone_slot: u32,
+    zone_group: u32,
     /// The submitter started loading the command's map entries and what its overwrite makes
     /// stale ([`super::Device::prefetch_ahead`]): the controller does not load them again.
     looked_ahead: bool,
@@ -121,6 +130,8 @@ pub(super) struct Controller {
     front_end: SimDuration,
     /// When a write is acknowledged and what a FLUSH waits for (see [`Acknowledge`]).
     ack: Acknowledge,
+    /// A zoned namespace's zones (None: conventional), asked before anything else.
+    pub zones: Option<Box<Zones>>,
 }
 
 /// Where the drive acknowledges a write, by its write cache and its hold-up energy.
@@ -174,6 +185,16 @@ impl Controller {
             } else {
                 Acknowledge::Buffered
             },
+            zones: config
+                .placement
+                .as_ref()
+                .filter(|p| p.mode == crate::config::PlacementMode::Zns)
+                .map(|p| {
+                    let zg = p
+                        .zone_geometry(geometry)
+                        .expect("a validated zoned namespace");
+                    Box::new(Zones::new(zg, unit_bytes, geometry.dies))
+                }),
         }
     }
 
@@ -181,8 +202,13 @@ impl Controller {
     /// faults (the NAND's state) stay.
     pub fn power_cycle(&mut self, config: &DriveConfig, geometry: &Geometry) {
         let faults = self.faults.take();
+        let zones = self.zones.take();
         *self = Controller::new(config, geometry);
         self.faults = faults;
+        if let Some(mut z) = zones {
+            z.power_on();
+            self.zones = Some(z);
+        }
     }
 
     /// The mapping unit's bytes, to divide by.
@@ -236,7 +262,24 @@ impl Controller {
     /// one in the host's.
     pub fn submit(&mut self, io: HostIo, looked_ahead: bool, b: &mut Backend) {
         let now = b.kernel.now();
-        let (first, end) = self.units_of(&io);
+        let mut io = io;
+        let (mut first, mut end) = self.units_of(&io);
+        let (mut status, mut zone_slot, mut zone_group) = (Status::Success, NONE, 0);
+        if let Some(zones) = self.zones.as_mut() {
+            match zone_admit(zones, &mut io) {
+                Ok(Some((f, e, slot, group))) => {
+                    (first, end, zone_slot, zone_group) = (f, e, slot, group);
+                }
+                Ok(None) => {}
+                Err(s) => {
+                    status = s;
+                    (first, end) = (0, 0);
+                }
+            }
+        } else if io.kind == IoKind::ZoneAppend {
+            status = Status::InvalidCommand;
+            (first, end) = (0, 0);
+        }
         if end > first && !looked_ahead {
             b.ftl.prefetch_lookup(first);
         }
@@ -255,7 +298,10 @@ impl Controller {
             next_unit: first,
             end_unit: end,
             rmw_ready: now,
-            failed: false,
+            failed: status != Status::Success,
+            status,
+            zone_slot,
+            zone_group,
             looked_ahead,
         };
         let index = match self.free_slots.pop() {
@@ -298,12 +344,19 @@ impl Controller {
             b.ftl.fail_die(die);
         }
         let s = self.slots[slot as usize];
+        if s.status != Status::Success {
+            // Refused before anything changed: the status goes back.
+            let end = self.host.to_device(now, now, 0, true);
+            b.kernel
+                .schedule_in_lane(super::LANE_COMPLETE, end, Event::Complete(slot));
+            return;
+        }
         match s.io.kind {
             IoKind::Read => {
                 b.ftl.counters.host_units_read += (s.end_unit - s.next_unit) as u64;
                 self.read_units(slot, s.next_unit, s.end_unit, b);
             }
-            IoKind::Write => {
+            IoKind::Write | IoKind::ZoneAppend => {
                 if !s.looked_ahead {
                     b.ftl.prefetch_overwrite(s.next_unit);
                 }
@@ -448,7 +501,17 @@ impl Controller {
                 data_ready: arrived,
                 pid: s.io.placement,
             };
-            let written = ftl.write_units(first, count, &mut flash);
+            let written = if s.zone_slot == NONE {
+                ftl.write_units(first, count, &mut flash)
+            } else {
+                let written =
+                    ftl.write_zone_units(first, count, s.zone_slot, s.zone_group, &mut flash);
+                let zones = self.zones.as_mut().expect("a zoned write");
+                for r in zones.written(s.zone_slot, written as u64) {
+                    ftl.zone_release(r.close, r.reset, &mut flash);
+                }
+                written
+            };
             if let Some(f) = self.faults.as_mut() {
                 f.rewritten(s.next_unit..s.next_unit + written);
             }
@@ -562,16 +625,20 @@ impl Controller {
     pub fn complete(&mut self, slot: u32, kernel: &mut Kernel<Event>) {
         let now = kernel.now();
         let s = self.slots[slot as usize];
-        if s.failed {
+        let status = if s.failed && s.status == Status::Success {
             if let Some(f) = self.faults.as_mut() {
                 f.counters.failed_reads += 1;
             }
-        }
+            Status::UnrecoveredReadError
+        } else {
+            s.status
+        };
         self.completions.push(Completion {
             io: s.io,
             submitted: s.submitted,
             completed: now,
             failed: s.failed,
+            status,
         });
         self.free_slots.push(slot);
         self.in_device -= 1;
@@ -583,6 +650,39 @@ impl Controller {
             if let Some(link) = &mut self.link {
                 link.idle(now);
             }
+        }
+    }
+}
+
+/// A host command as the zoned namespace takes it: a read or write translated to the
+/// FTL's units `(first, end)` with a write's slot and group (a Zone Append's
+/// `offset_bytes` becomes where it went); `Ok(None)` for a FLUSH; the status refusing it
+/// otherwise. A TRIM (Dataset Management's deallocate, advisory) does nothing: zones are
+/// emptied by reset.
+fn zone_admit(zones: &mut Zones, io: &mut HostIo) -> Result<Option<(u32, u32, u32, u32)>, Status> {
+    match io.kind {
+        IoKind::Flush => Ok(None),
+        IoKind::Trim => match zones.zone_of(io.offset_bytes) {
+            Some(_) => Ok(Some((0, 0, NONE, 0))),
+            None => {
+                zones.refused();
+                Err(Status::LbaOutOfRange)
+            }
+        },
+        IoKind::Read => {
+            let r = zones.read_units(io.offset_bytes, io.length_bytes);
+            if r.is_err() {
+                zones.refused();
+            }
+            let (first, end) = r?;
+            Ok(Some((first, end, NONE, 0)))
+        }
+        IoKind::Write | IoKind::ZoneAppend => {
+            let append = io.kind == IoKind::ZoneAppend;
+            let a = zones.admit_write(io.offset_bytes, io.length_bytes, append)?;
+            io.offset_bytes = a.offset_bytes;
+            let units = (io.length_bytes / zones.unit_bytes()) as u32;
+            Ok(Some((a.ftl_unit, a.ftl_unit + units, a.slot, a.group)))
         }
     }
 }

@@ -110,8 +110,13 @@ impl Device {
         let geometry = config.validate()?;
         let f = &config.faults;
         let mut ftl = Ftl::new(&config.ftl, &geometry, seed);
-        if let Some(p) = &config.placement {
-            ftl.set_placement(p);
+        match &config.placement {
+            Some(p) if p.mode == crate::config::PlacementMode::Zns => {
+                let z = p.zone_geometry(&geometry)?;
+                ftl.set_zoned(z.max_active, z.dies_per_zone);
+            }
+            Some(p) => ftl.set_placement(p),
+            None => {}
         }
         ftl.set_faults(f.program_fail, f.erase_fail, f.seed);
         ftl.set_erase_hold(
@@ -203,7 +208,8 @@ impl Device {
 
     fn submit_command(&mut self, io: HostIo, at: SimTime, looked_ahead: bool) {
         assert!(
-            io.offset_bytes + io.length_bytes <= self.user_bytes(),
+            self.controller.zones.is_some()
+                || io.offset_bytes + io.length_bytes <= self.user_bytes(),
             "IO beyond the end of the drive (offset {} + length {} > {})",
             io.offset_bytes,
             io.length_bytes,
@@ -324,6 +330,48 @@ impl Device {
     /// Time of the next internal event, if any.
     pub fn next_event_time(&self) -> Option<SimTime> {
         self.kernel.peek_time()
+    }
+
+    /// The namespace's bytes: a zoned one's every zone's whole size, else the user capacity.
+    pub fn namespace_bytes(&self) -> u64 {
+        match &self.controller.zones {
+            Some(z) => z.namespace_bytes(),
+            None => self.user_bytes(),
+        }
+    }
+
+    /// The zoned namespace's zones (None: conventional).
+    pub fn zones(&self) -> Option<&crate::zones::Zones> {
+        self.controller.zones.as_deref()
+    }
+
+    /// Zone Management Send `action` to zone `zone`, at the current time: the zone's state
+    /// changes now; a reset's erases are queued on the zone's dies once every write admitted
+    /// to the zone has reached the FTL (at once if none is on its way). Refused on a
+    /// conventional namespace (Invalid Command Opcode) or with the zone's status; nothing
+    /// changes then.
+    pub fn zone_manage(
+        &mut self,
+        zone: u32,
+        action: crate::zones::ZoneAction,
+    ) -> Result<(), crate::zones::Status> {
+        let (c, mut b) = self.parts();
+        let Some(zones) = c.zones.as_mut() else {
+            return Err(crate::zones::Status::InvalidCommand);
+        };
+        let released = zones.manage(zone, action)?;
+        let (ftl, mut flash) = b.ftl_and_flash(&mut c.processor);
+        for r in released {
+            ftl.zone_release(r.close, r.reset, &mut flash);
+        }
+        Ok(())
+    }
+
+    /// Zone Management Receive: up to `count` zones from `first` (empty: conventional).
+    pub fn zone_report(&self, first: u32, count: u32) -> Vec<crate::zones::ZoneDescriptor> {
+        self.zones()
+            .map(|z| z.report(first, count))
+            .unwrap_or_default()
     }
 
     pub fn user_bytes(&self) -> u64 {

@@ -90,6 +90,13 @@ impl Frontiers {
     /// host and collector).
     pub fn new(g: &Geometry, handles: u32) -> Frontiers {
         let gc_streams = if handles > 1 { handles + 1 } else { 1 };
+        Frontiers::with_streams(g, handles, gc_streams)
+    }
+
+    /// The frontiers of `host` host streams and `gc` collector streams a die (a zoned
+    /// namespace: one host stream per active zone, one collector stream).
+    pub fn with_streams(g: &Geometry, host: u32, gc: u32) -> Frontiers {
+        let (handles, gc_streams) = (host, gc);
         let slots = handles + gc_streams;
         Frontiers {
             open: vec![NO_OPEN_BLOCK; (g.dies * slots) as usize],

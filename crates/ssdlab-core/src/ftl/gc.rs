@@ -241,7 +241,8 @@ impl Ftl {
     /// block and its erase may be held too, so starting it then could leave the die no block
     /// but a held one (the collection resumes when the programs releasing the pins are done).
     fn select_victim(&mut self, die: u32) -> bool {
-        if self.collection_gated(die) {
+        // A zoned namespace's data is the host's to move: the drive never collects it.
+        if self.collection_gated(die) || self.zoned.is_some() {
             return false;
         }
         let Some(chosen) = self.collector.select(

@@ -29,6 +29,7 @@ pub mod placement;
 mod query;
 mod verify;
 mod victim;
+mod zoned;
 
 use crate::config::{FtlConfig, GcForegroundMode, Geometry};
 use crate::divisor::Divisor;
@@ -221,6 +222,9 @@ pub const TAG_RELOCATION: u64 = u64::MAX;
 /// The tag of a data block's erase in the map-change journal.
 pub const TAG_ERASE: u64 = u64::MAX - 1;
 
+/// The tag of the map changes a zone reset makes (its units emptied).
+pub const TAG_ZONE_RESET: u64 = u64::MAX - 2;
+
 /// In a [`TAG_ERASE`] change's `new_ppn`: the block was retired (a grown bad block), not
 /// erased. A store keeps that with the block's erase count ([`RETIRED_BIT`]).
 pub const BLOCK_RETIRED: u32 = u32::MAX - 2;
@@ -272,6 +276,8 @@ pub struct Ftl {
     dies_per_group: u32,
     /// Host-directed placement (`[placement]`), if the drive has it.
     placement: Option<Box<placement::Placement>>,
+    /// A zoned namespace's streams, if the drive is zoned (no collection then).
+    zoned: Option<Box<zoned::ZoneStreams>>,
     /// `ftl.host_die_choice = "skip-collecting"`: the next host die is one with no
     /// collection queued among this many in turn (`ftl.host_die_candidates`), if there is
     /// one; 1: the next in turn (round robin).
@@ -335,6 +341,7 @@ impl Ftl {
             host_stream: Stream::HOST,
             dies_per_group: g.dies,
             placement: None,
+            zoned: None,
             host_die_candidates: match cfg.host_die_choice {
                 crate::config::HostDieChoice::RoundRobin => 1,
                 crate::config::HostDieChoice::SkipCollecting if cfg.host_die_candidates == 0 => {

@@ -230,7 +230,7 @@ impl Ftl {
     /// Open a free block of `die` for `stream`, collection done (`allocate_block` without the
     /// schedule's foreground hook).
     pub(super) fn take_block<S: NandSink>(&mut self, die: u32, stream: Stream, sink: &mut S) {
-        if stream.is_host() {
+        if stream.is_host() && self.zoned.is_none() {
             // Keep one block for the collector: the host may not take the last one.
             while self.blocks.free_len(die) < 2 {
                 // Collecting more while victims are held gains no block: end a hold instead.
@@ -245,10 +245,16 @@ impl Ftl {
         if self.blocks.free_len(die) == 0 {
             self.break_hold(die, sink);
         }
-        let block = self
-            .blocks
-            .open(die)
-            .unwrap_or_else(|| panic!("die {die}: free pool empty"));
+        let block = self.blocks.open(die).unwrap_or_else(|| {
+            panic!(
+                "die {die}: free pool empty{}",
+                if self.zoned.is_some() {
+                    " (a zoned namespace's zones and their padding outgrew the drive's blocks)"
+                } else {
+                    ""
+                }
+            )
+        });
         debug_assert_eq!(self.map.valid(block), 0);
         self.frontiers.open(die, stream, block);
         if let Some(p) = self.placement.as_mut() {

@@ -336,7 +336,10 @@ impl Ftl {
     pub(super) fn host_pu_programmed<S: NandSink>(&mut self, die: u32, stream: Stream, sink: &S) {
         let next = self.next_host_die_for(die, sink);
         if self.placement.is_none() {
-            self.host_die = next;
+            match stream {
+                Stream::Host(slot) if self.zoned.is_some() => self.zone_pu_programmed(slot, next),
+                _ => self.host_die = next,
+            }
             return;
         }
         let written = self.counters.host_units_written;

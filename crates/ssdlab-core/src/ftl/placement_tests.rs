@@ -16,6 +16,7 @@ fn with_handles(mut cfg: DriveConfig, types: &[RuhType]) -> DriveConfig {
         max_pids: 0,
         pids: Vec::new(),
         source: String::new(),
+        ..PlacementConfig::default_fdp()
     });
     cfg
 }

@@ -4,7 +4,9 @@
 //! the limits on counts and times. Checks run in that order; each error names its option.
 
 use super::distribution::Distribution;
+use super::fdp::PlacementChoice;
 use super::job::{parse_size, Job, SteadyCriterion, MAX_INTERVALS, MIN_LOG_INTERVAL_S};
+use super::zbd::ZbdOptions;
 use crate::power::LinkPolicy;
 use crate::time::NS_PER_S;
 
@@ -52,15 +54,8 @@ pub struct CompiledJob {
     pub(super) loops: u64,
     /// fio's fdp / dataplacement=fdp: the placement identifier indices its writes take.
     pub(super) placement: Option<PlacementChoice>,
-}
-
-/// Which placement identifier index each write of an FDP job takes (fio's plids and
-/// plid_select).
-#[derive(Clone, Debug, PartialEq)]
-pub(super) struct PlacementChoice {
-    /// The indices, in the order given; empty: every index of the drive's list.
-    pub(super) indices: Vec<u16>,
-    pub(super) random: bool,
+    /// fio's zonemode=zbd: how the job's IOs meet the zones.
+    pub(super) zbd: Option<ZbdOptions>,
 }
 
 impl CompiledJob {
@@ -144,7 +139,12 @@ impl Job {
             number_ios,
             io_bytes_max,
         } = self.run_length(span_bytes)?;
-        let zones = self.zones(bs_max, span_bytes)?;
+        let zbd = self.zbd_options(bs_max)?;
+        let zones = if zbd.is_some() {
+            None
+        } else {
+            self.zones(bs_max, span_bytes)?
+        };
         // fio counts the bytes a strided job skips toward its size: it ends when what it
         // transferred and skipped covers the limit.
         let io_bytes_max = match (io_bytes_max, zones) {
@@ -190,6 +190,7 @@ impl Job {
             link_power,
             loops: u64::from(self.loops),
             placement: self.placement_choice()?,
+            zbd,
         })
     }
 
@@ -354,6 +355,8 @@ impl Job {
                 return Err(format!("offset: {p}% is outside 0..100%"));
             }
             ((user_bytes as f64 * p / 100.0) as u64) / align_bytes * align_bytes
+        } else if let Some(z) = self.zoned_size(&self.offset) {
+            z.map_err(|e| format!("offset: {e}"))?
         } else {
             parse_size(&self.offset).map_err(|e| format!("offset: {e}"))?
         };
@@ -370,6 +373,8 @@ impl Job {
                         .parse()
                         .map_err(|_| format!("size: '{s}' is not a percentage"))?;
                     (user_bytes as f64 * p / 100.0) as u64
+                } else if let Some(z) = self.zoned_size(s) {
+                    z.map_err(|e| format!("size: {e}"))?
                 } else {
                     parse_size(s).map_err(|e| format!("size: {e}"))?
                 };
@@ -516,59 +521,6 @@ impl Job {
                 })
             }
         })
-    }
-
-    /// fio's fdp, dataplacement, plids (fdp_pli) and plid_select (fdp_pli_select).
-    fn placement_choice(&self) -> Result<Option<PlacementChoice>, String> {
-        let fdp = match self.dataplacement.as_str() {
-            "none" => self.fdp,
-            "fdp" => true,
-            other => {
-                return Err(format!(
-                    "dataplacement: '{other}'; accepted: none, fdp (streams is not modelled)"
-                ))
-            }
-        };
-        let random = match self.plid_select.as_str() {
-            "roundrobin" => false,
-            "random" => true,
-            other => {
-                return Err(format!(
-                    "plid_select: '{other}'; accepted: roundrobin, random (scheme with dp_scheme is not modelled)"
-                ))
-            }
-        };
-        if !fdp {
-            if self.plids.is_some() {
-                return Err("plids: placement identifiers without fdp; accepted: with fdp=1 or dataplacement=fdp".into());
-            }
-            return Ok(None);
-        }
-        let mut indices = Vec::new();
-        for part in self.plids.as_deref().unwrap_or("").split(',') {
-            let part = part.trim();
-            if part.is_empty() {
-                continue;
-            }
-            let index = |t: &str| {
-                t.trim().parse::<u16>().ok().filter(|&i| i < u16::MAX).ok_or_else(|| {
-                    format!("plids: '{part}'; accepted: indices 0 to 65534 and ranges A-B, joined by commas")
-                })
-            };
-            match part.split_once('-') {
-                Some((a, b)) => {
-                    let (a, b) = (index(a)?, index(b)?);
-                    if a > b {
-                        return Err(format!(
-                            "plids: '{part}': the range's start is above its end"
-                        ));
-                    }
-                    indices.extend(a..=b);
-                }
-                None => indices.push(index(part)?),
-            }
-        }
-        Ok(Some(PlacementChoice { indices, random }))
     }
 
     /// numjobs, ramp_time, startdelay, log_interval (against the runtime) and loops.

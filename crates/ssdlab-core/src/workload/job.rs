@@ -255,6 +255,44 @@ job_table! {
     end_fsync: bool = false;
         Flag, unit "", accepted "true, false",
         fio [opt("end_fsync")], flag "";
+    /// fio's zonemode: "zbd" for a zoned namespace (writes at each zone's write pointer,
+    /// "random" picking zones, trims as zone resets, as fio's zbd.c); "strided" and "none"
+    /// are read by the job file parser (zonesize alone means strided).
+    zonemode: String = "none".into();
+        Text, unit "", accepted "none, strided, zbd",
+        fio [opt("zonemode")], flag "";
+    /// fio's zonecapacity (3.22): a zbd job's zone capacity where a drive without a zoned
+    /// namespace takes the default one; unset: the whole erase blocks that fit in a zone.
+    zonecapacity: Option<String> = None;
+        Text, unit "bytes", accepted "a size up to zonesize",
+        fio [opt("zonecapacity")], flag "";
+    /// fio's max_open_zones: zones the job's writes keep open at once (all jobs); 0: the
+    /// drive's limit. Above the drive's needs ignore_zone_limits.
+    max_open_zones: u32 = 0;
+        Count, unit "zones", accepted "0 (the drive's limit) or more",
+        fio [opt("max_open_zones")], flag "";
+    /// fio's job_max_open_zones (3.20): zones this job keeps open at once; 0: no own limit.
+    job_max_open_zones: u32 = 0;
+        Count, unit "zones", accepted "0 or more",
+        fio [opt("job_max_open_zones")], flag "";
+    /// fio's ignore_zone_limits (3.28): allow max_open_zones above the drive's (the drive
+    /// then closes implicitly opened zones to open others).
+    ignore_zone_limits: bool = false;
+        Flag, unit "", accepted "true, false",
+        fio [opt("ignore_zone_limits")], flag "";
+    /// fio's zone_reset_threshold: with zone_reset_frequency, once the zones' written bytes
+    /// exceed this share of the job's span, reset the zone written to every 1/frequency writes.
+    zone_reset_threshold: Option<String> = None;
+        Text, unit "", accepted "a fraction 0 to 1",
+        fio [opt("zone_reset_threshold")], flag "";
+    /// fio's zone_reset_frequency: see zone_reset_threshold.
+    zone_reset_frequency: Option<String> = None;
+        Text, unit "", accepted "a fraction 0 to 1",
+        fio [opt("zone_reset_frequency")], flag "";
+    /// fio's read_beyond_wp: zbd reads may go past a zone's write pointer (unwritten data).
+    read_beyond_wp: bool = false;
+        Flag, unit "", accepted "true, false",
+        fio [opt("read_beyond_wp")], flag "";
     /// fio's fdp (3.34): the job's writes carry NVMe FDP placement identifiers (as
     /// `dataplacement = "fdp"`). A drive without a `[placement]` table takes the default
     /// configuration (one reclaim group, 8 initially isolated handles, superblock reclaim

@@ -4,14 +4,17 @@
 
 mod compile;
 mod distribution;
+mod fdp;
 mod generator;
 mod job;
 mod run;
 mod summary;
+mod zbd;
 
 pub use compile::CompiledJob;
 pub use job::{parse_size, FieldKind, Job, JobField, Reading, Spelling, SteadyState, JOB_FIELDS};
-pub use run::{run_job, IoLog, JobResult, JobRun, JobSummary};
+pub use run::{run_job, IoLog, JobResult, JobRun, JobSummary, ZonesSummary};
+pub use zbd::ZbdOptions;
 
 #[cfg(test)]
 mod tests {

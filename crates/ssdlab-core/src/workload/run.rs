@@ -5,7 +5,7 @@ use super::compile::CompiledJob;
 use super::generator::{Generator, LOOKAHEAD};
 use super::job::SteadyState;
 use super::summary::slot_result;
-pub use super::summary::{JobResult, JobSummary};
+pub use super::summary::{JobResult, JobSummary, ZonesSummary};
 use crate::device::{Ahead, Completion, Device, HostIo, IoKind};
 use crate::rng::Rng;
 use crate::session::{Control, Meter, Point, Session, Source};
@@ -109,6 +109,8 @@ struct JobSource {
     starts: Vec<(SimTime, usize)>,
     /// Every measured completion, when asked for ([`JobRun::with_io_log`]).
     io_log: Option<IoLog>,
+    /// zonemode=zbd: the host's view of the zones (fio's, one per device).
+    zbd: Option<super::zbd::ZbdHost>,
 }
 
 impl JobRun {
@@ -146,6 +148,7 @@ impl JobRun {
                 j.job.name, jobs[0].job.name
             ));
         }
+        let zbd = super::zbd::ZbdHost::new(dev, jobs)?;
         dev.set_link_policy(link);
         let now = dev.now();
         let mut streams = Vec::new();
@@ -203,6 +206,7 @@ impl JobRun {
             jobs_done: 0,
             starts: Vec::new(),
             io_log: None,
+            zbd,
         };
         // The session's own recorder sees every command of the group; each job's meter sees
         // its own.
@@ -456,6 +460,15 @@ impl JobSource {
         if s.generator.ended {
             return false; // a strided sequence passed the span's end: fio ends the job
         }
+        let io = (kind, offset, length);
+        let Some((kind, offset, length)) = self
+            .zbd
+            .as_mut()
+            .map_or(Some(io), |z| z.adjust(dev, &slot.job, s.job, io))
+        else {
+            s.generator.ended = true; // no zone to write: fio ends the job
+            return false;
+        };
         // Two stages of loading ahead, a batch of IOs at a time (so the loads overlap): the
         // map entries of the IOs `LOOKAHEAD` places on, and what overwriting the ones half as
         // far on will touch (their map entries have landed).
@@ -471,19 +484,8 @@ impl JobSource {
         }
         let placement = match &slot.job.placement {
             Some(choice) if kind == IoKind::Write => {
-                let n = if choice.indices.is_empty() {
-                    dev.ftl.placement_ids() as u64
-                } else {
-                    choice.indices.len() as u64
-                };
-                let i = if choice.random {
-                    s.plid_rng.below(n.max(1))
-                } else {
-                    s.placed % n.max(1)
-                };
                 s.placed += 1;
-                let index = choice.indices.get(i as usize).copied().unwrap_or(i as u16);
-                dev.ftl.placement_id(index)
+                choice.pid(dev, s.placed - 1, &mut s.plid_rng)
             }
             _ => crate::ftl::NO_PLACEMENT,
         };
@@ -602,7 +604,7 @@ impl Source for JobSource {
                     log.latency_ns.push(c.latency_ns());
                     log.op.push(match c.io.kind {
                         crate::device::IoKind::Read => 0,
-                        crate::device::IoKind::Write => 1,
+                        crate::device::IoKind::Write | crate::device::IoKind::ZoneAppend => 1,
                         crate::device::IoKind::Trim => 2,
                         crate::device::IoKind::Flush => 3,
                     });

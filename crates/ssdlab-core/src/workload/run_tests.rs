@@ -236,3 +236,60 @@ fn an_fdp_job_s_writes_carry_their_placement_identifiers() {
         .unwrap_err()
         .contains("accepted: none, fdp"));
 }
+
+/// fio's zonemode=zbd on a zoned drive: random writes go to zones' write pointers, full zones
+/// chosen again are reset, nothing is refused and the drive copies nothing; with
+/// zone_reset_threshold and zone_reset_frequency the resets come sooner.
+#[test]
+fn a_zbd_job_writes_at_the_write_pointers_and_resets_full_zones() {
+    let run = |threshold: Option<&str>, max_open: u32| {
+        let mut cfg = crate::config::tests::small();
+        cfg.placement = Some(crate::config::PlacementConfig::default_zns(2 << 20, 4));
+        let mut dev = Device::new(&cfg, 3).unwrap();
+        let job = Job {
+            rw: "randwrite".into(),
+            bs: "128k".into(),
+            iodepth: 4,
+            zonemode: "zbd".into(),
+            zonesize: Some("2m".into()),
+            size: Some("16z".into()),
+            offset: "4z".into(),
+            max_open_zones: max_open,
+            zone_reset_threshold: threshold.map(String::from),
+            zone_reset_frequency: threshold.map(|_| "0.25".into()),
+            io_size: Some("96m".into()),
+            ..Job::default()
+        };
+        let compiled = job
+            .compile(dev.namespace_bytes())
+            .map_err(|e| e.to_string())?;
+        let mut run = JobRun::group(&mut dev, std::slice::from_ref(&compiled), &[None], 3)?;
+        while !run.advance(&mut dev, crate::time::SimTime(u64::MAX)) {}
+        let r = run.finish(&dev).remove(0);
+        Ok::<_, String>((r.summary, dev))
+    };
+    let (s, dev) = run(None, 0).unwrap();
+    let z = s.zones.expect("a zoned drive reports its zones");
+    assert_eq!(s.write.bytes, 96 << 20);
+    assert_eq!(z.counters.refused, 0);
+    assert_eq!(s.gc_units_copied, 0);
+    // 96 MiB into 16 zones of 2 MiB: at least 32 resets, and only zones of the span written.
+    assert!(z.counters.resets >= 32, "{z:?}");
+    let report = dev.zone_report(0, 64);
+    assert!(report
+        .iter()
+        .filter(|d| d.zone < 4 || d.zone >= 20)
+        .all(|d| d.state == crate::zones::ZoneState::Empty));
+    let (early, _) = run(Some("0.5"), 0).unwrap();
+    assert!(
+        early.zones.unwrap().counters.resets > z.counters.resets,
+        "the threshold resets zones before they fill"
+    );
+    let Err(e) = run(None, 8) else {
+        panic!("max_open_zones above the drive's was accepted")
+    };
+    assert!(
+        e.contains("max_open_zones: 8 is above the drive's 4"),
+        "{e}"
+    );
+}

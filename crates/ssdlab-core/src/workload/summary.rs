@@ -40,6 +40,55 @@ pub struct JobSummary {
     /// and per handle, the RUH status and the events (the drive's, since it was made).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub placement: Option<crate::ftl::PlacementReport>,
+    /// A zoned namespace's zones at the job's end (a drive with mode = "zns").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zones: Option<ZonesSummary>,
+}
+
+/// A zoned namespace at a job's end: zones by state, and what the zones did since the drive
+/// was made (resets, finishes, implicit closes, appends, commands refused).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ZonesSummary {
+    pub zones: u32,
+    pub zone_bytes: u64,
+    pub capacity_bytes: u64,
+    pub max_open: u32,
+    pub max_active: u32,
+    pub empty: u32,
+    pub implicitly_opened: u32,
+    pub explicitly_opened: u32,
+    pub closed: u32,
+    pub full: u32,
+    pub counters: crate::zones::ZoneCounters,
+    /// Bytes below the write pointers.
+    pub written_bytes: u64,
+}
+
+impl ZonesSummary {
+    pub fn of(dev: &Device) -> Option<ZonesSummary> {
+        let z = dev.zones()?;
+        let n = z.state_counts();
+        let written_bytes = (0..z.geometry.zones)
+            .map(|q| {
+                let d = z.zone(q);
+                d.write_pointer_bytes - d.start_bytes
+            })
+            .sum();
+        Some(ZonesSummary {
+            zones: z.geometry.zones,
+            zone_bytes: z.zone_bytes(),
+            capacity_bytes: z.zone(0).capacity_bytes,
+            max_open: z.geometry.max_open,
+            max_active: z.geometry.max_active,
+            empty: n[0],
+            implicitly_opened: n[1],
+            explicitly_opened: n[2],
+            closed: n[3],
+            full: n[4],
+            counters: z.counters,
+            written_bytes,
+        })
+    }
 }
 
 pub struct JobResult {
@@ -87,6 +136,7 @@ pub(super) fn slot_result(
             steady_state: steady,
             power: crate::power::PowerSummary::of(&rec.series, dev.has_power_model(), elapsed_s),
             placement: dev.ftl.placement_report(),
+            zones: ZonesSummary::of(dev),
         },
         series: rec.series,
     }
