@@ -58,7 +58,8 @@ pub struct PlacementConfig {
     /// most that, a multiple of the mapping unit).
     #[serde(default)]
     pub zone_capacity_bytes: u64,
-    /// ZNS: MOR, the most zones open (implicitly or explicitly) at once; 0: no limit.
+    /// ZNS: MOR, the most zones open (implicitly or explicitly) at once; 0: no limit (at
+    /// most 4096 active).
     #[serde(default)]
     pub max_open_zones: u32,
     /// ZNS: MAR, the most zones active (open or closed) at once; 0: `max_open_zones` (no
@@ -69,6 +70,10 @@ pub struct PlacementConfig {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub source: String,
 }
+
+/// The most zones active at once (MAR): each keeps a write frontier on every die. "No limit"
+/// (`max_open_zones = 0`) means this many, or every zone if there are fewer.
+pub const MAX_ACTIVE_ZONES: u32 = 4096;
 
 /// A zoned namespace's shape, derived from `[placement]` (mode "zns") and the geometry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -196,10 +201,17 @@ impl PlacementConfig {
             self.max_open_zones.min(zones)
         };
         let max_active = match (self.max_active_zones, self.max_open_zones) {
-            (0, 0) => zones,
+            (0, 0) => zones.min(MAX_ACTIVE_ZONES),
             (0, _) => max_open,
             (a, _) => a.min(zones),
         };
+        if max_active > MAX_ACTIVE_ZONES {
+            return Err(err(
+                "placement.max_active_zones",
+                format!("{max_active}; accepted: 1 to {MAX_ACTIVE_ZONES} (each active zone keeps a block open on its dies), or 0"),
+            ));
+        }
+        let max_open = max_open.min(max_active);
         if self.max_active_zones != 0 && self.max_open_zones > self.max_active_zones {
             return Err(err(
                 "placement.max_open_zones",

@@ -23,6 +23,7 @@
 //! the processor's `command_ns` is serialised (docs/model.md "The command path").
 
 mod reads;
+mod zoned;
 
 use super::buffer::{FlushWaits, WriteBuffer};
 use super::processor::Processor;
@@ -33,7 +34,8 @@ use crate::divisor::PowerOfTwo;
 use crate::faults::{FaultCounters, ReadFaults};
 use crate::ftl::{Ftl, HostWrite, UNMAPPED};
 
-const NONE: u32 = u32::MAX;
+/// A slot's `zone_slot` when the command is not a zoned write.
+const NO_ZONE: u16 = u16::MAX;
 use crate::host::HostInterface;
 use crate::power::{Link, LinkPolicy};
 use crate::sim::Kernel;
@@ -79,9 +81,10 @@ struct Slot {
     /// A zoned namespace refused the command (it completes with this status, having done
     /// nothing).
     status: Status,
-    /// A zoned write's frontier slot and dies group (NONE: not zoned).
-    zone_slot: u32,
-    zone_group: u32,
+    /// A zoned write's frontier slot and dies group (`NO_ZONE`: not zoned). 16 bits each, so
+    /// the slot stays 64 bytes: every command copies it.
+    zone_slot: u16,
+    zone_group: u16,
     /// The submitter started loading the command's map entries and what its overwrite makes
     /// stale ([`super::Device::prefetch_ahead`]): the controller does not load them again.
     looked_ahead: bool,
@@ -261,25 +264,30 @@ impl Controller {
     /// A host command arrives now: it takes a slot and enters the device queue, or waits for
     /// one in the host's.
     pub fn submit(&mut self, io: HostIo, looked_ahead: bool, b: &mut Backend) {
-        let now = b.kernel.now();
-        let mut io = io;
-        let (mut first, mut end) = self.units_of(&io);
-        let (mut status, mut zone_slot, mut zone_group) = (Status::Success, NONE, 0);
-        if let Some(zones) = self.zones.as_mut() {
-            match zone_admit(zones, &mut io) {
-                Ok(Some((f, e, slot, group))) => {
-                    (first, end, zone_slot, zone_group) = (f, e, slot, group);
-                }
-                Ok(None) => {}
-                Err(s) => {
-                    status = s;
-                    (first, end) = (0, 0);
-                }
-            }
-        } else if io.kind == IoKind::ZoneAppend {
-            status = Status::InvalidCommand;
-            (first, end) = (0, 0);
+        if self.zones.is_some() || io.kind == IoKind::ZoneAppend {
+            return self.submit_zoned(io, looked_ahead, b);
         }
+        let (first, end) = self.units_of(&io);
+        self.take_slot(
+            io,
+            (first, end),
+            (Status::Success, NO_ZONE, 0),
+            looked_ahead,
+            b,
+        );
+    }
+
+    /// The command takes a slot and enters the device queue, or waits for one in the host's.
+    #[inline(always)]
+    pub(super) fn take_slot(
+        &mut self,
+        io: HostIo,
+        (first, end): (u32, u32),
+        (status, zone_slot, zone_group): (Status, u16, u16),
+        looked_ahead: bool,
+        b: &mut Backend,
+    ) {
+        let now = b.kernel.now();
         if end > first && !looked_ahead {
             b.ftl.prefetch_lookup(first);
         }
@@ -344,8 +352,8 @@ impl Controller {
             b.ftl.fail_die(die);
         }
         let s = self.slots[slot as usize];
-        if s.status != Status::Success {
-            // Refused before anything changed: the status goes back.
+        if s.failed {
+            // Refused before anything changed (a zoned namespace's status): it goes back.
             let end = self.host.to_device(now, now, 0, true);
             b.kernel
                 .schedule_in_lane(super::LANE_COMPLETE, end, Event::Complete(slot));
@@ -501,17 +509,14 @@ impl Controller {
                 data_ready: arrived,
                 pid: s.io.placement,
             };
-            let written = if s.zone_slot == NONE {
-                ftl.write_units(first, count, &mut flash)
-            } else {
-                let written =
-                    ftl.write_zone_units(first, count, s.zone_slot, s.zone_group, &mut flash);
-                let zones = self.zones.as_mut().expect("a zoned write");
-                for r in zones.written(s.zone_slot, written as u64) {
-                    ftl.zone_release(r.close, r.reset, &mut flash);
-                }
-                written
-            };
+            let zoned = s.zone_slot != NO_ZONE;
+            if zoned {
+                ftl.select_zone(s.zone_slot as u32, s.zone_group as u32);
+            }
+            let written = ftl.write_units(first, count, &mut flash);
+            if zoned {
+                zoned::zone_written(self.zones.as_deref_mut(), ftl, &mut flash, &s, written);
+            }
             if let Some(f) = self.faults.as_mut() {
                 f.rewritten(s.next_unit..s.next_unit + written);
             }
@@ -625,14 +630,12 @@ impl Controller {
     pub fn complete(&mut self, slot: u32, kernel: &mut Kernel<Event>) {
         let now = kernel.now();
         let s = self.slots[slot as usize];
-        let status = if s.failed && s.status == Status::Success {
+        if s.status == Status::UnrecoveredReadError {
             if let Some(f) = self.faults.as_mut() {
                 f.counters.failed_reads += 1;
             }
-            Status::UnrecoveredReadError
-        } else {
-            s.status
-        };
+        }
+        let status = s.status;
         self.completions.push(Completion {
             io: s.io,
             submitted: s.submitted,
@@ -650,39 +653,6 @@ impl Controller {
             if let Some(link) = &mut self.link {
                 link.idle(now);
             }
-        }
-    }
-}
-
-/// A host command as the zoned namespace takes it: a read or write translated to the
-/// FTL's units `(first, end)` with a write's slot and group (a Zone Append's
-/// `offset_bytes` becomes where it went); `Ok(None)` for a FLUSH; the status refusing it
-/// otherwise. A TRIM (Dataset Management's deallocate, advisory) does nothing: zones are
-/// emptied by reset.
-fn zone_admit(zones: &mut Zones, io: &mut HostIo) -> Result<Option<(u32, u32, u32, u32)>, Status> {
-    match io.kind {
-        IoKind::Flush => Ok(None),
-        IoKind::Trim => match zones.zone_of(io.offset_bytes) {
-            Some(_) => Ok(Some((0, 0, NONE, 0))),
-            None => {
-                zones.refused();
-                Err(Status::LbaOutOfRange)
-            }
-        },
-        IoKind::Read => {
-            let r = zones.read_units(io.offset_bytes, io.length_bytes);
-            if r.is_err() {
-                zones.refused();
-            }
-            let (first, end) = r?;
-            Ok(Some((first, end, NONE, 0)))
-        }
-        IoKind::Write | IoKind::ZoneAppend => {
-            let append = io.kind == IoKind::ZoneAppend;
-            let a = zones.admit_write(io.offset_bytes, io.length_bytes, append)?;
-            io.offset_bytes = a.offset_bytes;
-            let units = (io.length_bytes / zones.unit_bytes()) as u32;
-            Ok(Some((a.ftl_unit, a.ftl_unit + units, a.slot, a.group)))
         }
     }
 }

@@ -375,7 +375,7 @@ impl Ftl {
 
     /// Write one logical unit: the old copy becomes stale, the new one goes to the host
     /// stream's open PU on the current die. Full PUs are programmed, striped across dies.
-    #[inline]
+    #[inline(always)]
     pub fn write_unit<S: NandSink>(&mut self, w: HostWrite, sink: &mut S) {
         let lba = Lba(w.lba);
         debug_assert!((lba.0 as u64) < self.geometry.logical_units);
@@ -410,6 +410,7 @@ impl Ftl {
     /// could only give it one by erasing the superseded copy of host data not yet
     /// programmed). The open PUs holding such data are then programmed at once; the caller
     /// offers the rest again once a host program is done.
+    #[inline(always)]
     pub fn write_units<S: NandSink>(&mut self, first: HostWrite, count: u32, sink: &mut S) -> u32 {
         let HostWrite {
             lba: first,

@@ -34,16 +34,11 @@ impl Ftl {
         self.zoned.is_some()
     }
 
-    /// Write `count` units of one zone's write through its `slot`, on its `group` of dies:
-    /// [`Ftl::write_units`] on that stream. Returns the units written.
-    pub fn write_zone_units<S: NandSink>(
-        &mut self,
-        first: HostWrite,
-        count: u32,
-        slot: u32,
-        group: u32,
-        sink: &mut S,
-    ) -> u32 {
+    /// The next [`Ftl::write_units`] is of one zone's write: through its `slot`, on its
+    /// `group` of dies (the slot's next die there).
+    #[cold]
+    #[inline(never)]
+    pub fn select_zone(&mut self, slot: u32, group: u32) {
         let z = self.zoned.as_ref().expect("a zoned namespace");
         let next = z.next_die[slot as usize];
         let first_die = group * self.dies_per_group;
@@ -54,9 +49,14 @@ impl Ftl {
             first_die
         };
         self.host_stream = Stream::Host(slot as u16);
-        let written = self.write_units(first, count, sink);
-        self.zoned.as_mut().expect("zoned").next_die[slot as usize] = self.host_die;
-        written
+    }
+
+    /// `write_units` of one zone's write (after [`Ftl::select_zone`]) is done: the slot's
+    /// next die is where its stream stopped.
+    #[cold]
+    pub fn zone_wrote(&mut self, slot: u32) {
+        let die = self.host_die;
+        self.zoned.as_mut().expect("zoned").next_die[slot as usize] = die;
     }
 
     /// A zone's PU on `die` was programmed through stream `slot`: its next PU goes to `next`.

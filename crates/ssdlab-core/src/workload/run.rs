@@ -558,6 +558,7 @@ impl Source for JobSource {
         self.next_start().map(|(_, at)| at)
     }
 
+    #[inline(always)]
     fn submit(&mut self, dev: &mut Device, at: SimTime) {
         match self.refill.pop_front() {
             Some(k) => {

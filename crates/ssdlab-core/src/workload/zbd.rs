@@ -165,6 +165,8 @@ impl ZbdHost {
     /// Adjust the next IO of job `job` (index `job_index`) to the zones, as fio does: the
     /// kind, offset and length to submit, after any zone reset it needs. None: nothing to do
     /// (fio ends the job).
+    #[cold]
+    #[inline(never)]
     pub(super) fn adjust(
         &mut self,
         dev: &mut Device,

@@ -94,7 +94,9 @@ impl Controller {
             _ => ExtraReads::default(),
         };
         if extra.failed {
-            self.slots[slot as usize].failed = true;
+            let s = &mut self.slots[slot as usize];
+            s.failed = true;
+            s.status = crate::zones::Status::UnrecoveredReadError;
         }
         if !extra.dead_die {
             for _ in 0..1 + extra.retries {
