@@ -37,6 +37,7 @@ use ssdlab_core::workload::{run_job, Job};
 #[path = "../examples/common/mod.rs"]
 mod common;
 use common::{preset, random_writes, sequential_fill};
+use ssdlab_core::ftl::NO_PLACEMENT;
 
 /// The `steady` example: untimed fill, untimed random writes (`drive_writes` x capacity),
 /// then `seconds` of timed 4 KiB QD32 random writes. Returns (digest, host writes, GC copies).
@@ -213,6 +214,7 @@ fn synthetic_trace(user_bytes: u64) -> Vec<ReplayRequest> {
             offset_bytes,
             length_bytes,
             recorded_depth: 1 + rng.below(8) as u32,
+            placement: NO_PLACEMENT,
         });
     }
     out

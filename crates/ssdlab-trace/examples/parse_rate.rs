@@ -4,6 +4,7 @@
 //! through `input::Records` from a file.
 //! cargo run --release -p ssdlab-trace --example parse_rate -- [records]
 use ssdlab_trace::blktrace::RawEvent;
+use ssdlab_trace::NO_PLACEMENT;
 use ssdlab_trace::*;
 
 #[allow(clippy::disallowed_methods)]
@@ -29,14 +30,11 @@ fn main() {
         .map(|i| TraceRecord {
             arrival_ns: i * 100_000,
             device: (next() % 4) as u32,
-            kind: if next() % 3 == 0 {
-                OpKind::Write
-            } else {
-                OpKind::Read
-            },
+            kind: [OpKind::Write, OpKind::Read, OpKind::Read][(next() % 3) as usize],
             offset_bytes: (next() % (1 << 28)) * 512,
             length_bytes: 512 * (1 + next() % 256),
             service_ns: Some((next() % 10_000) * 1000),
+            placement: NO_PLACEMENT,
         })
         .collect();
     let mut rows: Vec<String> = Vec::new();

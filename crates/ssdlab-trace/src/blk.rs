@@ -10,6 +10,7 @@
 //!   (device, sector, size) is the same request, not a new arrival;
 //! - events of other kinds (G, I, M, F, X, P, U, A) are not arrivals.
 
+use crate::NO_PLACEMENT;
 use crate::{BlkparseArrival, OpKind, TraceRecord};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -145,6 +146,7 @@ impl Tracker {
                 offset_bytes: e.sector.saturating_mul(512),
                 length_bytes: e.sectors.saturating_mul(512),
                 service_ns: None,
+                placement: NO_PLACEMENT,
             },
             sector: e.sector,
             sectors: e.sectors,

@@ -5,10 +5,12 @@
 //! Columns count from 0. Time units: ns, us, ms, s, ticks (100 ns). Offset and size units:
 //! bytes, sectors (512 B), kib, 4k (4096 B blocks). `op` takes R/Read, W/Write, T/Trim or
 //! D/Discard (any case) unless its tokens are given: `op=3:0/1` reads 0 as read and 1 as write
-//! (`op=3:0/1/2` adds trim). Separators: comma, space (any run of whitespace), tab, semicolon;
+//! (`op=3:0/1/2` adds trim). `pid=COL` reads each write's FDP placement identifier (0 to 65534;
+//! empty or `-`: none). Separators: comma, space (any run of whitespace), tab, semicolon;
 //! the default is comma when the line has one, else whitespace. `skip=N` skips N header lines.
 
 use crate::formats::{decimal_ns, nonzero, small, uint};
+use crate::NO_PLACEMENT;
 use crate::{time_unit_ns, OpKind, TraceRecord};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -19,11 +21,12 @@ pub struct ColumnSpec {
     size: (usize, u64),
     device: Option<usize>,
     service: Option<(usize, f64)>,
+    placement: Option<usize>,
     sep: Option<char>,
     pub skip_lines: u64,
 }
 
-const ACCEPTED: &str = "time=COL[:ns|us|ms|s|ticks], op=COL[:READ/WRITE[/TRIM]], offset=COL[:bytes|sectors|kib|4k], size=COL[:bytes|sectors|kib|4k], device=COL, service=COL[:unit], sep=comma|space|tab|semicolon, skip=N";
+const ACCEPTED: &str = "time=COL[:ns|us|ms|s|ticks], op=COL[:READ/WRITE[/TRIM]], offset=COL[:bytes|sectors|kib|4k], size=COL[:bytes|sectors|kib|4k], device=COL, service=COL[:unit], pid=COL, sep=comma|space|tab|semicolon, skip=N";
 
 fn byte_unit(name: &str) -> Option<u64> {
     Some(match name {
@@ -32,6 +35,37 @@ fn byte_unit(name: &str) -> Option<u64> {
         "kib" | "k" => 1024,
         "4k" | "blocks" => 4096,
         _ => return None,
+    })
+}
+
+/// A required key's value, or the error naming it.
+fn need<T>(v: Option<T>, key: &str) -> Result<T, String> {
+    v.ok_or_else(|| format!("--columns: '{key}' is missing; needed: time, op, offset, size"))
+}
+
+/// `op=COL:READ/WRITE[/TRIM]`'s tokens.
+fn op_tokens(u: &str) -> Result<Vec<String>, String> {
+    let t: Vec<String> = u.split('/').map(|s| s.trim().to_string()).collect();
+    if t.len() < 2 || t.len() > 3 || t.iter().any(|s| s.is_empty()) {
+        return Err(format!(
+            "--columns op: '{u}': expected READ/WRITE or READ/WRITE/TRIM tokens, e.g. op=3:0/1"
+        ));
+    }
+    Ok(t)
+}
+
+/// `sep=`'s value as the character.
+fn separator(value: &str) -> Result<char, String> {
+    Ok(match value {
+        "comma" | "," => ',',
+        "space" | "whitespace" => ' ',
+        "tab" => '\t',
+        "semicolon" | ";" => ';',
+        other => {
+            return Err(format!(
+                "--columns sep: '{other}' is not known; accepted: comma, space, tab, semicolon"
+            ))
+        }
     })
 }
 
@@ -44,6 +78,7 @@ impl ColumnSpec {
         let mut size = None;
         let mut device = None;
         let mut service = None;
+        let mut placement = None;
         let mut sep = None;
         let mut skip_lines = 0;
         for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -71,7 +106,9 @@ impl ColumnSpec {
                 "time" | "service" => {
                     let u = match unit {
                         None => 1.0,
-                        Some(u) => time_unit_ns(u).ok_or_else(|| unit_err("ns, us, ms, s, ticks"))?,
+                        Some(u) => {
+                            time_unit_ns(u).ok_or_else(|| unit_err("ns, us, ms, s, ticks"))?
+                        }
                     };
                     if key.trim() == "time" {
                         time = Some((column()?, u));
@@ -82,7 +119,9 @@ impl ColumnSpec {
                 "offset" | "size" => {
                     let u = match unit {
                         None => 1,
-                        Some(u) => byte_unit(u).ok_or_else(|| unit_err("bytes, sectors, kib, 4k"))?,
+                        Some(u) => {
+                            byte_unit(u).ok_or_else(|| unit_err("bytes, sectors, kib, 4k"))?
+                        }
                     };
                     if key.trim() == "offset" {
                         offset = Some((column()?, u));
@@ -90,41 +129,21 @@ impl ColumnSpec {
                         size = Some((column()?, u));
                     }
                 }
-                "op" => {
-                    let tokens = match unit {
-                        None => None,
-                        Some(u) => {
-                            let t: Vec<String> = u.split('/').map(|s| s.trim().to_string()).collect();
-                            if t.len() < 2 || t.len() > 3 || t.iter().any(|s| s.is_empty()) {
-                                return Err(format!("--columns op: '{u}': expected READ/WRITE or READ/WRITE/TRIM tokens, e.g. op=3:0/1"));
-                            }
-                            Some(t)
-                        }
-                    };
-                    op = Some((column()?, tokens));
-                }
+                "op" => op = Some((column()?, unit.map(op_tokens).transpose()?)),
                 "device" => device = Some(column()?),
-                "sep" => {
-                    sep = Some(match value {
-                        "comma" | "," => ',',
-                        "space" | "whitespace" => ' ',
-                        "tab" => '\t',
-                        "semicolon" | ";" => ';',
-                        other => return Err(format!("--columns sep: '{other}' is not known; accepted: comma, space, tab, semicolon")),
-                    })
-                }
+                "pid" => placement = Some(column()?),
+                "sep" => sep = Some(separator(value)?),
                 "skip" => {
                     skip_lines = value.parse().map_err(|_| {
                         format!("--columns skip: '{value}' is not a number of lines")
                     })?
                 }
-                other => return Err(format!("--columns: key '{other}' is not known; accepted: {ACCEPTED}")),
+                other => {
+                    return Err(format!(
+                        "--columns: key '{other}' is not known; accepted: {ACCEPTED}"
+                    ))
+                }
             }
-        }
-        fn need<T>(v: Option<T>, key: &str) -> Result<T, String> {
-            v.ok_or_else(|| {
-                format!("--columns: '{key}' is missing; needed: time, op, offset, size")
-            })
         }
         Ok(ColumnSpec {
             time: need(time, "time")?,
@@ -133,6 +152,7 @@ impl ColumnSpec {
             size: need(size, "size")?,
             device,
             service,
+            placement,
             sep,
             skip_lines,
         })
@@ -195,6 +215,20 @@ impl ColumnSpec {
             service_ns: match self.service {
                 Some((c, u)) => Some(decimal_ns(get(c, "service")?, u, "service")?),
                 None => None,
+            },
+            placement: match self.placement {
+                Some(c) => match get(c, "pid")? {
+                    "" | "-" => NO_PLACEMENT,
+                    t => match t.parse::<u16>() {
+                        Ok(p) if p != NO_PLACEMENT => p,
+                        _ => {
+                            return Err(format!(
+                            "pid '{t}'; expected a placement identifier 0 to 65534, or - for none"
+                        ))
+                        }
+                    },
+                },
+                None => NO_PLACEMENT,
             },
         }))
     }

@@ -1,6 +1,7 @@
 //! Line parsers and writers for each format, and format detection.
 
 use crate::blk::{Action, Event};
+use crate::NO_PLACEMENT;
 use crate::{OpKind, TraceFormat, TraceReader, TraceRecord};
 use std::io::BufRead;
 
@@ -114,6 +115,7 @@ fn parse_text<R: BufRead>(r: &mut TraceReader<R>, line: &str) -> Result<(), Stri
                 offset_bytes: uint(f[4], "Offset")?,
                 length_bytes: nonzero(uint(f[5], "Size")?)?,
                 service_ns: Some(uint(f[6], "ResponseTime")?.saturating_mul(100)),
+                placement: NO_PLACEMENT,
             });
         }
         TraceFormat::Spc => {
@@ -137,47 +139,10 @@ fn parse_text<R: BufRead>(r: &mut TraceReader<R>, line: &str) -> Result<(), Stri
                 offset_bytes: lba.checked_mul(512).ok_or("LBA too large")?,
                 length_bytes: nonzero(uint(f[2], "Size")?)?,
                 service_ns: None,
+                placement: NO_PLACEMENT,
             });
         }
-        TraceFormat::DiskSim => {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            if f.len() != 5 {
-                return Err(format!(
-                    "{} fields; expected 5: arrival device start_sector size_sectors type",
-                    f.len()
-                ));
-            }
-            let kind = match uint(f[4], "type")? & 1 {
-                1 => OpKind::Read,
-                _ => OpKind::Write,
-            };
-            let sectors = nonzero(uint(f[3], "size_sectors")?)?;
-            let unit = match r.disksim_unit_ns {
-                Some(u) => u,
-                None => {
-                    // DiskSim's ASCII traces give milliseconds with decimals (DiskSim 4.0
-                    // manual, 4.4.1 "ASCII"); MQSim's give integer nanoseconds.
-                    let (u, why) = if f[0].contains('.') {
-                        (1e6, "ms (DiskSim's unit: the times have decimals)")
-                    } else {
-                        (1.0, "ns (MQSim's unit: the times are integers)")
-                    };
-                    r.notes.push(format!("DiskSim/MQSim arrival times read as {why}; give --time-unit ns|us|ms|s if that is wrong"));
-                    r.disksim_unit_ns = Some(u);
-                    u
-                }
-            };
-            r.ready.push_back(TraceRecord {
-                arrival_ns: decimal_ns(f[0], unit, "arrival")?,
-                device: uint(f[1], "device")? as u32,
-                kind,
-                offset_bytes: uint(f[2], "start_sector")?
-                    .checked_mul(512)
-                    .ok_or("start_sector too large")?,
-                length_bytes: sectors.checked_mul(512).ok_or("size_sectors too large")?,
-                service_ns: None,
-            });
-        }
+        TraceFormat::DiskSim => parse_disksim(r, line)?,
         TraceFormat::FioIolog => {
             if r.fio_version == 0 {
                 return match line {
@@ -249,6 +214,7 @@ fn parse_text<R: BufRead>(r: &mut TraceReader<R>, line: &str) -> Result<(), Stri
                 offset_bytes: uint(rest[2], "offset")?,
                 length_bytes: nonzero(uint(rest[3], "length")?)?,
                 service_ns: None,
+                placement: NO_PLACEMENT,
             });
         }
         TraceFormat::Blkparse => parse_blkparse(r, line)?,
@@ -275,6 +241,7 @@ fn parse_text<R: BufRead>(r: &mut TraceReader<R>, line: &str) -> Result<(), Stri
                 offset_bytes: uint(f[2], "offset")?,
                 length_bytes: nonzero(uint(f[3], "length")?)?,
                 service_ns: None,
+                placement: NO_PLACEMENT,
             });
         }
         TraceFormat::Tencent => {
@@ -300,6 +267,7 @@ fn parse_text<R: BufRead>(r: &mut TraceReader<R>, line: &str) -> Result<(), Stri
                 offset_bytes: sectors_to_bytes(uint(f[1], "Offset")?, "Offset")?,
                 length_bytes: sectors_to_bytes(nonzero(uint(f[2], "Size")?)?, "Size")?,
                 service_ns: None,
+                placement: NO_PLACEMENT,
             });
         }
         TraceFormat::Fiu => {
@@ -326,6 +294,7 @@ fn parse_text<R: BufRead>(r: &mut TraceReader<R>, line: &str) -> Result<(), Stri
                 offset_bytes: sectors_to_bytes(uint(f[n - 6], "lba")?, "lba")?,
                 length_bytes: sectors_to_bytes(nonzero(uint(f[n - 5], "size")?)?, "size")?,
                 service_ns: None,
+                placement: NO_PLACEMENT,
             });
         }
         TraceFormat::MsProd => parse_msprod(r, line)?,
@@ -348,6 +317,49 @@ fn parse_text<R: BufRead>(r: &mut TraceReader<R>, line: &str) -> Result<(), Stri
             )
         }
     }
+    Ok(())
+}
+
+/// One line of a DiskSim (or MQSim) ASCII trace: arrival device start_sector size_sectors type.
+fn parse_disksim<R: BufRead>(r: &mut TraceReader<R>, line: &str) -> Result<(), String> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    if f.len() != 5 {
+        return Err(format!(
+            "{} fields; expected 5: arrival device start_sector size_sectors type",
+            f.len()
+        ));
+    }
+    let kind = match uint(f[4], "type")? & 1 {
+        1 => OpKind::Read,
+        _ => OpKind::Write,
+    };
+    let sectors = nonzero(uint(f[3], "size_sectors")?)?;
+    let unit = match r.disksim_unit_ns {
+        Some(u) => u,
+        None => {
+            // DiskSim's ASCII traces give milliseconds with decimals (DiskSim 4.0
+            // manual, 4.4.1 "ASCII"); MQSim's give integer nanoseconds.
+            let (u, why) = if f[0].contains('.') {
+                (1e6, "ms (DiskSim's unit: the times have decimals)")
+            } else {
+                (1.0, "ns (MQSim's unit: the times are integers)")
+            };
+            r.notes.push(format!("DiskSim/MQSim arrival times read as {why}; give --time-unit ns|us|ms|s if that is wrong"));
+            r.disksim_unit_ns = Some(u);
+            u
+        }
+    };
+    r.ready.push_back(TraceRecord {
+        arrival_ns: decimal_ns(f[0], unit, "arrival")?,
+        device: uint(f[1], "device")? as u32,
+        kind,
+        offset_bytes: uint(f[2], "start_sector")?
+            .checked_mul(512)
+            .ok_or("start_sector too large")?,
+        length_bytes: sectors.checked_mul(512).ok_or("size_sectors too large")?,
+        service_ns: None,
+        placement: NO_PLACEMENT,
+    });
     Ok(())
 }
 
@@ -400,6 +412,7 @@ fn parse_msprod<R: BufRead>(r: &mut TraceReader<R>, line: &str) -> Result<(), St
         offset_bytes: hex_or_uint(f[irp + 1], "ByteOffset")?,
         length_bytes: nonzero(hex_or_uint(f[irp + 2], "IOSize")?)?,
         service_ns: Some(uint(f[irp + 3], "ElapsedTime (us)")?.saturating_mul(1000)),
+        placement: NO_PLACEMENT,
     });
     Ok(())
 }

@@ -141,7 +141,13 @@ pub struct TraceRecord {
     pub length_bytes: u64,
     /// Service (response) time recorded in the trace, if it has one.
     pub service_ns: Option<u64>,
+    /// A write's NVMe FDP placement identifier (a `pid` column, `--columns`), or
+    /// [`NO_PLACEMENT`].
+    pub placement: u16,
 }
+
+/// No placement identifier (the write carries no directive).
+pub const NO_PLACEMENT: u16 = ssdlab_core::ftl::NO_PLACEMENT;
 
 /// Where blkparse arrivals come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -332,6 +332,7 @@ impl Iterator for TraceRequests {
                 offset_bytes: r.offset_bytes,
                 length_bytes: r.length_bytes,
                 service_ns: r.service_ns,
+                placement: r.placement,
             };
             match self.mapper.map(request) {
                 Ok(Some(q)) => return Some(q),

@@ -313,6 +313,7 @@ mod tests {
             offset_bytes: offset,
             length_bytes: len,
             service_ns: svc,
+            placement: crate::NO_PLACEMENT,
         }
     }
 

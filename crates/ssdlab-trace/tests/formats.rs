@@ -5,6 +5,7 @@
 use proptest::prelude::*;
 use ssdlab_trace::blktrace::RawEvent;
 use ssdlab_trace::input::{Compression, Records};
+use ssdlab_trace::NO_PLACEMENT;
 use ssdlab_trace::*;
 use std::io::Write;
 
@@ -55,6 +56,7 @@ fn records(service: bool) -> impl Strategy<Value = Vec<TraceRecord>> {
                 offset_bytes: sector * 512,
                 length_bytes: n * 512,
                 service_ns: service.then_some(svc * 1000),
+                placement: NO_PLACEMENT,
             })
             .collect();
         v.sort_by_key(|r| r.arrival_ns);
@@ -358,6 +360,7 @@ fn reads(n: u64, start_ns: u64, gap_ns: u64) -> Vec<TraceRecord> {
             offset_bytes: i * 4096,
             length_bytes: 4096,
             service_ns: None,
+            placement: NO_PLACEMENT,
         })
         .collect()
 }

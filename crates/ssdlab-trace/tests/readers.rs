@@ -1,4 +1,5 @@
 use proptest::prelude::*;
+use ssdlab_trace::NO_PLACEMENT;
 use ssdlab_trace::*;
 
 fn read_all(text: &str, format: TraceFormat) -> Result<Vec<TraceRecord>, TraceError> {
@@ -59,6 +60,7 @@ fn record(format: TraceFormat) -> impl Strategy<Value = TraceRecord> {
                     TraceFormat::Blkparse => Some(svc),
                     _ => None,
                 },
+                placement: NO_PLACEMENT,
             }
         })
 }
@@ -226,7 +228,8 @@ fn reads_the_mqsim_tpcc_trace() {
             kind: OpKind::Write,
             offset_bytes: 264_719_034 * 512,
             length_bytes: 16 * 512,
-            service_ns: None
+            service_ns: None,
+            placement: NO_PLACEMENT,
         }
     );
     assert!(recs.windows(2).all(|w| w[0].arrival_ns <= w[1].arrival_ns));

@@ -14,8 +14,10 @@ from .common import FAULTS_SPEC, SEED, add_precondition, in_range, out_dir, posi
 FORMATS = ("msr, spc, blkparse, blktrace (binary, per-CPU files read together), fio-iolog, disksim, "
            "alibaba, tencent, fiu, msprod")
 COLUMNS_HELP = ("map the columns of any other delimited trace: time=COL[:ns|us|ms|s|ticks],op=COL[:READ/WRITE[/TRIM]],"
-                "offset=COL[:bytes|sectors|kib|4k],size=COL[:unit][,device=COL][,service=COL:unit][,sep=comma|space|tab|semicolon]"
-                "[,skip=N]; columns count from 0; e.g. time=0:us,op=3:0/1,offset=1:sectors,size=2:sectors")
+                "offset=COL[:bytes|sectors|kib|4k],size=COL[:unit][,device=COL][,service=COL:unit][,pid=COL]"
+                "[,sep=comma|space|tab|semicolon][,skip=N]; columns count from 0; pid: each write's FDP placement "
+                "identifier (a drive without [placement] takes the default FDP configuration); "
+                "e.g. time=0:us,op=3:0/1,offset=1:sectors,size=2:sectors")
 
 
 def _print_notes(notes: list[str]) -> None:
@@ -24,7 +26,9 @@ def _print_notes(notes: list[str]) -> None:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    drive = Drive.open(args.drive, seed=args.seed or 0, faults=args.faults)
+    # A trace whose writes carry placement identifiers asks for FDP, as an FDP job does.
+    pids = bool(args.columns) and any(p.split("=")[0].strip() == "pid" for p in args.columns.split(","))
+    drive = Drive.open(args.drive, seed=args.seed or 0, faults=args.faults, placement="fdp" if pids else None)
     out_dir(args.out)
     unit = args.time_unit if args.time_unit is not None else args.time_unit_ns
     if args.precondition != "none":

@@ -12,6 +12,7 @@ from pathlib import Path
 from ..drive import DriveText
 from ..errors import SsdlabError
 from ..job import parse_size
+from .placement import flash_cache
 from .procedures import (
     Outcome,
     Tracker,
@@ -109,6 +110,28 @@ def _size_order(p: dict, low: str, high: str) -> None:
         raise SsdlabError(f"{low} {p[low]} is larger than {high} {p[high]}; accepted: {low} <= {high}")
 
 
+def _pct_list(name, low, high):
+    def check(v):
+        if not isinstance(v, list) or not v or any(not isinstance(x, (int, float)) or not low < x <= high for x in v):
+            raise SsdlabError(f"{name} {v}: accepted: a list of percentages, each in ({low}, {high}]")
+        return v
+    return check
+
+
+def _count(name, low, high):
+    def check(v):
+        if not isinstance(v, int) or not low <= v <= high:
+            raise SsdlabError(f"{name} {v}: accepted: a whole number {low} to {high}")
+        return v
+    return check
+
+
+def _handles(v):
+    if not isinstance(v, list) or not v or any(h not in (1, 2) for h in v):
+        raise SsdlabError(f"handles {v}: accepted: a list of 1 (both regions on one placement handle) and/or 2 (one each)")
+    return v
+
+
 def _frac(v):
     if not 0 < v <= 1:
         raise SsdlabError(f"fraction {v}: accepted: 0 < fraction <= 1")
@@ -171,6 +194,16 @@ PROCEDURES: dict[str, Procedure] = {
         "idle_s": Param(60, "seconds of each idle measurement", _positive("idle_s")),
         "write_s": Param(60, "seconds of each write measurement", _positive("write_s")),
     }, lambda p: [0.05, 0.05, 0.05, 1, 0.3, 1]),
+    "flash-cache": Procedure("flash-cache", flash_cache, {
+        "utilisation": Param([50, 100], "% of the drive's LBAs the cache uses; the rest stays trimmed (list)", _pct_list("utilisation", 0, 100)),
+        "soc_pct": Param([4, 16, 64], "% of the cache in the small-object region (list)", _pct_list("soc_pct", 0, 90)),
+        "handles": Param([1, 2], "placement handles: 1, both regions on one; 2, one each (list)", _handles),
+        "soc_write_share": Param(50.0, "% of the bytes written that go to the small objects", lambda v: _pct_list("soc_write_share", 0, 100)([v])[0]),
+        "drive_writes": Param(3.0, "writes of the cache's size after the fill", _positive("drive_writes")),
+        "samples": Param(12, "rounds, each one sample of the statistics log", _count("samples", 2, 1000)),
+        "qd": Param(8, "queue depth of each region's writes", _positive("qd")),
+    }, lambda p: [1.0] * (len(p["utilisation"]) * len(p["soc_pct"]) * len(p["handles"])),
+        "methodology.md 13: CacheLib's small- and large-object regions on an FDP drive, device write amplification over time"),
     "storage-bench": Procedure("storage-bench", storage_bench, {
         "traces": Param(["heavy-2011", "light-2011"], "look-alike names or trace files", _trace_list),
         "fraction": Param(0.05, "share of each look-alike's published length", _frac),

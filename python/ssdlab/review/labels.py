@@ -22,6 +22,10 @@ UNITS = {
     "replica": "",
     # power, when the drive has no power model
     "power model": "",
+    # flash-cache (placement.py)
+    "utilisation_pct": "%", "soc_pct": "%", "handles": "", "waf_steady": "x", "waf_first_round": "x",
+    "small_write_p99_us_steady": "us", "cache_writes": "cache writes", "small_objects_waf_steady": "x",
+    "small_objects_waf_model": "x",
 }
 
 # Keys made from a label (four-corners, sequential-qd, qd-scaling, trim, storage-bench, power)
@@ -60,6 +64,7 @@ PRECONDITIONS = {
     "endurance": "secure erase + sequential fill + 2 drive writes of the workload",
     "storage-bench": "secure erase + sequential fill",
     "power": "secure erase (idle, sequential write), sequential fill (random write)",
+    "flash-cache": "secure erase + untimed fill of the cache's LBAs (the rest trimmed)",
 }
 
 

@@ -89,8 +89,8 @@ def drive_label(source: str | DriveText) -> str:
     return describe_text(text, src)["name"] or Path(src).stem
 
 
-def _new(source: str | DriveText, seed: int) -> Drive:
-    return Drive.open(source, seed=seed)
+def _new(source: str | DriveText, seed: int, placement: str | None = None) -> Drive:
+    return Drive.open(source, seed=seed, placement=placement)
 
 
 # ----- procedures --------------------------------------------------------------------------------

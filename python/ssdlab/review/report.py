@@ -25,6 +25,46 @@ def linear_zoom_top(zoomed_iops: pd.Series) -> int:
     return LINEAR_ZOOM_MAX if high <= LINEAR_ZOOM_MAX else int(-(-high * 1.05 // 10_000) * 10_000)
 
 
+def _transfer_size_chart(outs: list, charts: list, data: dict) -> None:
+    """The transfer-size procedure's chart: MB/s against the transfer size, read and write."""
+    if not outs:
+        return
+    sizes = sorted({int(b) for o in outs for b in o.tables["curves"].bs_bytes})
+    fig = figure("Sequential throughput vs transfer size, QD4", {"title": {"text": "transfer size (bytes, log scale)"}, "type": "log",
+               "tickvals": sizes, "ticktext": [_size_label(b) for b in sizes]}, {"title": {"text": "MB/s"}})
+    frames = []
+    for o in outs:
+        t = o.tables["curves"]
+        fig["data"].append(line(t.bs_bytes, t.read_mb_per_s, f"{o.drive} read", o.drive, mode="lines+markers"))
+        fig["data"].append(line(t.bs_bytes, t.write_mb_per_s, f"{o.drive} write", o.drive, mode="lines+markers"))
+        frames.append(t.assign(drive=o.drive, source=o.source))
+    charts.append(("transfer-size", "Performance vs transfer size", fig))
+    data["transfer-size"] = pd.concat(frames, ignore_index=True)
+
+
+def _flash_cache_chart(outs: list, charts: list, data: dict) -> None:
+    """The flash-cache procedure's chart, as the EuroSys '25 paper draws it: the device's write
+    amplification (media / host bytes, the statistics log) over time, a line per layout."""
+    if not outs:
+        return
+    fig = figure("Flash cache on FDP: device write amplification over time",
+                 {"title": {"text": "writes of the cache's size since the fill"}},
+                 {"title": {"text": "device write amplification (media / host bytes)"}, "rangemode": "tozero"},
+                 legend={"orientation": "v", "x": 0, "y": -0.2, "xanchor": "left", "yanchor": "top"},
+                 height=520, margin={"l": 70, "r": 20, "t": 50, "b": 170})
+    frames = []
+    for o in outs:
+        t = o.tables["waf"]
+        m = o.summary
+        name = f"{o.drive} ({o.variant}): steady {m['waf_steady']:.2f}"
+        if "small_objects_waf_model" in m:
+            name += f"; small objects {m['small_objects_waf_steady']:.2f}, model {m['small_objects_waf_model']:.2f}"
+        fig["data"].append(line(t.cache_writes, t.waf, name, o.drive, o.variant, mode="lines+markers"))
+        frames.append(t.assign(drive=o.drive, variant=o.variant, source=o.source))
+    charts.append(("flash-cache", "Flash cache (FDP)", fig))
+    data["flash-cache"] = pd.concat(frames, ignore_index=True)
+
+
 def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], dict[str, pd.DataFrame]]:
     """(chart id, section, plotly figure) in page order, and the data behind each chart."""
     by = {}
@@ -119,19 +159,8 @@ def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], 
         charts.append(("power", "Power", fig))
         data["power"] = pd.concat(frames, ignore_index=True)
 
-    if "transfer-size" in by:
-        sizes = sorted({int(b) for o in by["transfer-size"] for b in o.tables["curves"].bs_bytes})
-        fig = figure("Sequential throughput vs transfer size, QD4", {"title": {"text": "transfer size (bytes, log scale)"}, "type": "log",
-                   "tickvals": sizes, "ticktext": [_size_label(b) for b in sizes]}, {"title": {"text": "MB/s"}})
-        frames = []
-        for o in by["transfer-size"]:
-            t = o.tables["curves"]
-            fig["data"].append(line(t.bs_bytes, t.read_mb_per_s, f"{o.drive} read", o.drive, mode="lines+markers"))
-            fig["data"].append(line(t.bs_bytes, t.write_mb_per_s, f"{o.drive} write", o.drive, mode="lines+markers"))
-            frames.append(t.assign(drive=o.drive, source=o.source))
-        charts.append(("transfer-size", "Performance vs transfer size", fig))
-        data["transfer-size"] = pd.concat(frames, ignore_index=True)
-
+    _transfer_size_chart(by.get("transfer-size", []), charts, data)
+    _flash_cache_chart(by.get("flash-cache", []), charts, data)
     if "trim" in by:
         # The legend beside the plot: a row of passes per drive below it ran into the axis title.
         fig = figure("Sequential write passes along the LBA span", {"title": {"text": "position in the LBA span (%)"}},

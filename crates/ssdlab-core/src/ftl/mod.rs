@@ -126,6 +126,11 @@ pub trait NandSink {
     fn timed(&self) -> bool {
         false
     }
+    /// The simulated time now, in ns since power-on (0 where nothing is timed): what the
+    /// FDP events log stamps its events with.
+    fn now_ns(&self) -> u64 {
+        0
+    }
     /// Whether `die` has garbage-collection work queued (reads, programs or the victim's
     /// erase not yet started): what `ftl.host_die_choice = "skip-collecting"` avoids.
     fn die_collecting(&self, _die: u32) -> bool {
@@ -419,7 +424,7 @@ impl Ftl {
             pid,
         } = first;
         if self.placement.is_some() {
-            self.select_handle(pid);
+            self.select_handle(pid, sink.now_ns());
         }
         let end = first + count;
         let mut lba = first;

@@ -204,7 +204,7 @@ impl Ftl {
         }
         let to = self.gc_stream_of(block);
         if self.placement.is_some() {
-            self.placement_media_reallocated(block);
+            self.placement_media_reallocated(block, sink.now_ns());
         }
         for ppn in first_ppn..first_ppn + self.geometry.units_per_pu {
             let lba = self.map.reverse(Ppn(ppn));

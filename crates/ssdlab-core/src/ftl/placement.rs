@@ -60,8 +60,10 @@ pub struct FdpEvent {
     pub pid: u16,
     pub reclaim_unit_handle: u16,
     pub reclaim_group: u16,
-    /// Host units the drive had written when it happened (an order, not a time).
+    /// Host units the drive had written when it happened (an order).
     pub host_units_written: u64,
+    /// When it happened: simulated ns since the drive last powered on (the log's timestamp).
+    pub at_ns: u64,
 }
 
 /// One reclaim unit handle's counts, in mapping units and blocks.
@@ -133,6 +135,8 @@ pub struct PlacementReport {
 }
 
 pub(super) struct Placement {
+    /// The simulated time the FTL last noted (ns since power-on): the events' timestamp.
+    now_ns: u64,
     types: Vec<RuhType>,
     /// The namespace's placement handles: the RUH each names.
     handles: Vec<u32>,
@@ -166,6 +170,7 @@ impl Placement {
             0
         };
         Placement {
+            now_ns: 0,
             types: cfg.handles.clone(),
             handles: cfg.placement_handles(),
             groups,
@@ -214,6 +219,7 @@ impl Placement {
                 reclaim_unit_handle: self.handles[0] as u16,
                 reclaim_group: 0,
                 host_units_written,
+                at_ns: 0,
             });
             return (0, self.handles[0]);
         }
@@ -225,7 +231,9 @@ impl Placement {
         ((rg << self.ph_bits) | ph) as u16
     }
 
-    fn log(&mut self, e: FdpEvent) {
+    /// Log `e`, stamped with the time the FTL last noted (`now_ns`).
+    fn log(&mut self, mut e: FdpEvent) {
+        e.at_ns = self.now_ns;
         self.event_counts[e.kind as usize] += 1;
         if self.events.len() == EVENTS_KEPT {
             self.events.pop_front();
@@ -303,11 +311,12 @@ impl Ftl {
 
     /// The host stream and die for a write carrying `pid`: the FTL's current ones become that
     /// handle's.
-    pub(super) fn select_handle(&mut self, pid: u16) {
+    pub(super) fn select_handle(&mut self, pid: u16, now_ns: u64) {
         let written = self.counters.host_units_written;
         let Some(p) = self.placement.as_mut() else {
             return;
         };
+        p.now_ns = now_ns;
         let (rg, ruh) = p.resolve(pid, written);
         let k = rg * p.nruh() + ruh;
         if k != p.current {
@@ -345,6 +354,7 @@ impl Ftl {
         let written = self.counters.host_units_written;
         let data_units = self.geometry.units_per_pu as u64;
         let p = self.placement.as_mut().expect("placement");
+        p.now_ns = sink.now_ns();
         let Stream::Host(h) = stream else {
             unreachable!("a host stream")
         };
@@ -366,6 +376,7 @@ impl Ftl {
                 reclaim_unit_handle: h,
                 reclaim_group: rg as u16,
                 host_units_written: written,
+                at_ns: 0,
             });
         }
     }
@@ -379,6 +390,7 @@ impl Ftl {
         let Some(p) = self.placement.as_mut() else {
             return;
         };
+        p.now_ns = sink.now_ns();
         let (rg, ruh) = p.resolve(pid, written);
         let k = (rg * p.nruh() + ruh) as usize;
         let dies = rg * p.dies_per_group..(rg + 1) * p.dies_per_group;
@@ -399,6 +411,7 @@ impl Ftl {
                 reclaim_unit_handle: ruh as u16,
                 reclaim_group: rg as u16,
                 host_units_written: written,
+                at_ns: 0,
             });
             p.ru_written[k] = 0;
             p.stats[ruh as usize].reclaim_units += 1;
@@ -411,10 +424,11 @@ impl Ftl {
     }
 
     /// A program of `block` failed and its data moved: Media Reallocated, for its handle.
-    pub(super) fn placement_media_reallocated(&mut self, block: u32) {
+    pub(super) fn placement_media_reallocated(&mut self, block: u32, now_ns: u64) {
         let written = self.counters.host_units_written;
         let die = self.div.blocks_per_die.quotient(block);
         if let Some(p) = self.placement.as_mut() {
+            p.now_ns = now_ns;
             let ruh = p.owner(block).unwrap_or(p.handles[0] as u16);
             let rg = die / p.dies_per_group;
             let pid = p.pid_of(rg, ruh as u32);
@@ -424,6 +438,7 @@ impl Ftl {
                 reclaim_unit_handle: ruh,
                 reclaim_group: rg as u16,
                 host_units_written: written,
+                at_ns: 0,
             });
         }
     }
@@ -433,6 +448,7 @@ impl Ftl {
     pub(super) fn placement_reset(&mut self, logged: bool) {
         let written = self.counters.host_units_written;
         if let Some(p) = self.placement.as_mut() {
+            p.now_ns = 0; // power-on: the clock starts again
             let nruh = p.nruh();
             p.ru_written.fill(0);
             p.owner.fill(SHARED);
@@ -450,6 +466,7 @@ impl Ftl {
                 reclaim_unit_handle: 0,
                 reclaim_group: 0,
                 host_units_written: written,
+                at_ns: 0,
             });
         }
         self.host_stream = Stream::HOST;

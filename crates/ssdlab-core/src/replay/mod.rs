@@ -22,6 +22,9 @@ pub struct TraceRequest {
     pub length_bytes: u64,
     /// Service time the recording measured, if the format has one.
     pub service_ns: Option<u64>,
+    /// A write's FDP placement identifier (a trace's `pid` column), or
+    /// [`crate::ftl::NO_PLACEMENT`].
+    pub placement: u16,
 }
 
 /// One request to replay, already mapped onto the drive.
@@ -35,6 +38,8 @@ pub struct ReplayRequest {
     /// Requests outstanding in the recorded run when this one arrived, itself included (from
     /// recorded service times; 0 if unknown). Used by `ReplayMode::RecordedDepth`.
     pub recorded_depth: u32,
+    /// A write's placement identifier, or [`crate::ftl::NO_PLACEMENT`].
+    pub placement: u16,
 }
 
 /// How trace requests are put on the drive.
@@ -141,6 +146,7 @@ impl Mapper {
             offset_bytes: offset,
             length_bytes: length,
             recorded_depth,
+            placement: r.placement,
         }))
     }
 }
@@ -226,6 +232,9 @@ pub struct ReplaySummary {
     /// Energy and power (on a drive with a power model).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub power: Option<crate::power::PowerSummary>,
+    /// FDP's logs at the replay's end (a drive with `[placement]`; a trace's `pid` column).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<crate::ftl::PlacementReport>,
 }
 
 /// One row per completed request (`--per-request`), column-oriented; taken in batches.
@@ -430,6 +439,7 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
             blocks_erased: s.erases - at.erases,
             host_units_written: host_units,
             power: crate::power::PowerSummary::of(&rec.series, dev.has_power_model(), elapsed_s),
+            placement: dev.ftl.placement_report(),
         };
         (summary, rec.series)
     }
@@ -501,7 +511,7 @@ impl<I: Iterator<Item = ReplayRequest>> Source for ReplaySource<I> {
                 length_bytes: r.length_bytes,
                 fua: false,
                 tag,
-                placement: crate::ftl::NO_PLACEMENT,
+                placement: r.placement,
             },
             at,
         );

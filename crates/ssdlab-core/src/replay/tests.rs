@@ -1,5 +1,6 @@
 use super::*;
 use crate::config::DriveConfig;
+use crate::ftl::NO_PLACEMENT;
 use crate::session::run_to_end;
 
 fn dev() -> Device {
@@ -26,6 +27,7 @@ fn burst(gap_ns: u64) -> Vec<ReplayRequest> {
             offset_bytes: i << 20,
             length_bytes: 4096,
             recorded_depth: 0,
+            placement: NO_PLACEMENT,
         })
         .collect()
 }
@@ -54,6 +56,7 @@ fn quiet_stretches_give_what_asking_at_every_event_gives() {
             offset_bytes: (i * 7919 % 100_000) * 4096,
             length_bytes: 4096 << (i % 3),
             recorded_depth: 1 + (i % 5) as u32,
+            placement: NO_PLACEMENT,
         })
         .collect();
     for mode in [
@@ -97,6 +100,7 @@ fn background_collection_lands_in_the_idle_intervals_where_it_runs() {
             offset_bytes: 4096 * 7919 * (i + 1),
             length_bytes: 4096,
             recorded_depth: 0,
+            placement: NO_PLACEMENT,
         })
         .collect();
     let run_it = || {
@@ -195,6 +199,7 @@ fn a_bounded_afap_replay_never_has_more_than_its_bound_outstanding() {
             offset_bytes: (i * 7919 % 100_000) * 4096,
             length_bytes: 4096,
             recorded_depth: 0,
+            placement: NO_PLACEMENT,
         })
         .collect();
     let run = |bound: u32| {
@@ -247,6 +252,7 @@ fn queue_depth_mode_keeps_depth() {
             offset_bytes: (i * 7919 % 100_000) * 4096,
             length_bytes: 4096,
             recorded_depth: 8,
+            placement: NO_PLACEMENT,
         })
         .collect();
     let qd1 = replay(ReplayMode::QueueDepth { depth: 1 }, reqs.clone());
@@ -270,6 +276,7 @@ fn req(t: u64, kind: IoKind, offset: u64, len: u64) -> ReplayRequest {
         offset_bytes: offset,
         length_bytes: len,
         recorded_depth: 0,
+        placement: NO_PLACEMENT,
     }
 }
 
@@ -323,6 +330,7 @@ fn mapping_checks_bounds_without_overflow_and_counts_disorder() {
         offset_bytes: u64::MAX - 100,
         length_bytes: 4096,
         service_ns: None,
+        placement: NO_PLACEMENT,
     };
     let e = m.map(near_max).unwrap_err();
     assert!(

@@ -218,6 +218,9 @@ fn an_fdp_job_s_writes_carry_their_placement_identifiers() {
     assert!(events
         .iter()
         .all(|e| e.kind == crate::ftl::FdpEventKind::InvalidPlacementIdentifier && e.pid == 9));
+    // Each event carries the simulated time it happened: in order, within the run.
+    assert!(events.windows(2).all(|w| w[0].at_ns <= w[1].at_ns));
+    assert!(events[0].at_ns > 0 && events[62].at_ns > events[0].at_ns);
     let bad = Job {
         fdp: true,
         plids: Some("3-1".into()),

@@ -585,6 +585,10 @@ pub(super) struct Flash<'a> {
 
 impl NandSink for Flash<'_> {
     #[inline]
+    fn now_ns(&self) -> u64 {
+        self.kernel.now().ns()
+    }
+
     fn program(&mut self, die: u32, program: Program) {
         self.sched
             .enqueue(self.kernel, self.processor, die, NandOp::Program(program));
