@@ -12,7 +12,7 @@ from pathlib import Path
 from ..drive import DriveText
 from ..errors import SsdlabError
 from ..job import parse_size
-from .placement import flash_cache
+from .placement import flash_cache, zns_vs_conventional
 from .procedures import (
     Outcome,
     Tracker,
@@ -204,6 +204,15 @@ PROCEDURES: dict[str, Procedure] = {
         "qd": Param(8, "queue depth of each region's writes", _positive("qd")),
     }, lambda p: [1.0] * (len(p["utilisation"]) * len(p["soc_pct"]) * len(p["handles"])),
         "methodology.md 13: CacheLib's small- and large-object regions on an FDP drive, device write amplification over time"),
+    "zns-vs-conventional": Procedure("zns-vs-conventional", zns_vs_conventional, {
+        "spares": Param([7, 28], "over-provisioning of the conventional drives, % of the data space (list)", _pct_list("spares", 0, 90)),
+        "overwrites": Param(4, "passes over the capacity (the last one measured)", _count("overwrites", 1, 100)),
+        "threads": Param(4, "writers, each at QD1", _count("threads", 1, 64)),
+        "bs": Param("64k", "write size", _size("bs")),
+        "zone_size": Param("256m", "the zoned drive's zone size (a power of two)", _size("zone_size")),
+        "max_open_zones": Param(14, "the zoned drive's open and active zones (the ZN540's 14)", _count("max_open_zones", 1, 4096)),
+    }, lambda p: [1.0] * (len(p["spares"]) + 1),
+        "methodology.md 13: the same media zoned and conventional at each spare, MB/s and WAF overwriting the capacity"),
     "storage-bench": Procedure("storage-bench", storage_bench, {
         "traces": Param(["heavy-2011", "light-2011"], "look-alike names or trace files", _trace_list),
         "fraction": Param(0.05, "share of each look-alike's published length", _frac),

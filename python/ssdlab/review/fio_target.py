@@ -36,6 +36,7 @@ NOT_ON_TARGETS = {
     "endurance": "needs the drive's erase counts, which a real device does not expose",
     "storage-bench": "replays traces in the model only",
     "power": "reads the model's energy accounting (a real drive's power needs a power meter)",
+    "zns-vs-conventional": "builds the same media zoned and at several spares, which only the model can",
     "flash-cache": "needs FDP's placement identifiers and statistics log (fio's io_uring_cmd passthrough; not run through a block target)",
 }
 

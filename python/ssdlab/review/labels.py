@@ -30,7 +30,7 @@ UNITS = {
 
 # Keys made from a label (four-corners, sequential-qd, qd-scaling, trim, storage-bench, power)
 # end in their unit: "128K sequential write QD1 (MB/s)", "pass 1 MB/s", "idle (W)".
-_LABEL_UNITS = {"(IOPS)": "IOPS", "(MB/s)": "MB/s", "MB/s": "MB/s", "(W)": "W"}
+_LABEL_UNITS = {"(IOPS)": "IOPS", "(MB/s)": "MB/s", "MB/s": "MB/s", "(W)": "W", "WAF": "x"}
 
 
 def rate_summary(rows: list[dict]) -> dict:
@@ -65,6 +65,7 @@ PRECONDITIONS = {
     "storage-bench": "secure erase + sequential fill",
     "power": "secure erase (idle, sequential write), sequential fill (random write)",
     "flash-cache": "secure erase + untimed fill of the cache's LBAs (the rest trimmed)",
+    "zns-vs-conventional": "a new drive each: the zoned one empty, the conventional ones after a sequential fill",
 }
 
 

@@ -25,6 +25,12 @@ def linear_zoom_top(zoomed_iops: pd.Series) -> int:
     return LINEAR_ZOOM_MAX if high <= LINEAR_ZOOM_MAX else int(-(-high * 1.05 // 10_000) * 10_000)
 
 
+# The procedures drawn as bars of a `results` table's `mb_per_s` by `test`: (procedure, title, unit).
+BAR_CHARTS = (("four-corners", "Desktop Iometer: the four corners", "MB/s"),
+              ("sequential-qd", "Incompressible sequential at high queue depth", "MB/s"),
+              ("zns-vs-conventional", "Overwriting the capacity: zoned against conventional", "MB/s"))
+
+
 def _transfer_size_chart(outs: list, charts: list, data: dict) -> None:
     """The transfer-size procedure's chart: MB/s against the transfer size, read and write."""
     if not outs:
@@ -131,8 +137,7 @@ def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], 
         if dist_frames:
             data["consistency-distribution"] = pd.concat(dist_frames, ignore_index=True)
 
-    for proc, title, unit in (("four-corners", "Desktop Iometer: the four corners", "MB/s"),
-                              ("sequential-qd", "Incompressible sequential at high queue depth", "MB/s")):
+    for proc, title, unit in BAR_CHARTS:
         if proc in by:
             fig = figure(title, {"title": {"text": ""}}, {"title": {"text": unit}}, barmode="group")
             frames = []
