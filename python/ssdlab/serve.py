@@ -103,7 +103,14 @@ class Server:
         text, source = config_text(drive, faults)
         d = describe_text(text, source)
         self.name = d["name"] or source
-        if "placement" in tomllib.loads(text):
+        placement = tomllib.loads(text).get("placement")
+        if placement is not None and placement.get("mode") == "zns":
+            # A zoned namespace takes writes only at its zones' write pointers: an NBD client's
+            # writes anywhere else would fail, and NBD has no zone commands to reset them.
+            raise SsdlabError(f"{source}: a zoned namespace ([placement] mode = \"zns\") cannot be served through NBD "
+                              "(it has no zones, and writes off a write pointer would fail); accepted: a drive file "
+                              "without mode = \"zns\" (FDP is served, every write on placement handle 0)")
+        if placement is not None:
             # NBD's commands carry no placement identifier and no zone: every write is placed
             # as one without a directive (the namespace's placement handle 0).
             print(f"ssdlab serve: {source}'s [placement] is not reachable through NBD (its commands carry no "

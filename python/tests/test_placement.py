@@ -330,3 +330,15 @@ def test_zns_against_conventional_on_the_same_media(tmp_path):
     assert zoned.mb_per_s > more.mb_per_s > seven.mb_per_s
     assert more.capacity_gb < seven.capacity_gb
     assert (out / "png" / "zns-vs-conventional.png").exists()
+
+
+def test_a_zoned_drive_is_not_served_or_crash_tested_through_nbd(tmp_path):
+    # NBD has no zone commands: its writes off a write pointer would fail, and the store would
+    # miss data the client thinks written. Both refuse in one line.
+    from ssdlab.configs import preset_path
+    path = tmp_path / "zoned.toml"
+    path.write_text(preset_path("crucial-m500-120").read_text() + '\n[placement]\nmode = "zns"\nzone_bytes = 67108864\n')
+    for args in (["serve", "--drive", str(path), "--socket", str(tmp_path / "s.sock")],
+                 ["crashtest", "--drive", str(path), "--cycles", "1"]):
+        p = subprocess.run([sys.executable, "-m", "ssdlab.cli", *args], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 2 and "cannot be served through NBD" in p.stderr and "Traceback" not in p.stderr, p.stderr

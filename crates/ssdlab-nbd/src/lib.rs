@@ -9,6 +9,16 @@
 
 mod conn;
 mod connection;
+/// A zoned namespace is not served through NBD: NBD has no zone commands, and its writes
+/// anywhere but at a zone's write pointer would fail (the store would then miss data the client
+/// thinks written). The error says so.
+pub fn refuse_zoned(dev: &ssdlab_core::device::Device) -> Result<(), String> {
+    if dev.zones().is_some() {
+        return Err("a zoned namespace ([placement] mode = \"zns\") cannot be served through NBD (it has no zone commands, and writes off a zone's write pointer would fail); accepted: a drive without mode = \"zns\"".into());
+    }
+    Ok(())
+}
+
 pub mod crash;
 pub mod disk;
 mod engine;

@@ -62,6 +62,7 @@ impl NbdServer {
         check_limits(time_scale, transport_us, io_timeout_s)?;
         let cfg = DriveConfig::from_toml_str(toml_text).map_err(PyValueError::new_err)?;
         let mut dev = Device::new(&cfg, seed).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        ssdlab_nbd::refuse_zoned(&dev).map_err(PyValueError::new_err)?;
         let policy = ssdlab_core::power::LinkPolicy::parse(link_power).ok_or_else(|| {
             PyValueError::new_err(format!(
                 "link_power '{link_power}': accepted: {}",
