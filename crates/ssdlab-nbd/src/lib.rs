@@ -9,14 +9,18 @@
 
 mod conn;
 mod connection;
-/// A zoned namespace is not served through NBD: NBD has no zone commands, and its writes
-/// anywhere but at a zone's write pointer would fail (the store would then miss data the client
-/// thinks written). The error says so.
-pub fn refuse_zoned(dev: &ssdlab_core::device::Device) -> Result<(), String> {
+/// The drive a server or the crash harness runs: `cfg`'s, but never a zoned namespace. NBD has
+/// no zone commands, and its writes anywhere but at a zone's write pointer would fail (the
+/// store would then miss data the client thinks written). The error says so.
+pub fn device(
+    cfg: &ssdlab_core::config::DriveConfig,
+    seed: u64,
+) -> Result<ssdlab_core::device::Device, String> {
+    let dev = ssdlab_core::device::Device::new(cfg, seed).map_err(|e| e.to_string())?;
     if dev.zones().is_some() {
         return Err("a zoned namespace ([placement] mode = \"zns\") cannot be served through NBD (it has no zone commands, and writes off a zone's write pointer would fail); accepted: a drive without mode = \"zns\"".into());
     }
-    Ok(())
+    Ok(dev)
 }
 
 pub mod crash;

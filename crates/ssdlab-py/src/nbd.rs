@@ -3,7 +3,6 @@
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use ssdlab_core::config::DriveConfig;
-use ssdlab_core::device::Device;
 
 /// A modelled drive served over NBD (see ssdlab-nbd). The server runs on its own threads;
 /// the methods only start, query and stop it.
@@ -61,8 +60,7 @@ impl NbdServer {
     ) -> PyResult<Self> {
         check_limits(time_scale, transport_us, io_timeout_s)?;
         let cfg = DriveConfig::from_toml_str(toml_text).map_err(PyValueError::new_err)?;
-        let mut dev = Device::new(&cfg, seed).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        ssdlab_nbd::refuse_zoned(&dev).map_err(PyValueError::new_err)?;
+        let mut dev = ssdlab_nbd::device(&cfg, seed).map_err(PyValueError::new_err)?;
         let policy = ssdlab_core::power::LinkPolicy::parse(link_power).ok_or_else(|| {
             PyValueError::new_err(format!(
                 "link_power '{link_power}': accepted: {}",

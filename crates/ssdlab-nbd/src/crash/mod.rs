@@ -31,7 +31,6 @@
 //! granularity the harness writes.)
 
 use crate::disk::{mount, DiskUnits};
-use crate::refuse_zoned;
 use crate::store::{DataStore, WriteData};
 use ssdlab_core::config::{DriveConfig, PowerLossProtection};
 use ssdlab_core::device::{Completion, Device, HostIo, IoKind};
@@ -143,8 +142,7 @@ pub fn crashtest(
     let protection = cfg.controller.power_loss_protection;
     let judge = judge_override().unwrap_or(protection);
     prepare_store_dir(dir)?;
-    let mut dev = Device::new(cfg, opts.seed).map_err(|e| e.to_string())?;
-    refuse_zoned(&dev)?;
+    let mut dev = crate::device(cfg, opts.seed)?;
     if without_erase_hold() {
         dev.ftl.set_erase_hold(false);
     }
