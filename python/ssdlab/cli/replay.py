@@ -43,6 +43,10 @@ def _replay(args: argparse.Namespace) -> int:
     )
     s = r.summary
     _print_notes(s["notes"])
+    refused = (s.get("zones") or {}).get("counters", {}).get("refused", 0)
+    if refused:
+        _print_notes([f"{refused:,} commands refused by the zoned namespace (writes off a write pointer, across a "
+                      "zone's end, or beyond the namespace; a trace not written for zones)"])
     name = " + ".join(args.trace)
     if as_json:
         from ..fio_json import fio_output, fio_replay_job

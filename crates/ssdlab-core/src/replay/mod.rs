@@ -235,6 +235,10 @@ pub struct ReplaySummary {
     /// FDP's logs at the replay's end (a drive with `[placement]`; a trace's `pid` column).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub placement: Option<crate::ftl::PlacementReport>,
+    /// A zoned namespace's zones at the replay's end (commands refused among its counters:
+    /// a trace not written for zones has most of its writes refused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zones: Option<crate::workload::ZonesSummary>,
 }
 
 /// One row per completed request (`--per-request`), column-oriented; taken in batches.
@@ -440,6 +444,7 @@ impl<I: Iterator<Item = ReplayRequest>> ReplayRun<I> {
             host_units_written: host_units,
             power: crate::power::PowerSummary::of(&rec.series, dev.has_power_model(), elapsed_s),
             placement: dev.ftl.placement_report(),
+            zones: crate::workload::ZonesSummary::of(dev),
         };
         (summary, rec.series)
     }
