@@ -280,6 +280,16 @@ def test_flash_cache_procedure_reports_write_amplification_over_time_and_draws_i
     pngs = sorted(p.name for p in (out / "png").glob("*.png"))
     assert any(p.startswith("flash-cache") for p in pngs), pngs
     assert exe
+    # Two tenants, each region on its own handle: four handles written, each at least once.
+    from ssdlab.placement_checks import shrunk_preset
+    from ssdlab.review.catalog import PROCEDURES, resolve_params
+    from ssdlab.review.procedures import Tracker
+    two = resolve_params("flash-cache", {**params, "soc_pct": [10], "handles": [2], "tenants": 2})
+    (o,) = PROCEDURES["flash-cache"].run(shrunk_preset("crucial-m500-120", 16, 22), two, Tracker())
+    t = o.tables["waf"]
+    assert [c for c in t.columns if c.startswith("handle")] == [f"handle{h}_waf" for h in range(4)]
+    assert (t[[f"handle{h}_waf" for h in range(4)]].iloc[1:] >= 1.0).all().all(), t
+    assert o.summary["tenants"] == 2 and o.variant.endswith("2 tenants")
 
 
 def test_a_trace_s_placement_column_puts_each_write_through_its_handle(tmp_path):

@@ -128,7 +128,7 @@ def _count(name, low, high):
 
 def _handles(v):
     if not isinstance(v, list) or not v or any(h not in (1, 2) for h in v):
-        raise SsdlabError(f"handles {v}: accepted: a list of 1 (both regions on one placement handle) and/or 2 (one each)")
+        raise SsdlabError(f"handles {v}: accepted: a list of 1 (every region on one placement handle) and/or 2 (each region its own)")
     return v
 
 
@@ -197,12 +197,13 @@ PROCEDURES: dict[str, Procedure] = {
     "flash-cache": Procedure("flash-cache", flash_cache, {
         "utilisation": Param([50, 100], "% of the drive's LBAs the cache uses; the rest stays trimmed (list)", _pct_list("utilisation", 0, 100)),
         "soc_pct": Param([4, 16, 64], "% of the cache in the small-object region (list)", _pct_list("soc_pct", 0, 90)),
-        "handles": Param([1, 2], "placement handles: 1, both regions on one; 2, one each (list)", _handles),
+        "handles": Param([1, 2], "placement handles: 1, every region on one; 2, each region its own (list)", _handles),
+        "tenants": Param(1, "caches on the drive, side by side (methodology 13's two tenants: 2)", _count("tenants", 1, 2)),
         "soc_write_share": Param(50.0, "% of the bytes written that go to the small objects", lambda v: _pct_list("soc_write_share", 0, 100)([v])[0]),
         "drive_writes": Param(3.0, "writes of the cache's size after the fill", _positive("drive_writes")),
         "samples": Param(12, "rounds, each one sample of the statistics log", _count("samples", 2, 1000)),
         "qd": Param(8, "queue depth of each region's writes", _positive("qd")),
-    }, lambda p: [1.0] * (len(p["utilisation"]) * len(p["soc_pct"]) * len(p["handles"])),
+    }, lambda p: [float(p["tenants"])] * (len(p["utilisation"]) * len(p["soc_pct"]) * len(p["handles"])),
         "methodology.md 13: CacheLib's small- and large-object regions on an FDP drive, device write amplification over time"),
     "zns-vs-conventional": Procedure("zns-vs-conventional", zns_vs_conventional, {
         "spares": Param([7, 28], "over-provisioning of the conventional drives, % of the data space (list)", _pct_list("spares", 0, 90)),

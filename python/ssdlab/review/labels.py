@@ -23,7 +23,7 @@ UNITS = {
     # power, when the drive has no power model
     "power model": "",
     # flash-cache (placement.py)
-    "utilisation_pct": "%", "soc_pct": "%", "handles": "", "waf_steady": "x", "waf_first_round": "x",
+    "utilisation_pct": "%", "soc_pct": "%", "handles": "", "tenants": "", "waf_steady": "x", "waf_first_round": "x",
     "small_write_p99_us_steady": "us", "cache_writes": "cache writes", "small_objects_waf_steady": "x",
     "small_objects_waf_model": "x",
 }

@@ -23,14 +23,16 @@ def _down(v: float, unit: int) -> int:
 def flash_cache(source: str | DriveText, p: dict, tracker: Tracker, seed: int = 0) -> list[Outcome]:
     """methodology.md 13, Flash cache: CacheLib's layout on an FDP drive (the drive's own
     `[placement]`, or the default one: Samsung's PM9D3). Of the drive's LBAs, `utilisation`%
-    hold the cache and the rest stays trimmed; of the cache, `soc_pct`% is the small-object
-    region (uniform random 4 KiB bucket rewrites) and the rest the large-object region (a
-    circular log of 16 MiB regions written sequentially), both filled first. Then
-    `drive_writes` of the cache's size are written in `samples` rounds, `soc_write_share` of
-    the bytes to the small objects, both regions at once, through one placement handle or two
-    (the small objects on 0, the log on 1). After each round the statistics log gives the
-    device's write amplification over that round (media / host bytes written), the drive's
-    and each handle's. Reads are not run (the paper's read latency needs its trace's lookups)."""
+    hold the cache (with `tenants` 2, two caches side by side, each on half of them) and the
+    rest stays trimmed; of a cache, `soc_pct`% is the small-object region (uniform random 4 KiB
+    bucket rewrites) and the rest the large-object region (a circular log of 16 MiB regions
+    written sequentially), both filled first. Then `drive_writes` of the caches' size are
+    written in `samples` rounds, `soc_write_share` of the bytes to the small objects, every
+    region at once, all on placement handle 0 (`handles` 1) or each region on a handle of its
+    own (2: a cache's small objects on 2t, its log on 2t + 1). After each round the statistics
+    log gives the device's write amplification over that round (media / host bytes written),
+    the drive's and each handle's. Reads are not run (the paper's read latency needs its
+    trace's lookups)."""
     import pandas as pd
 
     label = drive_label(source)
@@ -38,73 +40,91 @@ def flash_cache(source: str | DriveText, p: dict, tracker: Tracker, seed: int = 
     text, name = config_text(source, placement="fdp")
     source = DriveText(text, name)
     outs = []
+    tenants = p["tenants"]
     for used_pct in p["utilisation"]:
         for soc_pct in p["soc_pct"]:
             for handles in p["handles"]:
-                variant = f"{used_pct}% used, small objects {soc_pct}%, {handles} handle{'s' if handles > 1 else ''}"
+                variant = (f"{used_pct}% used, small objects {soc_pct}%, {handles} handle{'s' if handles > 1 else ''}"
+                           + (f", {tenants} tenants" if tenants > 1 else ""))
                 tracker.step(variant)
                 t0 = time.perf_counter()
                 d = _new(source, seed)
                 d.secure_erase()
-                used = _down(d.user_bytes * used_pct / 100, REGION)
-                soc = max(_down(used * soc_pct / 100, REGION), REGION)
-                log_len = used - soc
+                space = _down(d.user_bytes * used_pct / 100 / tenants, REGION)
+                soc = max(_down(space * soc_pct / 100, REGION), REGION)
+                log_len = space - soc
                 if log_len < 2 * REGION:
                     raise ValueError(f"{variant}: the large-object region ({log_len} bytes) is under two 16 MiB regions; "
                                      "accepted: a larger utilisation or a smaller soc_pct")
-                d.fill(used)  # both regions hold data; the LBAs past them stay trimmed
-                per_round = p["drive_writes"] * used / p["samples"]
-                soc_round = max(_down(per_round * p["soc_write_share"] / 100, BUCKET), BUCKET)
-                log_round = max(_down(per_round * (1 - p["soc_write_share"] / 100), REGION), REGION)
-                log_pid = "1" if handles > 1 else "0"
-                head = 0
-                before = d.placement()
-                rows = []
-                host0 = before["statistics"]["host_bytes_written"]
-                for r in range(p["samples"]):
-                    jobs = [Job(name="small objects", rw="randwrite", bs="4k", iodepth=p["qd"], size=str(soc),
-                                io_size=str(soc_round), fdp=True, plids="0")]
-                    wait: list[int | None] = [None]
-                    # The log goes on from its head and wraps at the region's end.
-                    left, at = log_round, head
-                    while left > 0:
-                        n = min(left, log_len - at)
-                        jobs.append(Job(name="large objects", rw="write", bs="16m", iodepth=p["qd"],
-                                        offset=str(soc + at), size=str(n), fdp=True, plids=log_pid))
-                        wait.append(None if len(jobs) == 2 else len(jobs) - 2)
-                        left -= n
-                        at = (at + n) % log_len
-                    head = at
-                    res = d.run_together(jobs, wait_for=wait, progress=tracker)
-                    after = d.placement()
-                    s0, s1 = before["statistics"], after["statistics"]
-                    host = s1["host_bytes_written"] - s0["host_bytes_written"]
-                    row = {"round": r + 1, "time_s": d.now_s,
-                           "cache_writes": (s1["host_bytes_written"] - host0) / used,
-                           "waf": (s1["media_bytes_written"] - s0["media_bytes_written"]) / host if host else 0.0,
-                           "small_write_p99_us": res[0].summary["write"]["latency_us_p99"],
-                           "large_write_p99_us": max(x.summary["write"]["latency_us_p99"] for x in res[1:])}
-                    for h in range(handles):
-                        hb, ha = before["handles"][h], after["handles"][h]
-                        hh = ha["host_bytes_written"] - hb["host_bytes_written"]
-                        row[f"handle{h}_waf"] = (ha["media_bytes_written"] - hb["media_bytes_written"]) / hh if hh else 0.0
-                    rows.append(row)
-                    before = after
-                table = pd.DataFrame(rows)
+                used = space * tenants
+                d.fill(used)  # every region holds data; the LBAs past them stay trimmed
+                table = pd.DataFrame(_cache_rounds(d, p, tracker, space, soc, handles))
                 last = table.iloc[len(table) // 2:]
                 summary = {
-                    "utilisation_pct": used_pct, "soc_pct": soc_pct, "handles": handles,
+                    "utilisation_pct": used_pct, "soc_pct": soc_pct, "handles": handles, "tenants": tenants,
                     "waf_steady": float(last.waf.mean()), "waf_first_round": float(table.waf.iloc[0]),
                     "small_write_p99_us_steady": float(last.small_write_p99_us.mean()),
                     "cache_writes": float(table.cache_writes.iloc[-1]),
                 }
                 if handles > 1:
-                    summary["small_objects_waf_steady"] = float(last.handle0_waf.mean())
-                    model = small_objects_model(d, soc, log_len)
+                    soc_handles = [f"handle{2 * t}_waf" for t in range(tenants)]
+                    summary["small_objects_waf_steady"] = float(last[soc_handles].mean(axis=1).mean())
+                    model = small_objects_model(d, soc * tenants, log_len * tenants)
                     if model is not None:
                         summary["small_objects_waf_model"] = model
                 outs.append(Outcome("flash-cache", label, variant, summary, {"waf": table}, time.perf_counter() - t0))
     return outs
+
+
+def _cache_rounds(d, p: dict, tracker: Tracker, space: int, soc: int, handles: int) -> list[dict]:
+    """`samples` rounds of the caches' writes on `d` (each cache `space` bytes from its own
+    start, its small objects the first `soc` of them): a row per round, from the statistics log."""
+    tenants = p["tenants"]
+    log_len = space - soc
+    per_round = p["drive_writes"] * space / p["samples"]
+    soc_round = max(_down(per_round * p["soc_write_share"] / 100, BUCKET), BUCKET)
+    log_round = max(_down(per_round * (1 - p["soc_write_share"] / 100), REGION), REGION)
+    pids = [(str(2 * t), str(2 * t + 1)) if handles > 1 else ("0", "0") for t in range(tenants)]
+    heads = [0] * tenants
+    before = d.placement()
+    host0 = before["statistics"]["host_bytes_written"]
+    rows = []
+    for r in range(p["samples"]):
+        jobs, wait, small = [], [], []
+        for t in range(tenants):
+            base = t * space
+            small.append(len(jobs))
+            jobs.append(Job(name=f"small objects {t}", rw="randwrite", bs="4k", iodepth=p["qd"], offset=str(base),
+                            size=str(soc), io_size=str(soc_round), fdp=True, plids=pids[t][0]))
+            wait.append(None)
+            # The log goes on from its head and wraps at the region's end.
+            left, at, previous = log_round, heads[t], None
+            while left > 0:
+                n = min(left, log_len - at)
+                jobs.append(Job(name=f"large objects {t}", rw="write", bs="16m", iodepth=p["qd"],
+                                offset=str(base + soc + at), size=str(n), fdp=True, plids=pids[t][1]))
+                wait.append(previous)
+                previous = len(jobs) - 1
+                left -= n
+                at = (at + n) % log_len
+            heads[t] = at
+        res = d.run_together(jobs, wait_for=wait, progress=tracker)
+        after = d.placement()
+        s0, s1 = before["statistics"], after["statistics"]
+        host = s1["host_bytes_written"] - s0["host_bytes_written"]
+        row = {"round": r + 1, "time_s": d.now_s,
+               "cache_writes": (s1["host_bytes_written"] - host0) / (space * tenants),
+               "waf": (s1["media_bytes_written"] - s0["media_bytes_written"]) / host if host else 0.0,
+               "small_write_p99_us": max(res[i].summary["write"]["latency_us_p99"] for i in small),
+               "large_write_p99_us": max(x.summary["write"]["latency_us_p99"]
+                                         for i, x in enumerate(res) if i not in small)}
+        for h in range(2 * tenants if handles > 1 else 1):
+            hb, ha = before["handles"][h], after["handles"][h]
+            hh = ha["host_bytes_written"] - hb["host_bytes_written"]
+            row[f"handle{h}_waf"] = (ha["media_bytes_written"] - hb["media_bytes_written"]) / hh if hh else 0.0
+        rows.append(row)
+        before = after
+    return rows
 
 
 def small_objects_model(d, soc: int, log_len: int) -> float | None:
