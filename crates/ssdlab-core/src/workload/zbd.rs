@@ -190,34 +190,32 @@ impl ZbdHost {
                     length.min(self.zone_bytes),
                 ))
             }
-            IoKind::Read => self.read(dev, o, z, (first_zone, end_zone), offset, length, min_bs),
-            _ => self.write(
-                dev,
-                job,
-                o,
-                job_index,
-                z,
-                (first_zone, end_zone),
-                offset,
-                length,
-                min_bs,
-            ),
+            _ => {
+                let want = Want {
+                    zone: z,
+                    range: (first_zone, end_zone),
+                    offset,
+                    length,
+                    min_bs,
+                };
+                if kind == IoKind::Read {
+                    self.read(dev, o, want)
+                } else {
+                    self.write(dev, job, o, job_index, want)
+                }
+            }
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn write(
         &mut self,
         dev: &mut Device,
         job: &CompiledJob,
         o: ZbdOptions,
         job_index: usize,
-        z: u32,
-        range: (u32, u32),
-        offset: u64,
-        length: u64,
-        min_bs: u64,
+        want: Want,
     ) -> Option<(IoKind, u64, u64)> {
+        let (z, range, offset, length, min_bs) = want.parts();
         let in_range = |q: u32| range.0 <= q && q < range.1;
         // A sequential job goes on in the next zone with room once its zone is full (fio's
         // zbd_convert_to_write_zone); past the span's last zone it is done.
@@ -281,17 +279,8 @@ impl ZbdHost {
         Some((IoKind::Write, wp, len))
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn read(
-        &mut self,
-        dev: &Device,
-        o: ZbdOptions,
-        z: u32,
-        range: (u32, u32),
-        offset: u64,
-        length: u64,
-        min_bs: u64,
-    ) -> Option<(IoKind, u64, u64)> {
+    fn read(&mut self, dev: &Device, o: ZbdOptions, want: Want) -> Option<(IoKind, u64, u64)> {
+        let (z, range, offset, length, min_bs) = want.parts();
         let zones = dev.zones()?;
         if o.read_beyond_wp {
             return Some((IoKind::Read, offset, length));
@@ -332,6 +321,23 @@ impl ZbdHost {
             self.valid_bytes -= d.write_pointer_bytes - d.start_bytes;
             self.resets += 1;
         }
+    }
+}
+
+/// What the job's generator asked for, in the zones' terms: the zone its offset falls in (within
+/// the job's range of zones), the offset and length, and the job's smallest block.
+#[derive(Clone, Copy, Debug)]
+struct Want {
+    zone: u32,
+    range: (u32, u32),
+    offset: u64,
+    length: u64,
+    min_bs: u64,
+}
+
+impl Want {
+    fn parts(self) -> (u32, (u32, u32), u64, u64, u64) {
+        (self.zone, self.range, self.offset, self.length, self.min_bs)
     }
 }
 
