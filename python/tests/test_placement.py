@@ -352,3 +352,23 @@ def test_a_zoned_drive_is_not_served_or_crash_tested_through_nbd(tmp_path):
                  ["crashtest", "--drive", str(path), "--cycles", "1"]):
         p = subprocess.run([sys.executable, "-m", "ssdlab.cli", *args], capture_output=True, text=True, timeout=120)
         assert p.returncode == 2 and "cannot be served through NBD" in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_the_drive_files_shaped_like_the_shipping_devices_run_fio_s_examples(tmp_path):
+    # docs/placement: the ZN540's zones and the PM9D3's FDP configuration on the P420m's media.
+    from pathlib import Path
+    here = Path(__file__).resolve().parents[2] / "docs" / "placement"
+    zoned = str(here / "zn540-like.toml")
+    z = Drive.from_toml(zoned).zones()
+    assert (z["zones"], z["zone_bytes"], z["capacity_bytes"], z["max_open"], z["max_active"]) == (
+        904, 2 << 30, 1077 << 20, 14, 14)
+    p = _run_json(tmp_path, zoned, ZBD_RAND_WRITE.replace("zonesize=256M", "zonesize=2G")
+                  .replace("max_open_zones=32", "max_open_zones=14"), "--runtime", "0.5")
+    assert p.returncode == 0, p.stderr
+    assert "[placement]" not in p.stderr  # the drive file's own
+    zones = json.loads(p.stdout)["jobs"][0]["ssdlab"]["zones"]
+    assert zones["implicitly_opened"] == 14 and zones["counters"]["refused"] == 0
+    p = _run_json(tmp_path, str(here / "pm9d3-like.toml"), URING_CMD_FDP, "--runtime", "0.3")
+    assert p.returncode == 0 and "[placement]" not in p.stderr, p.stderr
+    handles = json.loads(p.stdout)["jobs"][-1]["ssdlab"]["placement"]["handles"]
+    assert len(handles) == 8 and handles[7]["host_bytes_written"] == 0 and handles[0]["host_bytes_written"] > 0
