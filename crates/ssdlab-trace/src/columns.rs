@@ -38,6 +38,14 @@ fn byte_unit(name: &str) -> Option<u64> {
     })
 }
 
+/// A field as an error shows it: at most 24 characters.
+fn shown(t: &str) -> String {
+    match t.char_indices().nth(24) {
+        Some((i, _)) => format!("{}...", &t[..i]),
+        None => t.to_string(),
+    }
+}
+
 /// A required key's value, or the error naming it.
 fn need<T>(v: Option<T>, key: &str) -> Result<T, String> {
     v.ok_or_else(|| format!("--columns: '{key}' is missing; needed: time, op, offset, size"))
@@ -223,7 +231,8 @@ impl ColumnSpec {
                         Ok(p) if p != NO_PLACEMENT => p,
                         _ => {
                             return Err(format!(
-                            "pid '{t}'; expected a placement identifier 0 to 65534, or - for none"
+                            "pid '{}'; expected a placement identifier 0 to 65534, or - for none",
+                            shown(t)
                         ))
                         }
                     },
