@@ -236,26 +236,15 @@ def test_zones_through_the_api_and_bad_zone_input_name_their_field(tmp_path):
             Drive.from_toml(path)
 
 
-def _shrunk_m500(tmp_path) -> str:
-    """crucial-m500-120 with a sixteenth of its blocks (and of its user capacity, less, so the
-    default FDP configuration's open blocks fit): the flash-cache procedure in seconds."""
-    import re
-
-    from ssdlab.configs import preset_path
-    text = preset_path("crucial-m500-120").read_text()
-    for key, div in (("blocks_per_plane", 16), ("user_capacity_bytes", 22), ("map_checkpoint_journal_pages", 16)):
-        text = re.sub(rf"^({key} = )(\d+)", lambda m: f"{m.group(1)}{int(m.group(2)) // div}", text, flags=re.M)
-    path = tmp_path / "m500-small.toml"
-    path.write_text(text)
-    return str(path)
-
-
 def test_flash_cache_procedure_reports_write_amplification_over_time_and_draws_it(tmp_path):
     from test_review import _chromium
 
     from ssdlab.review.runner import review
     exe = _chromium()
-    drive = _shrunk_m500(tmp_path)
+    from ssdlab.placement_checks import shrunk_preset
+    drive = tmp_path / "m500-small.toml"
+    drive.write_text(shrunk_preset("crucial-m500-120", 16, 22).text)
+    drive = str(drive)
     out = tmp_path / "report"
     params = {"utilisation": [100], "soc_pct": [10, 40], "handles": [1, 2], "drive_writes": 3.0, "samples": 6}
     r = review([drive], out, ["flash-cache"], {"flash-cache": params}, progress=False)
@@ -281,7 +270,6 @@ def test_flash_cache_procedure_reports_write_amplification_over_time_and_draws_i
     assert any(p.startswith("flash-cache") for p in pngs), pngs
     assert exe
     # Two tenants, each region on its own handle: four handles written, each at least once.
-    from ssdlab.placement_checks import shrunk_preset
     from ssdlab.review.catalog import PROCEDURES, resolve_params
     from ssdlab.review.procedures import Tracker
     two = resolve_params("flash-cache", {**params, "soc_pct": [10], "handles": [2], "tenants": 2})
