@@ -103,6 +103,38 @@ class JobFields:
         the drive's RUH status list: "0,2,5" or ranges "0-3"); none: every one.
     plid_select : fio's plid_select / fdp_pli_select: how each write takes its index, in turn
         ("roundrobin") or drawn ("random").
+    rate : fio's rate: each copy of the job issues at most this many bytes per second, one cap
+        for every direction or `READ,WRITE[,TRIM]` (an empty place: no cap; `500k,` caps
+        reads only); the schedule is fio's (the next IO is due when the bytes issued so far
+        would have taken that long).
+    rate_iops : fio's rate_iops: as `rate` in commands per second (a direction with both takes
+        `rate`); bytes per second at the smallest block size, or one command per period with
+        bssplit, as fio.
+    rate_process : fio's rate_process: "linear" (fixed gaps, catching up when behind) or "poisson"
+        (exponential gaps of mean 1/IOPS from the job's own random stream: an open-loop
+        arrival process).
+    io_submit_mode : fio's io_submit_mode: "inline" (the job waits for its commands in flight to complete
+        before it sleeps for its rate or think time) or "offload" (it submits on schedule
+        whatever the drive has completed, up to iodepth in flight: fixed-rate submission).
+    rate_min : fio's rate_min (ratemin): the job fails, as fio's does, when a direction's completed
+        bytes per `rate_cycle` fall below this after its first 2 s.
+    rate_iops_min : fio's rate_iops_min: as rate_min in completed commands per second.
+    rate_cycle_ms : fio's rate_cycle: the window rate_min and rate_iops_min average over, milliseconds.
+    rate_ignore_thinktime : fio's rate_ignore_thinktime: after a think time the rate schedule moves on by what it
+        would have issued meanwhile, instead of catching up.
+    thinktime_s : fio's thinktime: after `thinktime_blocks` IOs, the job waits for its commands in flight
+        and then stalls this long (a bare number is microseconds, as in fio).
+    thinktime_spin_s : fio's thinktime_spin: the part of the think time the host spends on its CPU (the drive
+        sees the same stall; a spin longer than thinktime lengthens it).
+    thinktime_blocks : fio's thinktime_blocks: IOs between think times (unset: 1).
+    thinktime_blocks_type : fio's thinktime_blocks_type: count completed IOs ("complete") or issued ones ("issue").
+    thinktime_iotime_s : fio's thinktime_iotime: also think once the job has issued for this long since its
+        last think time (alone, without thinktime_blocks: only then).
+    flow : fio's flow: this job's weight among the jobs of its flow_id; each holds back while its
+        share of the flow's issued IOs is above its share of the weights.
+    flow_id : fio's flow_id: the jobs that share a flow.
+    flow_sleep_s : fio's flow_sleep: a job over its share waits for its commands in flight and sleeps
+        this long before it asks again (0: it asks again whenever another job issues).
     """
 
     name: str = 'job'
@@ -147,6 +179,22 @@ class JobFields:
     dataplacement: str = 'none'
     plids: str | None = None
     plid_select: str = 'roundrobin'
+    rate: str | None = None
+    rate_iops: str | None = None
+    rate_process: str = 'linear'
+    io_submit_mode: str = 'inline'
+    rate_min: str | None = None
+    rate_iops_min: str | None = None
+    rate_cycle_ms: int = 1000
+    rate_ignore_thinktime: bool = False
+    thinktime_s: float = 0.0
+    thinktime_spin_s: float = 0.0
+    thinktime_blocks: int | None = None
+    thinktime_blocks_type: str = 'complete'
+    thinktime_iotime_s: float = 0.0
+    flow: int = 0
+    flow_id: int = 0
+    flow_sleep_s: float = 0.0
 
 
 ROWS: tuple[Row, ...] = (
@@ -276,4 +324,52 @@ ROWS: tuple[Row, ...] = (
     Row('plid_select', 'text', '', 'roundrobin, random',
         (('plid_select', 'as_written'), ('fdp_pli_select', 'as_written')), '',
         'fio\'s plid_select / fdp_pli_select: how each write takes its index, in turn ("roundrobin") or drawn ("random").'),
+    Row('rate', 'text', 'bytes/s', 'a size per second (1m, 500k), or READ,WRITE[,TRIM] with empty places uncapped',
+        (('rate', 'as_written'),), '--rate',
+        "fio's rate: each copy of the job issues at most this many bytes per second, one cap for every direction or `READ,WRITE[,TRIM]` (an empty place: no cap; `500k,` caps reads only); the schedule is fio's (the next IO is due when the bytes issued so far would have taken that long)."),
+    Row('rate_iops', 'text', 'commands/s', 'a whole number per second, or READ,WRITE[,TRIM]',
+        (('rate_iops', 'as_written'),), '--rate-iops',
+        "fio's rate_iops: as `rate` in commands per second (a direction with both takes `rate`); bytes per second at the smallest block size, or one command per period with bssplit, as fio."),
+    Row('rate_process', 'text', '', 'linear, poisson',
+        (('rate_process', 'as_written'),), '--rate-process',
+        'fio\'s rate_process: "linear" (fixed gaps, catching up when behind) or "poisson" (exponential gaps of mean 1/IOPS from the job\'s own random stream: an open-loop arrival process).'),
+    Row('io_submit_mode', 'text', '', 'inline, offload',
+        (('io_submit_mode', 'as_written'),), '',
+        'fio\'s io_submit_mode: "inline" (the job waits for its commands in flight to complete before it sleeps for its rate or think time) or "offload" (it submits on schedule whatever the drive has completed, up to iodepth in flight: fixed-rate submission).'),
+    Row('rate_min', 'text', 'bytes/s', 'a size per second, or READ,WRITE[,TRIM]',
+        (('rate_min', 'as_written'), ('ratemin', 'as_written')), '',
+        "fio's rate_min (ratemin): the job fails, as fio's does, when a direction's completed bytes per `rate_cycle` fall below this after its first 2 s."),
+    Row('rate_iops_min', 'text', 'commands/s', 'a whole number per second, or READ,WRITE[,TRIM]',
+        (('rate_iops_min', 'as_written'),), '',
+        "fio's rate_iops_min: as rate_min in completed commands per second."),
+    Row('rate_cycle_ms', 'count', 'ms', '1 or more',
+        (('rate_cycle', 'as_written'), ('ratecycle', 'as_written')), '',
+        "fio's rate_cycle: the window rate_min and rate_iops_min average over, milliseconds."),
+    Row('rate_ignore_thinktime', 'flag', '', 'true, false',
+        (('rate_ignore_thinktime', 'as_written'),), '',
+        "fio's rate_ignore_thinktime: after a think time the rate schedule moves on by what it would have issued meanwhile, instead of catching up."),
+    Row('thinktime_s', 'seconds', 's (simulated)', '0 or more (a bare number: microseconds)',
+        (('thinktime', 'microseconds'),), '',
+        "fio's thinktime: after `thinktime_blocks` IOs, the job waits for its commands in flight and then stalls this long (a bare number is microseconds, as in fio)."),
+    Row('thinktime_spin_s', 'seconds', 's (simulated)', '0 or more (a bare number: microseconds)',
+        (('thinktime_spin', 'microseconds'),), '',
+        "fio's thinktime_spin: the part of the think time the host spends on its CPU (the drive sees the same stall; a spin longer than thinktime lengthens it)."),
+    Row('thinktime_blocks', 'whole', 'commands', '1 or more (unset: 1)',
+        (('thinktime_blocks', 'as_written'),), '',
+        "fio's thinktime_blocks: IOs between think times (unset: 1)."),
+    Row('thinktime_blocks_type', 'text', '', 'complete, issue',
+        (('thinktime_blocks_type', 'as_written'),), '',
+        'fio\'s thinktime_blocks_type: count completed IOs ("complete") or issued ones ("issue").'),
+    Row('thinktime_iotime_s', 'seconds', 's (simulated)', '0 or more',
+        (('thinktime_iotime', 'as_written'),), '',
+        "fio's thinktime_iotime: also think once the job has issued for this long since its last think time (alone, without thinktime_blocks: only then)."),
+    Row('flow', 'count', '', '0 (no flow control) or a weight',
+        (('flow', 'as_written'),), '',
+        "fio's flow: this job's weight among the jobs of its flow_id; each holds back while its share of the flow's issued IOs is above its share of the weights."),
+    Row('flow_id', 'count', '', 'a whole number',
+        (('flow_id', 'as_written'),), '',
+        "fio's flow_id: the jobs that share a flow."),
+    Row('flow_sleep_s', 'seconds', 's (simulated)', '0 or more (a bare number: microseconds)',
+        (('flow_sleep', 'microseconds'),), '',
+        "fio's flow_sleep: a job over its share waits for its commands in flight and sleeps this long before it asks again (0: it asks again whenever another job issues)."),
 )

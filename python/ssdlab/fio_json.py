@@ -197,7 +197,7 @@ def fio_job(result, job=None, drive=None, plus: bool = False, groupid: int = 0) 
     batches = {b: 0.0 for b in ("0", "4", "8", "16", "32", "64", ">=64")}
     submit = dict(batches, **{"4": 100.0}) if any(levels.values()) else batches
     return {
-        "jobname": s.get("name", "job"), "groupid": groupid, "error": 0, "eta": 0, "elapsed": round(elapsed),
+        "jobname": s.get("name", "job"), "groupid": groupid, "error": 5 if s.get("error") else 0, "eta": 0, "elapsed": round(elapsed),
         "job options": options,
         "read": _op(s["read"], elapsed, *col["read"], bins=result.bins.get("read", {}) if plus else None, **pct["read"]),
         "write": _op(s["write"], elapsed, *col["write"], bins=result.bins.get("write", {}) if plus else None,

@@ -112,7 +112,12 @@ def _complement(value: str) -> int:
     return 100 - n
 
 
-_READINGS = {"complement": _complement, "log_avg_msec": _log_avg_msec}
+def _microseconds(value: str) -> float:
+    """fio's thinktime, thinktime_spin and flow_sleep: a bare number is microseconds."""
+    return _seconds(value + "us") if re.fullmatch(r"\s*[0-9.]+\s*", value) else _seconds(value)
+
+
+_READINGS = {"complement": _complement, "log_avg_msec": _log_avg_msec, "microseconds": _microseconds}
 # fio option -> (Job field, converter), from the table. Options that change nothing in the
 # model are accepted and ignored (direct, ioengine, ...): they describe the host side of a run.
 _OPTIONS = {name: (row.name, _READINGS.get(reading, READERS[row.kind]))
@@ -142,7 +147,7 @@ _IGNORED = {
 # logging, file handling on a file system): accepted and ignored.
 _IGNORED |= {
     "gtod_reduce", "disable_lat", "disable_clat", "disable_slat", "disable_bw_measurement", "log_prio",
-    "io_submit_mode", "threads", "cpus_allowed", "cpus_allowed_policy", "cpumask", "numa_cpu_nodes",
+    "threads", "cpus_allowed", "cpus_allowed_policy", "cpumask", "numa_cpu_nodes",
     "numa_mem_policy", "exitall", "exitall_on_error", "continue_on_error", "create_on_open", "nrfiles",
     "filename_format", "random_generator", "iodepth_batch", "iodepth_batch_submit", "iodepth_batch_complete",
     "iodepth_batch_complete_min", "iodepth_batch_complete_max", "iodepth_low", "unlink", "fsync_on_close",
@@ -173,9 +178,8 @@ _REFUSED = {
        for k in ("verify", "verify_pattern", "verify_fatal", "do_verify", "verify_only", "verify_interval",
                  "verify_offset", "verify_backlog", "verify_async", "buffer_pattern",
                  "dedupe_percentage", "dedupe_mode", "buffer_compress_chunk")},
-    **{k: "rate limits and think time are not modelled (the job runs as fast as the drive allows)"
-       for k in ("rate", "rate_iops", "rate_min", "rate_iops_min", "ratemin", "rate_cycle", "rate_process",
-                 "thinktime", "thinktime_blocks", "flow", "flow_id", "flow_sleep", "cpuload", "cpuchunks")},
+    **{k: "belongs to the cpuio engine (it burns CPU time and does no IO)" for k in ("cpuload", "cpuchunks")},
+    "thinkcycles": "a stall in CPU cycles has no simulated length; use thinktime (a time)",
     "latency_run": "fio's continuous queue-depth adjustment is not modelled; latency_target alone finds the depth and "
                    "stops, as fio does by default",
     "program": "runs an external program",

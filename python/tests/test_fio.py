@@ -64,10 +64,9 @@ def test_units_of_time():
 @pytest.mark.parametrize("text,expected", [
     ("[a]\nrw=read\nverify=crc32c\n", r"c.fio:3: option 'verify' is not supported: `ssdlab run` models timing"),
     ("[a]\nrw=read\nbogus_opt=1\n", r"c.fio:3: option 'bogus_opt' is not supported; accepted:"),
-    ("[a]\nthinktime=10\n", r"c.fio:2: option 'thinktime' is not supported: rate limits and think time"),
     ("[a]\nioengine=falloc\n", r"c.fio:2: ioengine=falloc is not supported: it performs file-system operations"),
     # Issue 73 item 7: refused with why, not only the list of what is accepted.
-    ("[a]\nrw=write\nratemin=1m\n", r"c.fio:3: option 'ratemin' is not supported: rate limits"),
+    ("[a]\nrw=write\ncpuload=50\n", r"c.fio:3: option 'cpuload' is not supported: belongs to the cpuio engine"),
     ("[a]\nrw=write\nverify_interval=4k\n", r"c.fio:3: option 'verify_interval' is not supported: `ssdlab run` models timing"),
     # Item 9: in fio's words, not the internal field's (0, fio's per-IO logs, is accepted now).
     ("[a]\nrw=read\nlog_avg_msec=-5\n", r"c.fio:3: log_avg_msec=-5: '-5' is not a whole number"),
@@ -199,12 +198,12 @@ def test_wait_for_names_an_earlier_job():
 
 
 def test_every_rejected_option_of_a_file_is_reported_at_once():
-    text = "[global]\nverify=crc32c\n[a]\nrw=read\nbogus=1\n[b]\nthinktime=10\nruntime=fast\n"
+    text = "[global]\nverify=crc32c\n[a]\nrw=read\nbogus=1\n[b]\nthinkcycles=10\nruntime=fast\n"
     with pytest.raises(SsdlabError) as e:
         parse_fio(text, "c.fio")
     msg = str(e.value)
     assert msg.startswith("c.fio: 4 options are not accepted")
-    for line in ("c.fio:2: option 'verify'", "c.fio:5: option 'bogus'", "c.fio:7: option 'thinktime'",
+    for line in ("c.fio:2: option 'verify'", "c.fio:5: option 'bogus'", "c.fio:7: option 'thinkcycles'",
                  "c.fio:8: runtime=fast"):
         assert line in msg
     assert msg.count("option 'verify'") == 1  # once, though [global] applies it to both jobs

@@ -206,6 +206,8 @@ def _print_summary(result: Result) -> None:
     faults = format_faults(s.get("faults", {}))
     if faults:
         print(faults)
+    if s.get("error"):
+        print(f"  error: {s['error']} (the job stopped there, as fio's does)")
 
 
 def placement_line(p: dict) -> str:
@@ -268,6 +270,7 @@ def _run(args: argparse.Namespace) -> int:
                   f"{pre.summary['write']['mb_per_s']:.1f} MB/s")
     out = out_dir(args.out)
     fio_jobs = []
+    failed = False
     i = 0
     log_number = 0  # fio's job number of the last clone logged
     for step in schedule(expand_clones(jobs)):
@@ -294,6 +297,7 @@ def _run(args: argparse.Namespace) -> int:
                                              on_ios=writer.add if writer else None)
             finally:
                 per_io_paths = writer.close() if writer else []
+        failed = failed or any(r.summary.get("error") for r in results)
         for job, result, groupid in zip(step.jobs, results, step.groupids):
             prefix = f"{i:02d}-{job.name}-" if len(jobs) > 1 else ""
             i += 1
@@ -334,7 +338,8 @@ def _run(args: argparse.Namespace) -> int:
 
         from ..fio_json import fio_output
         print(json.dumps(fio_output(fio_jobs, jobs[0].origin.global_options if jobs[0].origin else None), indent=2))
-    return 0
+    # fio exits 1 when a job failed (a minimum rate not met).
+    return 1 if failed else 0
 
 
 def _warn_unwritten_reads(drive: Drive, job: Job) -> None:

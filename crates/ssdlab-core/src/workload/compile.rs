@@ -6,6 +6,7 @@
 use super::distribution::Distribution;
 use super::fdp::PlacementChoice;
 use super::job::{parse_size, Job, SteadyCriterion, MAX_INTERVALS, MIN_LOG_INTERVAL_S};
+use super::pacing::PaceOptions;
 use super::zbd::ZbdOptions;
 use crate::power::LinkPolicy;
 use crate::time::NS_PER_S;
@@ -56,6 +57,9 @@ pub struct CompiledJob {
     pub(super) placement: Option<PlacementChoice>,
     /// fio's zonemode=zbd: how the job's IOs meet the zones.
     pub(super) zbd: Option<ZbdOptions>,
+    /// fio's rate caps, think time, flow and minimum rates; None: issued as fast as the
+    /// drive completes.
+    pub(super) pace: Option<Box<PaceOptions>>,
 }
 
 impl CompiledJob {
@@ -102,6 +106,14 @@ impl BlockSizes {
             .chain(self.write_sizes.iter().flatten())
             .chain(self.trim_sizes.iter().flatten())
             .map(|&(b, _)| b)
+    }
+
+    /// The smallest size of each direction (read, write, trim): fio's min_bs.
+    fn smallest(&self) -> [u64; 3] {
+        let min = |l: &[(u64, u32)]| l.iter().map(|&(b, _)| b).min().unwrap_or(4096);
+        let r = min(&self.sizes);
+        let w = self.write_sizes.as_deref().map_or(r, min);
+        [r, w, self.trim_sizes.as_deref().map_or(w, min)]
     }
 }
 
@@ -157,6 +169,9 @@ impl Job {
         };
         let steady = self.steady()?;
         self.check_counts_and_times(runtime_ns)?;
+        let pace = self
+            .pace_options(bs.smallest(), self.bssplit.is_some())?
+            .map(Box::new);
         let link_power = LinkPolicy::parse(&self.link_power).ok_or_else(|| {
             format!(
                 "link_power: '{}' is not a policy; accepted: {}",
@@ -191,6 +206,7 @@ impl Job {
             loops: u64::from(self.loops),
             placement: self.placement_choice()?,
             zbd,
+            pace,
         })
     }
 

@@ -36,6 +36,8 @@ pub enum Reading {
     /// fio's log_avg_msec: whole milliseconds per interval; 0 (fio's default, a log line per
     /// IO) keeps the series at 1 s.
     LogAvgMsec,
+    /// A time whose bare number is microseconds (fio's thinktime, thinktime_spin, flow_sleep).
+    Microseconds,
 }
 
 /// One name a job file (and `ssdlab run --NAME=VALUE`) may give a field, as fio spells it.
@@ -314,6 +316,86 @@ job_table! {
     plid_select: String = "roundrobin".into();
         Text, unit "", accepted "roundrobin, random",
         fio [opt("plid_select"), opt("fdp_pli_select")], flag "";
+    /// fio's rate: each copy of the job issues at most this many bytes per second, one cap
+    /// for every direction or `READ,WRITE[,TRIM]` (an empty place: no cap; `500k,` caps
+    /// reads only); the schedule is fio's (the next IO is due when the bytes issued so far
+    /// would have taken that long).
+    rate: Option<String> = None;
+        Text, unit "bytes/s", accepted "a size per second (1m, 500k), or READ,WRITE[,TRIM] with empty places uncapped",
+        fio [opt("rate")], flag "--rate";
+    /// fio's rate_iops: as `rate` in commands per second (a direction with both takes
+    /// `rate`); bytes per second at the smallest block size, or one command per period with
+    /// bssplit, as fio.
+    rate_iops: Option<String> = None;
+        Text, unit "commands/s", accepted "a whole number per second, or READ,WRITE[,TRIM]",
+        fio [opt("rate_iops")], flag "--rate-iops";
+    /// fio's rate_process: "linear" (fixed gaps, catching up when behind) or "poisson"
+    /// (exponential gaps of mean 1/IOPS from the job's own random stream: an open-loop
+    /// arrival process).
+    rate_process: String = "linear".into();
+        Text, unit "", accepted "linear, poisson",
+        fio [opt("rate_process")], flag "--rate-process";
+    /// fio's io_submit_mode: "inline" (the job waits for its commands in flight to complete
+    /// before it sleeps for its rate or think time) or "offload" (it submits on schedule
+    /// whatever the drive has completed, up to iodepth in flight: fixed-rate submission).
+    io_submit_mode: String = "inline".into();
+        Text, unit "", accepted "inline, offload",
+        fio [opt("io_submit_mode")], flag "";
+    /// fio's rate_min (ratemin): the job fails, as fio's does, when a direction's completed
+    /// bytes per `rate_cycle` fall below this after its first 2 s.
+    rate_min: Option<String> = None;
+        Text, unit "bytes/s", accepted "a size per second, or READ,WRITE[,TRIM]",
+        fio [opt("rate_min"), opt("ratemin")], flag "";
+    /// fio's rate_iops_min: as rate_min in completed commands per second.
+    rate_iops_min: Option<String> = None;
+        Text, unit "commands/s", accepted "a whole number per second, or READ,WRITE[,TRIM]",
+        fio [opt("rate_iops_min")], flag "";
+    /// fio's rate_cycle: the window rate_min and rate_iops_min average over, milliseconds.
+    rate_cycle_ms: u32 = 1000;
+        Count, unit "ms", accepted "1 or more",
+        fio [opt("rate_cycle"), opt("ratecycle")], flag "";
+    /// fio's rate_ignore_thinktime: after a think time the rate schedule moves on by what it
+    /// would have issued meanwhile, instead of catching up.
+    rate_ignore_thinktime: bool = false;
+        Flag, unit "", accepted "true, false",
+        fio [opt("rate_ignore_thinktime")], flag "";
+    /// fio's thinktime: after `thinktime_blocks` IOs, the job waits for its commands in flight
+    /// and then stalls this long (a bare number is microseconds, as in fio).
+    thinktime_s: f64 = 0.0;
+        Seconds, unit "s (simulated)", accepted "0 or more (a bare number: microseconds)",
+        fio [Spelling { name: "thinktime", reading: Reading::Microseconds }], flag "";
+    /// fio's thinktime_spin: the part of the think time the host spends on its CPU (the drive
+    /// sees the same stall; a spin longer than thinktime lengthens it).
+    thinktime_spin_s: f64 = 0.0;
+        Seconds, unit "s (simulated)", accepted "0 or more (a bare number: microseconds)",
+        fio [Spelling { name: "thinktime_spin", reading: Reading::Microseconds }], flag "";
+    /// fio's thinktime_blocks: IOs between think times (unset: 1).
+    thinktime_blocks: Option<u64> = None;
+        Whole, unit "commands", accepted "1 or more (unset: 1)",
+        fio [opt("thinktime_blocks")], flag "";
+    /// fio's thinktime_blocks_type: count completed IOs ("complete") or issued ones ("issue").
+    thinktime_blocks_type: String = "complete".into();
+        Text, unit "", accepted "complete, issue",
+        fio [opt("thinktime_blocks_type")], flag "";
+    /// fio's thinktime_iotime: also think once the job has issued for this long since its
+    /// last think time (alone, without thinktime_blocks: only then).
+    thinktime_iotime_s: f64 = 0.0;
+        Seconds, unit "s (simulated)", accepted "0 or more",
+        fio [opt("thinktime_iotime")], flag "";
+    /// fio's flow: this job's weight among the jobs of its flow_id; each holds back while its
+    /// share of the flow's issued IOs is above its share of the weights.
+    flow: u32 = 0;
+        Count, unit "", accepted "0 (no flow control) or a weight",
+        fio [opt("flow")], flag "";
+    /// fio's flow_id: the jobs that share a flow.
+    flow_id: u32 = 0;
+        Count, unit "", accepted "a whole number",
+        fio [opt("flow_id")], flag "";
+    /// fio's flow_sleep: a job over its share waits for its commands in flight and sleeps
+    /// this long before it asks again (0: it asks again whenever another job issues).
+    flow_sleep_s: f64 = 0.0;
+        Seconds, unit "s (simulated)", accepted "0 or more (a bare number: microseconds)",
+        fio [Spelling { name: "flow_sleep", reading: Reading::Microseconds }], flag "";
 }
 
 /// A steady-state criterion (fio's `ss`).

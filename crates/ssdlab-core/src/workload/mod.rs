@@ -7,6 +7,7 @@ mod distribution;
 mod fdp;
 mod generator;
 mod job;
+mod pacing;
 mod run;
 mod summary;
 mod zbd;

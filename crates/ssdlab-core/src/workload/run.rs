@@ -80,6 +80,8 @@ struct JobSlot {
     steady: Option<SteadyState>,
     /// fio's end_fsync: the job's FLUSH once its IOs are done.
     end_flush: EndFlush,
+    /// Why the job stopped early (a minimum rate not met), for its summary.
+    error: Option<String>,
 }
 
 /// Where a job with end_fsync is with its closing FLUSH.
@@ -111,6 +113,8 @@ struct JobSource {
     io_log: Option<IoLog>,
     /// zonemode=zbd: the host's view of the zones (fio's, one per device).
     zbd: Option<super::zbd::ZbdHost>,
+    /// The paced streams (rate caps, think time, flow), when a job of the group is paced.
+    pacing: Option<Box<paced::Pacing>>,
 }
 
 impl JobRun {
@@ -175,6 +179,7 @@ impl JobRun {
                 });
             }
         }
+        let streams_len = streams.len();
         let mut source = JobSource {
             jobs: jobs
                 .iter()
@@ -197,6 +202,7 @@ impl JobRun {
                         attained_at_s: None,
                         value_pct: 0.0,
                     }),
+                    error: None,
                 })
                 .collect(),
             streams,
@@ -207,6 +213,7 @@ impl JobRun {
             starts: Vec::new(),
             io_log: None,
             zbd,
+            pacing: paced::Pacing::of(jobs, streams_len, seed),
         };
         // The session's own recorder sees every command of the group; each job's meter sees
         // its own.
@@ -294,7 +301,11 @@ impl JobRun {
             .into_iter()
             .map(|slot| match slot.phase {
                 Phase::Done(r) => *r,
-                Phase::Running(meter) => slot_result(&slot.job, *meter, slot.steady, dev),
+                Phase::Running(meter) => {
+                    let mut r = slot_result(&slot.job, *meter, slot.steady, dev);
+                    r.summary.error = slot.error;
+                    r
+                }
                 Phase::Waiting => slot_result(
                     &slot.job,
                     Meter::new(dev, dev.now(), slot.job.interval_ns),
@@ -321,64 +332,6 @@ impl JobSlot {
     fn pass_done(&self, s: &JobStream) -> bool {
         self.job.number_ios.is_some_and(|n| s.pass_ios >= n)
             || self.job.io_bytes_max.is_some_and(|b| s.pass_bytes >= b)
-    }
-
-    /// fio's steady-state check over the closed intervals: once met, stop issuing.
-    fn check_steady_state(&mut self, now: SimTime) {
-        let (Some(c), Some(state), Phase::Running(meter)) =
-            (self.job.steady, self.steady.as_mut(), &self.phase)
-        else {
-            return;
-        };
-        let rec = &meter.rec;
-        let n = rec.intervals_closed();
-        let interval = self.job.interval_ns;
-        // fio's ss_ramp: data collection starts after it, so the window judged lies past it.
-        if state.attained
-            || n < c.dur_intervals
-            || ((n - c.dur_intervals) as u64 * interval) < c.ramp_ns
-        {
-            return;
-        }
-        let s = &rec.series;
-        let values: Vec<f64> = (n - c.dur_intervals..n)
-            .map(|i| {
-                if c.latency {
-                    // Mean completion latency of the interval (fio's lat), ns.
-                    let n = s.read_ios[i] + s.write_ios[i];
-                    (s.read_latency_ns_sum[i] + s.write_latency_ns_sum[i]) as f64 / n.max(1) as f64
-                } else if c.bytes {
-                    (s.read_bytes[i] + s.write_bytes[i]) as f64
-                } else {
-                    (s.read_ios[i] + s.write_ios[i] + s.trim_ios[i]) as f64
-                }
-            })
-            .collect();
-        let k = values.len() as f64;
-        let mean = values.iter().sum::<f64>() / k;
-        if mean <= 0.0 {
-            return;
-        }
-        let pct = if c.slope {
-            // Least-squares slope per interval, in percent of the mean (fio's *_slope).
-            let xm = (k - 1.0) / 2.0;
-            let (num, den) = values
-                .iter()
-                .enumerate()
-                .fold((0.0, 0.0), |(a, b), (i, v)| {
-                    let dx = i as f64 - xm;
-                    (a + dx * (v - mean), b + dx * dx)
-                });
-            (num / den).abs() / mean * 100.0
-        } else {
-            values.iter().map(|v| (v - mean).abs()).fold(0.0, f64::max) / mean * 100.0
-        };
-        state.value_pct = pct;
-        if pct <= c.limit_pct {
-            state.attained = true;
-            state.attained_at_s = Some((n as u64 * interval) as f64 / NS_PER_S as f64);
-            self.stop_issuing_at = Some(now);
-        }
     }
 }
 
@@ -420,6 +373,11 @@ impl JobSource {
             .job
             .runtime_ns
             .map(|r| start + crate::time::SimDuration(r));
+        if slot.job.pace.is_some() {
+            self.start_paced(dev, i, now);
+            self.end_if_idle(dev, i, now);
+            return;
+        }
         let depth = slot.job.job.iodepth;
         for k in 0..self.streams.len() {
             if self.streams[k].job != i {
@@ -456,11 +414,20 @@ impl JobSource {
         if !slot.may_issue(now, s) {
             return false;
         }
-        let (kind, offset, length) = s.generator.next(&slot.job);
+        let io = s.generator.next(&slot.job);
         if s.generator.ended {
             return false; // a strided sequence passed the span's end: fio ends the job
         }
-        let io = (kind, offset, length);
+        self.send(dev, k, now, io)
+    }
+
+    /// Submit stream `k`'s IO `io` (drawn from its generator) at `now`: through the zones'
+    /// write pointers on a zoned job, with the map entries ahead loaded and its placement
+    /// identifier. False if a zoned job has no zone left to write (fio ends the job).
+    #[inline(always)]
+    fn send(&mut self, dev: &mut Device, k: usize, now: SimTime, io: (IoKind, u64, u64)) -> bool {
+        let s = &mut self.streams[k];
+        let slot = &mut self.jobs[s.job];
         let Some((kind, offset, length)) = self
             .zbd
             .as_mut()
@@ -512,7 +479,10 @@ impl JobSource {
     /// taken now, and the jobs waiting for it are scheduled.
     fn end_if_idle(&mut self, dev: &mut Device, i: usize, now: SimTime) {
         let slot = &mut self.jobs[i];
-        if slot.outstanding > 0 || !matches!(slot.phase, Phase::Running(_)) {
+        if slot.outstanding > 0
+            || !matches!(slot.phase, Phase::Running(_))
+            || self.pacing.as_ref().is_some_and(|p| p.holds(i))
+        {
             return;
         }
         if slot.end_flush != EndFlush::Done {
@@ -538,9 +508,11 @@ impl JobSource {
         let Phase::Running(meter) = std::mem::replace(&mut slot.phase, Phase::Waiting) else {
             unreachable!()
         };
-        let result = slot_result(&slot.job, *meter, slot.steady.take(), dev);
+        let mut result = slot_result(&slot.job, *meter, slot.steady.take(), dev);
+        result.summary.error = slot.error.take();
         slot.phase = Phase::Done(Box::new(result));
         self.jobs_done += 1;
+        self.end_paced(i);
         let now = dev.now();
         for j in 0..self.jobs.len() {
             if self.jobs[j].after == Some(i) {
@@ -555,12 +527,22 @@ impl Source for JobSource {
         if !self.refill.is_empty() {
             return Some(now);
         }
-        self.next_start().map(|(_, at)| at)
+        let start = self.next_start().map(|(_, at)| at);
+        match self.pacing.as_mut().and_then(|p| p.next_wake()) {
+            Some(wake) => Some(start.map_or(wake, |s| s.min(wake))),
+            None => start,
+        }
     }
 
     #[inline(always)]
     fn submit(&mut self, dev: &mut Device, at: SimTime) {
         match self.refill.pop_front() {
+            Some(k) if self.is_paced(k) => {
+                self.next_pass(k);
+                self.pace(dev, k, at);
+                let i = self.streams[k].job;
+                self.end_if_idle(dev, i, at);
+            }
             Some(k) => {
                 // A stream that starts its next pass (fio's loops) fills its queue again.
                 let n = if self.next_pass(k) {
@@ -573,7 +555,12 @@ impl Source for JobSource {
                     self.end_if_idle(dev, i, at);
                 }
             }
-            None => self.start_due(dev, at),
+            None => {
+                self.start_due(dev, at);
+                if self.pacing.is_some() {
+                    self.wake_due(dev, at);
+                }
+            }
         }
     }
 
@@ -614,6 +601,9 @@ impl Source for JobSource {
                 }
             }
         }
+        if self.pacing.is_some() {
+            self.paced_completion(k, c, dev.now());
+        }
         self.refill.push_back(k);
         self.completed_ios += 1;
         false // recorded by the job's own meter, not again by the session's
@@ -626,13 +616,18 @@ impl Source for JobSource {
         if !self.refill.is_empty() || !self.starts.is_empty() {
             return 0;
         }
+        let wake = self
+            .pacing
+            .as_mut()
+            .and_then(|p| p.next_wake())
+            .map_or(u64::MAX, SimTime::ns);
         self.jobs
             .iter()
             .map(|slot| match &slot.phase {
                 Phase::Running(meter) => meter.quiet_until(),
                 _ => u64::MAX,
             })
-            .fold(u64::MAX, u64::min)
+            .fold(wake, u64::min)
     }
 
     #[inline]
@@ -687,6 +682,11 @@ pub fn run_job(
     }
     run.finish(dev).pop().expect("one job, one result")
 }
+
+#[path = "run_paced.rs"]
+mod paced;
+#[path = "run_steady.rs"]
+mod steady;
 
 #[cfg(test)]
 #[path = "run_tests.rs"]

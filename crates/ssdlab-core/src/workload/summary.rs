@@ -43,6 +43,9 @@ pub struct JobSummary {
     /// A zoned namespace's zones at the job's end (a drive with mode = "zns").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zones: Option<ZonesSummary>,
+    /// Why the job stopped early, as fio reports it (rate_min or rate_iops_min not met).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// A zoned namespace at a job's end: zones by state, and what the zones did since the drive
@@ -137,6 +140,7 @@ pub(super) fn slot_result(
             power: crate::power::PowerSummary::of(&rec.series, dev.has_power_model(), elapsed_s),
             placement: dev.ftl.placement_report(),
             zones: ZonesSummary::of(dev),
+            error: None,
         },
         series: rec.series,
     }
