@@ -316,7 +316,8 @@ def test_zns_against_conventional_on_the_same_media(tmp_path):
     drive = tmp_path / "m500-quarter.toml"
     drive.write_text(shrunk_preset("crucial-m500-120", 4, 4).text)
     review([str(drive)], out, ["zns-vs-conventional"],
-           {"zns-vs-conventional": {"overwrites": 1, "zone_size": "64m", "bs": "128k"}}, progress=False)
+           {"zns-vs-conventional": {"overwrites": 1, "zone_size": "64m", "bs": "128k", "rate_steps": [0.1, 0.5],
+                                    "rate_window_s": 3}}, progress=False)
     (o,) = [o for o in json.loads((out / "summary.json").read_text()) if o["procedure"] == "zns-vs-conventional"]
     assert None not in o["units"].values()
     t = pd.read_parquet(out / "data" / "zns-vs-conventional.parquet").set_index("test")
@@ -328,6 +329,17 @@ def test_zns_against_conventional_on_the_same_media(tmp_path):
     assert zoned.mb_per_s > more.mb_per_s > seven.mb_per_s
     assert more.capacity_gb < seven.capacity_gb
     assert (out / "png" / "zns-vs-conventional.png").exists()
+    # ATC '21's second set-up: rate-limited 64 KiB writes with 4 KiB reads beside them. The
+    # zoned drive holds the higher rate (its writes copy nothing) and its reads wait less.
+    r = pd.read_parquet(out / "data" / "zns-rates.parquet")
+    assert len(r) == 6 and r.write_amplification.min() > 1.0
+    held = o["summary"]
+    zoned_held = held["zoned: highest write rate sustained with reads (MB/s)"]
+    assert zoned_held > held["conventional, 28% spare: highest write rate sustained with reads (MB/s)"] \
+        >= held["conventional, 7% spare: highest write rate sustained with reads (MB/s)"]
+    low = r[r.target_mb_per_s == r.target_mb_per_s.min()].set_index("test")
+    assert low.read_p99_us["zoned"] < low.read_p99_us["conventional, 7% spare"]
+    assert len(list((out / "png").glob("zns-rates-*.png"))) == 1
 
 
 def test_a_zoned_drive_is_not_served_or_crash_tested_through_nbd(tmp_path):
@@ -360,3 +372,28 @@ def test_the_drive_files_shaped_like_the_shipping_devices_run_fio_s_examples(tmp
     assert p.returncode == 0 and "[placement]" not in p.stderr, p.stderr
     handles = json.loads(p.stdout)["jobs"][-1]["ssdlab"]["placement"]["handles"]
     assert len(handles) == 8 and handles[7]["host_bytes_written"] == 0 and handles[0]["host_bytes_written"] > 0
+
+
+def test_a_zbd_job_takes_over_the_zones_left_open_as_fio_does():
+    # fio's zbd_setup_files: zones of a writing job's range left open (or closed) count as its
+    # write zones from the start; more than its limits is fio's error, and once the host
+    # finishes them the job runs (and every write lands: nothing refused).
+    from ssdlab.errors import SsdlabError
+    d = Drive.open("crucial-m500-120", placement="zns:64m:8")
+    z = dict(zonemode="zbd", zonesize="64m")
+    d.run(Job(rw="randwrite", bs="128k", numjobs=8, io_size="8m", **z), progress=False)
+    assert d.zones()["implicitly_opened"] == 8
+    again = Job(rw="randwrite", bs="64k", runtime_s=1, time_based=True, job_max_open_zones=2, **z)
+    with pytest.raises(SsdlabError, match=r"starts with 8 zones of its range open or closed on the drive, more than "
+                                          r"its limit of 2 .*Number of open zones exceeds max_open_zones limit"):
+        d.run(again, progress=False)
+    for zone in d.zone_report():
+        if zone["state"] == "implicitly-opened":
+            d.zone_manage(zone["zone"], "finish")
+    r = d.run(again, progress=False)
+    assert r.summary["zones"]["counters"]["refused"] == 0 and r.summary["host_units_written"] > 0
+    # A job allowed the open zones takes them over and writes on at their write pointers.
+    d2 = Drive.open("crucial-m500-120", placement="zns:64m:8")
+    d2.run(Job(rw="randwrite", bs="128k", numjobs=8, io_size="8m", **z), progress=False)
+    r = d2.run(Job(rw="randwrite", bs="128k", numjobs=8, io_size="8m", **z), progress=False)
+    assert r.summary["zones"]["counters"]["refused"] == 0 and r.summary["zones"]["implicitly_opened"] == 8

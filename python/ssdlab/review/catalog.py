@@ -132,6 +132,12 @@ def _handles(v):
     return v
 
 
+def _share_list(v):
+    if not isinstance(v, list) or any(not isinstance(x, (int, float)) or not 0 < x <= 10 for x in v):
+        raise SsdlabError(f"rate_steps {v}: accepted: a list (possibly empty) of shares, each in (0, 10]")
+    return v
+
+
 def _frac(v):
     if not 0 < v <= 1:
         raise SsdlabError(f"fraction {v}: accepted: 0 < fraction <= 1")
@@ -212,7 +218,11 @@ PROCEDURES: dict[str, Procedure] = {
         "bs": Param("64k", "write size", _size("bs")),
         "zone_size": Param("256m", "the zoned drive's zone size (a power of two)", _size("zone_size")),
         "max_open_zones": Param(14, "the zoned drive's open and active zones (the ZN540's 14)", _count("max_open_zones", 1, 4096)),
-    }, lambda p: [1.0] * (len(p["spares"]) + 1),
+        "rate_steps": Param([0.25, 0.5, 0.75, 1.0, 1.25], "the second set-up's target write rates (64 KiB writes to 4 zones, "
+                            "4 KiB random reads beside them), as shares of the zoned drive's MB/s in the first (list; [] skips it)",
+                            _share_list),
+        "rate_window_s": Param(10.0, "simulated seconds at each target rate", _positive("rate_window_s")),
+    }, lambda p: [1.0 + 0.3 * len(p["rate_steps"])] * (len(p["spares"]) + 1),
         "methodology.md 13: the same media zoned and conventional at each spare, MB/s and WAF overwriting the capacity"),
     "storage-bench": Procedure("storage-bench", storage_bench, {
         "traces": Param(["heavy-2011", "light-2011"], "look-alike names or trace files", _trace_list),

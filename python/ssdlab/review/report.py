@@ -71,6 +71,31 @@ def _flash_cache_chart(outs: list, charts: list, data: dict) -> None:
     data["flash-cache"] = pd.concat(frames, ignore_index=True)
 
 
+def _zns_rates_chart(outs: list, charts: list, data: dict) -> None:
+    """zns-vs-conventional's second set-up as ATC '21 draws it: the reads' p99 latency against
+    the writes' target rate, a line per layout (a hollow marker: the writes fell short of it)."""
+    frames = [o.tables["rates"].assign(drive=o.drive, source=o.source) for o in outs
+              if len(o.tables.get("rates", []))]
+    if not frames:
+        return
+    fig = figure("4 KiB random reads beside rate-limited 64 KiB writes: read p99 latency",
+                 {"title": {"text": "target write rate (MB/s)"}},
+                 {"title": {"text": "read p99 latency (us, log scale)"}, "type": "log"},
+                 legend={"orientation": "v", "x": 0, "y": -0.2, "xanchor": "left", "yanchor": "top"},
+                 height=480, margin={"l": 70, "r": 20, "t": 50, "b": 130})
+    for t in frames:
+        for variant, g in t.groupby("test", sort=False):
+            drive = str(g.drive.iloc[0])
+            held = g[g.sustained]
+            name = (f"{drive} ({variant}): sustained up to "
+                    f"{held.target_mb_per_s.max() if len(held) else 0:.0f} MB/s")
+            trace = line(g.target_mb_per_s, g.read_p99_us, name, drive, str(variant), mode="lines+markers")
+            trace["marker"] = {"symbol": ["circle" if v else "circle-open" for v in g.sustained], "size": 9}
+            fig["data"].append(trace)
+    charts.append(("zns-rates", "Overwriting the capacity: zoned against conventional", fig))
+    data["zns-rates"] = pd.concat(frames, ignore_index=True)
+
+
 def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], dict[str, pd.DataFrame]]:
     """(chart id, section, plotly figure) in page order, and the data behind each chart."""
     by = {}
@@ -164,8 +189,8 @@ def build_charts(outcomes: list[Outcome]) -> tuple[list[tuple[str, str, dict]], 
         charts.append(("power", "Power", fig))
         data["power"] = pd.concat(frames, ignore_index=True)
 
-    _transfer_size_chart(by.get("transfer-size", []), charts, data)
-    _flash_cache_chart(by.get("flash-cache", []), charts, data)
+    for proc, draw in (("transfer-size", _transfer_size_chart), ("flash-cache", _flash_cache_chart), ("zns-vs-conventional", _zns_rates_chart)):
+        draw(by.get(proc, []), charts, data)
     if "trim" in by:
         # The legend beside the plot: a row of passes per drive below it ran into the axis title.
         fig = figure("Sequential write passes along the LBA span", {"title": {"text": "position in the LBA span (%)"}},

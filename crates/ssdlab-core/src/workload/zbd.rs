@@ -150,11 +150,12 @@ impl ZbdHost {
             let d = zones.zone(z);
             valid_bytes += d.write_pointer_bytes - d.start_bytes;
         }
+        let write_zones = taken_over(zones, jobs, max_write_zones)?;
         Ok(Some(ZbdHost {
             zone_bytes: zones.zone_bytes(),
             capacity_bytes: zones.zone(0).capacity_bytes,
             zones: zones.geometry.zones,
-            write_zones: Vec::new(),
+            write_zones,
             max_write_zones,
             write_cnt: reset_count(first.reset_frequency),
             valid_bytes,
@@ -351,6 +352,61 @@ fn reset_count(frequency: f64) -> u32 {
 }
 
 /// A zbd job's options against the drive's zones.
+/// fio's zbd_setup_files: the zones of a writing job's range that the drive holds open or
+/// closed (active) when the jobs start are its write zones from the start, within
+/// `max_write_zones` and the job's job_max_open_zones; more than those is fio's error
+/// "Number of open zones exceeds max_open_zones limit".
+fn taken_over(
+    zones: &crate::zones::Zones,
+    jobs: &[CompiledJob],
+    max_write_zones: u32,
+) -> Result<Vec<(u32, usize)>, String> {
+    use crate::zones::ZoneState;
+    let mut taken: Vec<(u32, usize)> = Vec::new();
+    for (i, job) in jobs.iter().enumerate() {
+        let Some(o) = job.zbd().filter(|_| job.writes()) else {
+            continue;
+        };
+        let zone_bytes = zones.zone_bytes();
+        let first = (job.span_start / zone_bytes) as u32;
+        let end = ((job.span_start + job.span_bytes).div_ceil(zone_bytes) as u32)
+            .min(zones.geometry.zones);
+        for z in first..end {
+            let state = zones.zone(z).state;
+            if !matches!(
+                state,
+                ZoneState::ImplicitlyOpened | ZoneState::ExplicitlyOpened | ZoneState::Closed
+            ) || taken.iter().any(|t| t.0 == z)
+            {
+                continue;
+            }
+            let mine = taken.iter().filter(|t| t.1 == i).count() as u32;
+            if (o.job_max_open_zones > 0 && mine >= o.job_max_open_zones)
+                || taken.len() as u32 >= max_write_zones
+            {
+                let open = (first..end)
+                    .filter(|&q| {
+                        matches!(
+                            zones.zone(q).state,
+                            ZoneState::ImplicitlyOpened
+                                | ZoneState::ExplicitlyOpened
+                                | ZoneState::Closed
+                        )
+                    })
+                    .count();
+                return Err(format!(
+                    "zonemode=zbd: job '{}' starts with {open} zones of its range open or closed on the drive, more than its limit of {} (max_open_zones {max_write_zones}, job_max_open_zones {}): fio's \"Number of open zones exceeds max_open_zones limit\"; accepted: finish or reset those zones first (Drive.zone_manage), or limits that hold them",
+                    job.job.name,
+                    if o.job_max_open_zones > 0 { o.job_max_open_zones.min(max_write_zones) } else { max_write_zones },
+                    o.job_max_open_zones
+                ));
+            }
+            taken.push((z, i));
+        }
+    }
+    Ok(taken)
+}
+
 fn check(o: &ZbdOptions, zone_bytes: u64, mor: u32) -> Result<(), String> {
     if o.zone_bytes != zone_bytes {
         return Err(format!(

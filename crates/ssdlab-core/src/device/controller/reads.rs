@@ -69,13 +69,18 @@ impl Controller {
         let die = b.ftl.die_of(first_ppn);
         let planes = b.ftl.planes_spanned(first_ppn, last_ppn);
         let units = last_ppn - first_ppn + 1;
-        let io = self.slots[slot as usize].io;
+        let s = &self.slots[slot as usize];
+        let io = s.io;
         let host_read = io.kind == IoKind::Read;
         let unit = self.shape.unit.get();
         let mut bytes = units as u64 * unit;
         if host_read && self.shape.read_sector > 0 {
-            // Only the codewords holding the sectors asked for cross the bus.
-            let run = (first_lba as u64 * unit, (first_lba + units) as u64 * unit);
+            // Only the codewords holding the sectors asked for cross the bus. The run's bytes
+            // in the namespace, from its units' place in the command: on a zoned namespace a
+            // unit's number is the FTL's (zones of capacity below their size), not offset / unit.
+            debug_assert!(first_lba >= s.next_unit);
+            let at = io.offset_bytes / unit * unit + (first_lba - s.next_unit) as u64 * unit;
+            let run = (at, at + units as u64 * unit);
             let (from, to) = (
                 io.offset_bytes.max(run.0),
                 (io.offset_bytes + io.length_bytes).min(run.1),
