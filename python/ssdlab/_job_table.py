@@ -93,6 +93,8 @@ class JobFields:
     zone_reset_threshold : fio's zone_reset_threshold: with zone_reset_frequency, once the zones' written bytes
         exceed this share of the job's span, reset the zone written to every 1/frequency writes.
     zone_reset_frequency : fio's zone_reset_frequency: see zone_reset_threshold.
+    write_mode : fio's write_mode (io_uring_cmd): "write", or "zone_append" with zonemode=zbd (each
+        write a Zone Append to its zone's start; the drive places it at the write pointer).
     read_beyond_wp : fio's read_beyond_wp: zbd reads may go past a zone's write pointer (unwritten data).
     fdp : fio's fdp (3.34): the job's writes carry NVMe FDP placement identifiers (as
         `dataplacement = "fdp"`). A drive without a `[placement]` table takes the default
@@ -102,7 +104,11 @@ class JobFields:
     plids : fio's plids / fdp_pli: the placement identifier indices the writes use (indices into
         the drive's RUH status list: "0,2,5" or ranges "0-3"); none: every one.
     plid_select : fio's plid_select / fdp_pli_select: how each write takes its index, in turn
-        ("roundrobin") or drawn ("random").
+        ("roundrobin"), drawn ("random"), or by its offset ("scheme", from dp_scheme).
+    dp_scheme : fio's dp_scheme (3.38): with plid_select=scheme, each write's placement identifier by
+        its offset, `START,END,PID` a line (the first line whose START <= offset < END; none:
+        PID 0, the default handle; at most 32 lines, as fio). A job file names the file; its
+        text is the field.
     rate : fio's rate: each copy of the job issues at most this many bytes per second, one cap
         for every direction or `READ,WRITE[,TRIM]` (an empty place: no cap; `500k,` caps
         reads only); the schedule is fio's (the next IO is due when the bytes issued so far
@@ -174,11 +180,13 @@ class JobFields:
     ignore_zone_limits: bool = False
     zone_reset_threshold: str | None = None
     zone_reset_frequency: str | None = None
+    write_mode: str = 'write'
     read_beyond_wp: bool = False
     fdp: bool = False
     dataplacement: str = 'none'
     plids: str | None = None
     plid_select: str = 'roundrobin'
+    dp_scheme: str | None = None
     rate: str | None = None
     rate_iops: str | None = None
     rate_process: str = 'linear'
@@ -309,6 +317,9 @@ ROWS: tuple[Row, ...] = (
     Row('zone_reset_frequency', 'text', '', 'a fraction 0 to 1',
         (('zone_reset_frequency', 'as_written'),), '',
         "fio's zone_reset_frequency: see zone_reset_threshold."),
+    Row('write_mode', 'text', '', 'write, zone_append (with zonemode=zbd)',
+        (('write_mode', 'as_written'),), '',
+        'fio\'s write_mode (io_uring_cmd): "write", or "zone_append" with zonemode=zbd (each write a Zone Append to its zone\'s start; the drive places it at the write pointer).'),
     Row('read_beyond_wp', 'flag', '', 'true, false',
         (('read_beyond_wp', 'as_written'),), '',
         "fio's read_beyond_wp: zbd reads may go past a zone's write pointer (unwritten data)."),
@@ -321,9 +332,12 @@ ROWS: tuple[Row, ...] = (
     Row('plids', 'text', '', 'indices and ranges, e.g. 0,2,4-7',
         (('plids', 'as_written'), ('fdp_pli', 'as_written')), '',
         'fio\'s plids / fdp_pli: the placement identifier indices the writes use (indices into the drive\'s RUH status list: "0,2,5" or ranges "0-3"); none: every one.'),
-    Row('plid_select', 'text', '', 'roundrobin, random',
+    Row('plid_select', 'text', '', 'roundrobin, random, scheme',
         (('plid_select', 'as_written'), ('fdp_pli_select', 'as_written')), '',
-        'fio\'s plid_select / fdp_pli_select: how each write takes its index, in turn ("roundrobin") or drawn ("random").'),
+        'fio\'s plid_select / fdp_pli_select: how each write takes its index, in turn ("roundrobin"), drawn ("random"), or by its offset ("scheme", from dp_scheme).'),
+    Row('dp_scheme', 'text', '', 'START,END,PID lines (byte offsets, a placement identifier), at most 32',
+        (('dp_scheme', 'file_text'),), '',
+        "fio's dp_scheme (3.38): with plid_select=scheme, each write's placement identifier by its offset, `START,END,PID` a line (the first line whose START <= offset < END; none: PID 0, the default handle; at most 32 lines, as fio). A job file names the file; its text is the field."),
     Row('rate', 'text', 'bytes/s', 'a size per second (1m, 500k), or READ,WRITE[,TRIM] with empty places uncapped',
         (('rate', 'as_written'),), '--rate',
         "fio's rate: each copy of the job issues at most this many bytes per second, one cap for every direction or `READ,WRITE[,TRIM]` (an empty place: no cap; `500k,` caps reads only); the schedule is fio's (the next IO is due when the bytes issued so far would have taken that long)."),

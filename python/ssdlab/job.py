@@ -117,7 +117,24 @@ def _microseconds(value: str) -> float:
     return _seconds(value + "us") if re.fullmatch(r"\s*[0-9.]+\s*", value) else _seconds(value)
 
 
-_READINGS = {"complement": _complement, "log_avg_msec": _log_avg_msec, "microseconds": _microseconds}
+def _file_text(value: str) -> str:
+    """fio's dp_scheme: the file named (as fio opens it, from the current directory); its text is
+    the field."""
+    path = Path(value.strip())
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ValueError(f"cannot read {path}: {e.strerror}") from None
+    if len(data) > 1 << 20:
+        raise ValueError(f"{path} is {len(data):,} bytes; accepted: a scheme file of at most 1 MiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not text; accepted: START,END,PID lines") from None
+
+
+_READINGS = {"complement": _complement, "log_avg_msec": _log_avg_msec, "microseconds": _microseconds,
+             "file_text": _file_text}
 # fio option -> (Job field, converter), from the table. Options that change nothing in the
 # model are accepted and ignored (direct, ioengine, ...): they describe the host side of a run.
 _OPTIONS = {name: (row.name, _READINGS.get(reading, READERS[row.kind]))

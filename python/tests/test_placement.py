@@ -397,3 +397,45 @@ def test_a_zbd_job_takes_over_the_zones_left_open_as_fio_does():
     d2.run(Job(rw="randwrite", bs="128k", numjobs=8, io_size="8m", **z), progress=False)
     r = d2.run(Job(rw="randwrite", bs="128k", numjobs=8, io_size="8m", **z), progress=False)
     assert r.summary["zones"]["counters"]["refused"] == 0 and r.summary["zones"]["implicitly_opened"] == 8
+
+
+def test_fio_s_dp_scheme_places_writes_by_offset(tmp_path):
+    # fio 3.38's plid_select=scheme with dp_scheme: each write's placement identifier from the
+    # first START,END,PID line holding its offset (PID 0 outside every line).
+    (tmp_path / "scheme.txt").write_text("0,1073741824,1\n1073741824,2147483648,3\n")
+    text = ("[w]\nioengine=io_uring_cmd\nfdp=1\nplid_select=scheme\ndp_scheme=scheme.txt\nrw=randwrite\n"
+            "bs=4k\niodepth=8\nsize=3g\nnumber_ios=3000\n")
+    (tmp_path / "j.fio").write_text(text)
+    p = subprocess.run([sys.executable, "-m", "ssdlab.cli", "run", "--drive", "crucial-m500-120", "j.fio",
+                        "--output-format", "json"], capture_output=True, text=True, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    job = json.loads(p.stdout)["jobs"][0]
+    drive = Drive.open("crucial-m500-120", placement="fdp")
+    # Through Python the field is the scheme's text.
+    r = drive.run(Job(rw="randwrite", bs="4k", iodepth=8, size="3g", number_ios=3000, fdp=True, plid_select="scheme",
+                      dp_scheme="0,1073741824,1\n1073741824,2147483648,3\n"), progress=False)
+    for summary in (job["ssdlab"], r.summary):
+        written = [h["host_bytes_written"] for h in summary["placement"]["handles"]]
+        # A third of the span each: handles 1 and 3 by the scheme, 0 (the default) past it.
+        assert all(abs(written[h] / sum(written) - 1 / 3) < 0.05 for h in (0, 1, 3)), written
+        assert written[2] == 0
+    (tmp_path / "scheme.txt").write_text("0,10,1\nbad line\n")
+    p = subprocess.run([sys.executable, "-m", "ssdlab.cli", "run", "--drive", "crucial-m500-120", "j.fio"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert p.returncode == 2 and "dp_scheme: line 2: 'bad line'; accepted: START,END,PID" in p.stderr, p.stderr
+
+
+def test_zone_append_through_fio_s_write_mode(tmp_path):
+    # write_mode=zone_append (fio's io_uring_cmd): each write a Zone Append to its zone's start,
+    # eight in flight per job; the drive places them at the write pointers: nothing refused,
+    # every byte where the zones say.
+    text = ("[a]\nioengine=io_uring_cmd\nzonemode=zbd\nzonesize=64m\nmax_open_zones=4\nwrite_mode=zone_append\n"
+            "rw=randwrite\nbs=64k\niodepth=8\nnumber_ios=4000\n")
+    p = _run_json(tmp_path, "crucial-m500-120", text)
+    assert p.returncode == 0, p.stderr
+    job = json.loads(p.stdout)["jobs"][0]
+    z = job["ssdlab"]["zones"]
+    assert z["counters"]["appends"] == 4000 and z["counters"]["refused"] == 0
+    assert z["written_bytes"] == job["write"]["io_bytes"] == 4000 * 65536
+    p = _run_json(tmp_path, "crucial-m500-120", "[a]\nrw=randwrite\nwrite_mode=zone_append\n")
+    assert p.returncode == 2 and "write_mode: zone_append needs zonemode=zbd" in p.stderr, p.stderr

@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -117,12 +118,19 @@ def test_each_job_file_spelling_and_run_flag_sets_its_field_as_the_table_reads_i
     from ssdlab.cli.run import _job_from_args, add_parsers
     from ssdlab.job import READERS, _apply
 
+    import tempfile
     samples = {"text": "x", "count": "3", "whole": "7", "seconds": "2m", "flag": "1"}
+    scheme = Path(tempfile.mkdtemp()) / "scheme"
+    scheme.write_text("0,4096,1\n")
+    # A reading's own sample and what it gives: rwmixwrite=3 is 97% reads, log_avg_msec=3 is
+    # 3 ms, a bare thinktime is microseconds, dp_scheme's file is read.
+    own = {"complement": ("3", 97), "log_avg_msec": ("3", 0.003), "microseconds": ("3", 3e-6),
+           "file_text": (str(scheme), "0,4096,1\n")}
     for row in ROWS:
         for spelling, reading in row.spellings:
             job = Job()
-            _apply(job, spelling, samples[row.kind] if reading == "as_written" else "3", "t")
-            want = {"complement": 97, "log_avg_msec": 0.003}.get(reading, READERS[row.kind](samples[row.kind]))
+            _apply(job, spelling, samples[row.kind] if reading == "as_written" else own[reading][0], "t")
+            want = own[reading][1] if reading in own else READERS[row.kind](samples[row.kind])
             assert getattr(job, row.name) == want, (spelling, getattr(job, row.name))
     parser = argparse.ArgumentParser()
     add_parsers(parser.add_subparsers())

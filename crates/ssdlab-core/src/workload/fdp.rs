@@ -10,6 +10,45 @@ pub(super) struct PlacementChoice {
     /// The indices, in the order given; empty: every index of the drive's list.
     pub(super) indices: Vec<u16>,
     pub(super) random: bool,
+    /// plid_select=scheme: (start, end, placement identifier) by offset, first match wins.
+    pub(super) scheme: Option<Vec<(u64, u64, u16)>>,
+}
+
+/// fio's limit on a dp_scheme's entries (dataplacement.h DP_MAX_SCHEME_ENTRIES).
+const MAX_SCHEME_ENTRIES: usize = 32;
+
+/// A dp_scheme's text: `START,END,PID` lines (blank lines skipped; fio applies the first 32).
+fn parse_scheme(text: &str) -> Result<Vec<(u64, u64, u16)>, String> {
+    let mut entries = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let bad = || {
+            let shown: String = line.chars().take(40).collect();
+            format!("dp_scheme: line {}: '{shown}'; accepted: START,END,PID (whole byte offsets START < END, a placement identifier 0 to 65534)", n + 1)
+        };
+        let parts: Vec<&str> = line.split(',').map(str::trim).collect();
+        let [start, end, pid] = parts[..] else {
+            return Err(bad());
+        };
+        let (Ok(start), Ok(end), Ok(pid)) =
+            (start.parse::<u64>(), end.parse::<u64>(), pid.parse::<u16>())
+        else {
+            return Err(bad());
+        };
+        if start >= end || pid == u16::MAX {
+            return Err(bad());
+        }
+        if entries.len() < MAX_SCHEME_ENTRIES {
+            entries.push((start, end, pid));
+        }
+    }
+    if entries.is_empty() {
+        return Err("dp_scheme: no entries; accepted: START,END,PID lines".into());
+    }
+    Ok(entries)
 }
 
 impl PlacementChoice {
@@ -20,7 +59,15 @@ impl PlacementChoice {
         dev: &crate::device::Device,
         placed: u64,
         rng: &mut crate::rng::Rng,
+        offset: u64,
     ) -> u16 {
+        if let Some(scheme) = &self.scheme {
+            // fio's dp_fill_dspec_data: the entry's value is the identifier itself.
+            return scheme
+                .iter()
+                .find(|&&(start, end, _)| start <= offset && offset < end)
+                .map_or(0, |e| e.2);
+        }
         let n = if self.indices.is_empty() {
             dev.ftl.placement_ids() as u64
         } else {
@@ -48,14 +95,25 @@ impl Job {
                 ))
             }
         };
-        let random = match self.plid_select.as_str() {
-            "roundrobin" => false,
-            "random" => true,
+        let (random, by_scheme) = match self.plid_select.as_str() {
+            "roundrobin" => (false, false),
+            "random" => (true, false),
+            "scheme" => (false, true),
             other => {
                 return Err(format!(
-                    "plid_select: '{other}'; accepted: roundrobin, random (scheme with dp_scheme is not modelled)"
+                    "plid_select: '{other}'; accepted: roundrobin, random, scheme (with dp_scheme)"
                 ))
             }
+        };
+        let scheme = match (&self.dp_scheme, by_scheme) {
+            (Some(text), true) => Some(parse_scheme(text)?),
+            (None, true) => {
+                return Err(
+                    "plid_select: scheme needs dp_scheme (a file of START,END,PID lines)".into(),
+                )
+            }
+            // fio reads a dp_scheme without plid_select=scheme and does not use it.
+            (_, false) => None,
         };
         if !fdp {
             if self.plids.is_some() {
@@ -87,6 +145,10 @@ impl Job {
                 None => indices.push(index(part)?),
             }
         }
-        Ok(Some(PlacementChoice { indices, random }))
+        Ok(Some(PlacementChoice {
+            indices,
+            random,
+            scheme,
+        }))
     }
 }

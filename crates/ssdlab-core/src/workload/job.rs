@@ -38,6 +38,8 @@ pub enum Reading {
     LogAvgMsec,
     /// A time whose bare number is microseconds (fio's thinktime, thinktime_spin, flow_sleep).
     Microseconds,
+    /// A file's name whose text is the field (fio's dp_scheme); the core reads no files.
+    FileText,
 }
 
 /// One name a job file (and `ssdlab run --NAME=VALUE`) may give a field, as fio spells it.
@@ -291,6 +293,11 @@ job_table! {
     zone_reset_frequency: Option<String> = None;
         Text, unit "", accepted "a fraction 0 to 1",
         fio [opt("zone_reset_frequency")], flag "";
+    /// fio's write_mode (io_uring_cmd): "write", or "zone_append" with zonemode=zbd (each
+    /// write a Zone Append to its zone's start; the drive places it at the write pointer).
+    write_mode: String = "write".into();
+        Text, unit "", accepted "write, zone_append (with zonemode=zbd)",
+        fio [opt("write_mode")], flag "";
     /// fio's read_beyond_wp: zbd reads may go past a zone's write pointer (unwritten data).
     read_beyond_wp: bool = false;
         Flag, unit "", accepted "true, false",
@@ -312,10 +319,17 @@ job_table! {
         Text, unit "", accepted "indices and ranges, e.g. 0,2,4-7",
         fio [opt("plids"), opt("fdp_pli")], flag "";
     /// fio's plid_select / fdp_pli_select: how each write takes its index, in turn
-    /// ("roundrobin") or drawn ("random").
+    /// ("roundrobin"), drawn ("random"), or by its offset ("scheme", from dp_scheme).
     plid_select: String = "roundrobin".into();
-        Text, unit "", accepted "roundrobin, random",
+        Text, unit "", accepted "roundrobin, random, scheme",
         fio [opt("plid_select"), opt("fdp_pli_select")], flag "";
+    /// fio's dp_scheme (3.38): with plid_select=scheme, each write's placement identifier by
+    /// its offset, `START,END,PID` a line (the first line whose START <= offset < END; none:
+    /// PID 0, the default handle; at most 32 lines, as fio). A job file names the file; its
+    /// text is the field.
+    dp_scheme: Option<String> = None;
+        Text, unit "", accepted "START,END,PID lines (byte offsets, a placement identifier), at most 32",
+        fio [Spelling { name: "dp_scheme", reading: Reading::FileText }], flag "";
     /// fio's rate: each copy of the job issues at most this many bytes per second, one cap
     /// for every direction or `READ,WRITE[,TRIM]` (an empty place: no cap; `500k,` caps
     /// reads only); the schedule is fio's (the next IO is due when the bytes issued so far

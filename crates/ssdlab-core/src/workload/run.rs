@@ -452,7 +452,7 @@ impl JobSource {
         let placement = match &slot.job.placement {
             Some(choice) if kind == IoKind::Write => {
                 s.placed += 1;
-                choice.pid(dev, s.placed - 1, &mut s.plid_rng)
+                choice.pid(dev, s.placed - 1, &mut s.plid_rng, offset)
             }
             _ => crate::ftl::NO_PLACEMENT,
         };

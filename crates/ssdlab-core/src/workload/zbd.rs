@@ -24,6 +24,8 @@ pub struct ZbdOptions {
     pub reset_threshold: f64,
     pub reset_frequency: f64,
     pub read_beyond_wp: bool,
+    /// write_mode=zone_append: writes go as Zone Appends to their zone's start.
+    pub append: bool,
 }
 
 impl CompiledJob {
@@ -36,6 +38,17 @@ impl CompiledJob {
 impl Job {
     /// zonemode=zbd's options (None for another mode).
     pub(super) fn zbd_options(&self, bs_max: u64) -> Result<Option<ZbdOptions>, String> {
+        let append = match self.write_mode.trim() {
+            "write" => false,
+            "zone_append" if self.zonemode == "zbd" => true,
+            "zone_append" => {
+                return Err("write_mode: zone_append needs zonemode=zbd; accepted: write, or zone_append with zonemode=zbd".into())
+            }
+            other => {
+                let shown: String = other.chars().take(40).collect();
+                return Err(format!("write_mode: '{shown}'; accepted: write, zone_append (uncor, zeroes, verify and mixes are not modelled)"));
+            }
+        };
         match self.zonemode.as_str() {
             "none" | "strided" | "" => {
                 if self.max_open_zones > 0
@@ -93,6 +106,7 @@ impl Job {
             reset_threshold,
             reset_frequency,
             read_beyond_wp: self.read_beyond_wp,
+            append,
         }))
     }
 
@@ -276,6 +290,10 @@ impl ZbdHost {
         if wp + len + min_bs > cap_end {
             // Full once this write is in: no longer a write zone (fio drops it at completion).
             self.write_zones.retain(|w| w.0 != z);
+        }
+        if o.append {
+            // fio's write_mode=zone_append: to the zone's start; the drive picks the place.
+            return Some((IoKind::ZoneAppend, d.start_bytes, len));
         }
         Some((IoKind::Write, wp, len))
     }
