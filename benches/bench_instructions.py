@@ -60,10 +60,17 @@ RUNS = [
 # `2 1.2 1`: 2,412), crucial-m500-120 shrunk 4x 594 (its full drive's `30 0.5 1`: 664; write
 # amplification 11.9 against 8.8, the map's blocks taking more of a smaller die).
 QUICK_SHRINK = {"micron-p320h-350": 8, "crucial-m500-120": 4}
+# Host-directed placement (issue 99): the shrunk M500 with 4 initially isolated FDP handles (its
+# spare keeps 3 more blocks a die open, not the PM9D3's 8), its timed writes through every handle
+# in turn. A base before FDP cannot read the table and the run is left out of the comparison.
+FDP_TABLE = ('\n[placement]\nmode = "fdp"\nreclaim_groups = 1\nreclaim_unit_blocks = 1\n'
+             'handles = ["initially-isolated", "initially-isolated", "initially-isolated", "initially-isolated"]\n')
 QUICK_RUNS = [
     ("GC steady state, 256 dies, power budget, shrunk 8x", "steady", "micron-p320h-350-quick", "2 1.2 1",
      "*timed_steady*"),
     ("GC steady state, 8 dies, shrunk 4x", "steady", "crucial-m500-120-quick", "20 0.5 1", "*timed_steady*"),
+    ("FDP, 4 handles in turn, GC steady state, 8 dies, shrunk 4x", "steady", "crucial-m500-120-fdp-quick",
+     "20 0.5 1 0 32 fdp", "*timed_steady*"),
 ]
 
 
@@ -79,6 +86,8 @@ def write_quick_presets(presets: Path, into: Path) -> Path:
             if n != 1:
                 raise SystemExit(f"bench_instructions: {name}.toml has no single '{key} = N' line to shrink")
         (into / f"{name}-quick.toml").write_text(text)
+        if name == "crucial-m500-120":
+            (into / f"{name}-fdp-quick.toml").write_text(text + FDP_TABLE)
     return into
 
 

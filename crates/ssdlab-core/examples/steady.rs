@@ -10,17 +10,39 @@
 //! the figures are the median window's, so one process gives several samples.
 //! With `spare %` > 0 only the first (100 - spare)% of the drive is filled and written, the
 //! rest left as spare area (the consistency test's 25% runs; validate's longest).
-//! cargo run --release -p ssdlab-core --example steady -- PRESET.toml [seconds] [drive writes] [windows] [spare %] [iodepth]
+//! With `fdp` last, the timed writes carry FDP placement identifiers, each handle in turn (a
+//! drive with a `[placement]` table: the per-handle reclaim units and their collection).
+//! cargo run --release -p ssdlab-core --example steady -- PRESET.toml [seconds] [drive writes] [windows] [spare %] [iodepth] [fdp]
 use ssdlab_core::config::DriveConfig;
 use ssdlab_core::device::Device;
 use ssdlab_core::workload::JobResult;
 
 mod common;
 
-/// The timed stretch, named for callgrind's `--toggle-collect`.
+/// The timed stretch, named for callgrind's `--toggle-collect`. `fdp`: the writes carry
+/// placement identifiers, each handle in turn (fio's fdp=1; a drive with `[placement]`).
 #[inline(never)]
-fn timed_steady(dev: &mut Device, seconds: f64, span_bytes: u64, iodepth: u32) -> JobResult {
-    common::random_writes_over(dev, seconds, span_bytes, iodepth)
+fn timed_steady(
+    dev: &mut Device,
+    seconds: f64,
+    span_bytes: u64,
+    iodepth: u32,
+    fdp: bool,
+) -> JobResult {
+    if !fdp {
+        return common::random_writes_over(dev, seconds, span_bytes, iodepth);
+    }
+    let job = ssdlab_core::workload::Job {
+        rw: "randwrite".into(),
+        iodepth,
+        size: Some(span_bytes.to_string()),
+        runtime_s: Some(seconds),
+        time_based: true,
+        fdp: true,
+        ..Default::default()
+    };
+    let compiled = job.compile(dev.user_bytes()).expect("an FDP job");
+    ssdlab_core::workload::run_job(dev, &compiled, &mut |_| {})
 }
 
 #[allow(clippy::disallowed_methods)]
@@ -50,11 +72,12 @@ fn main() {
     let untimed_wall = t.elapsed().as_secs_f64();
     let windows: usize = args.get(4).map_or(1, |s| s.parse().expect("windows"));
     let iodepth: u32 = args.get(6).map_or(32, |s| s.parse().expect("iodepth"));
+    let fdp = args.get(7).is_some_and(|s| s == "fdp");
     let mut digest = ssdlab_core::stats::FNV_OFFSET;
     let mut samples = Vec::new();
     for _ in 0..windows.max(1) {
         let t = std::time::Instant::now();
-        let r = timed_steady(&mut dev, seconds, span_bytes, iodepth);
+        let r = timed_steady(&mut dev, seconds, span_bytes, iodepth, fdp);
         let wall = t.elapsed().as_secs_f64();
         // FNV-1a over the per-second write IOs and GC copies: equal digests, equal results.
         digest = r.series.digest_writes_and_gc(digest);
