@@ -41,10 +41,10 @@ def test_run_job_file(tmp_path, small_toml):
 
 def test_bad_input_is_one_clear_line(tmp_path, small_toml):
     job = tmp_path / "bad.fio"
-    job.write_text("[r]\nrw=randread\nthinktime=10\n")
+    job.write_text("[r]\nrw=randread\nthinkcycles=10\n")
     p = run_cli("run", "--drive", str(small_toml), str(job))
     assert p.returncode == 2
-    assert p.stderr.strip().startswith(f"ssdlab: error: {job}:3: option 'thinktime' is not supported")
+    assert p.stderr.strip().startswith(f"ssdlab: error: {job}:3: option 'thinkcycles' is not supported")
     assert "Traceback" not in p.stderr
     p = run_cli("run", "--drive", "crucial-m900-1", "--rw", "read")
     assert p.returncode == 2 and "unknown drive 'crucial-m900-1'" in p.stderr

@@ -48,6 +48,12 @@ def _transfer_size_chart(outs: list, charts: list, data: dict) -> None:
     data["transfer-size"] = pd.concat(frames, ignore_index=True)
 
 
+def _legend_below(height: int, bottom: int) -> dict:
+    """A chart's layout with its legend one entry a line below the plot (long entry names)."""
+    return {"legend": {"orientation": "v", "x": 0, "y": -0.2, "xanchor": "left", "yanchor": "top"},
+            "height": height, "margin": {"l": 70, "r": 20, "t": 50, "b": bottom}}
+
+
 def _flash_cache_chart(outs: list, charts: list, data: dict) -> None:
     """The flash-cache procedure's chart, as the EuroSys '25 paper draws it: the device's write
     amplification (media / host bytes, the statistics log) over time, a line per layout."""
@@ -56,8 +62,7 @@ def _flash_cache_chart(outs: list, charts: list, data: dict) -> None:
     fig = figure("Flash cache on FDP: device write amplification over time",
                  {"title": {"text": "writes of the cache's size since the fill"}},
                  {"title": {"text": "device write amplification (media / host bytes)"}, "rangemode": "tozero"},
-                 legend={"orientation": "v", "x": 0, "y": -0.2, "xanchor": "left", "yanchor": "top"},
-                 height=520, margin={"l": 70, "r": 20, "t": 50, "b": 170})
+                 **_legend_below(520, 170))
     frames = []
     for o in outs:
         t = o.tables["waf"]
@@ -81,8 +86,7 @@ def _zns_rates_chart(outs: list, charts: list, data: dict) -> None:
     fig = figure("4 KiB random reads beside rate-limited 64 KiB writes: read p99 latency",
                  {"title": {"text": "target write rate (MB/s)"}},
                  {"title": {"text": "read p99 latency (us, log scale)"}, "type": "log"},
-                 legend={"orientation": "v", "x": 0, "y": -0.2, "xanchor": "left", "yanchor": "top"},
-                 height=480, margin={"l": 70, "r": 20, "t": 50, "b": 130})
+                 **_legend_below(480, 130))
     for t in frames:
         for variant, g in t.groupby("test", sort=False):
             drive = str(g.drive.iloc[0])

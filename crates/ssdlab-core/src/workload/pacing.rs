@@ -41,12 +41,15 @@ pub(super) struct PaceOptions {
 }
 
 /// `text` as fio's `READ[,WRITE[,TRIM]]`: a value not followed by one applies to the later
-/// directions too; an empty place is 0 (uncapped).
+/// directions too; an empty place, or no text, is 0 (uncapped).
 fn per_direction(
     field: &str,
-    text: &str,
+    text: &Option<String>,
     read: &dyn Fn(&str) -> Result<u64, String>,
 ) -> Result<[u64; 3], String> {
+    let Some(text) = text.as_deref() else {
+        return Ok([0; 3]);
+    };
     let parts: Vec<&str> = text.split(',').map(str::trim).collect();
     if parts.len() > 3 {
         return Err(format!(
@@ -136,30 +139,10 @@ impl Job {
         min_bs: [u64; 3],
         bssplit: bool,
     ) -> Result<Option<PaceOptions>, String> {
-        let rate = self
-            .rate
-            .as_deref()
-            .map(|t| per_direction("rate", t, &|p| parse_size(p)))
-            .transpose()?
-            .unwrap_or_default();
-        let iops = self
-            .rate_iops
-            .as_deref()
-            .map(|t| per_direction("rate_iops", t, &per_second_count))
-            .transpose()?
-            .unwrap_or_default();
-        let min_bps = self
-            .rate_min
-            .as_deref()
-            .map(|t| per_direction("rate_min", t, &|p| parse_size(p)))
-            .transpose()?
-            .unwrap_or_default();
-        let min_iops = self
-            .rate_iops_min
-            .as_deref()
-            .map(|t| per_direction("rate_iops_min", t, &per_second_count))
-            .transpose()?
-            .unwrap_or_default();
+        let rate = per_direction("rate", &self.rate, &|p| parse_size(p))?;
+        let iops = per_direction("rate_iops", &self.rate_iops, &per_second_count)?;
+        let min_bps = per_direction("rate_min", &self.rate_min, &|p| parse_size(p))?;
+        let min_iops = per_direction("rate_iops_min", &self.rate_iops_min, &per_second_count)?;
         let (poisson, quiesce, think_on_issue) = self.pace_choices()?;
         if self.thinktime_blocks == Some(0) {
             return Err("thinktime_blocks: 0; accepted: 1 or more".into());
