@@ -1,3 +1,4 @@
+import json
 import subprocess
 import sys
 import pytest
@@ -146,3 +147,22 @@ def test_fio_habits_output_file_and_review_drive(tmp_path, small_toml):
     taken.write_text("x")
     p = run_cli("review", "--drive", str(small_toml), "--out", str(taken))
     assert p.returncode == 2 and "is a file" in p.stderr, p.stderr  # --drive taken; --out checked first
+
+
+def test_fio_flags_leave_the_job_file_alone(tmp_path):
+    # Issue 103 item 1: fio's options without a value (group_reporting) never take the next
+    # word; those with one take it (--direct 1, --ioengine libaio), as fio's getopt reads them;
+    # fio's progress options are ignored. The job file's jobs run.
+    job = tmp_path / "two.fio"
+    job.write_text("[first]\nrw=randread\nsize=64m\nnumber_ios=50\n[second]\nrw=randwrite\nsize=64m\nnumber_ios=50\n")
+    for extra in (["--group_reporting"], ["--direct", "1", "--ioengine", "libaio"], ["--eta", "never"],
+                  ["--group-reporting", "--thread"]):
+        p = run_cli("run", "--drive", "crucial-m500-120", *extra, str(job), "--output-format", "json")
+        assert p.returncode == 0, (extra, p.stderr)
+        assert [j["jobname"] for j in json.loads(p.stdout)["jobs"]] == ["first", "second"], extra
+    # Without --rw the command line runs fio's default, read, and names the job after its rw.
+    for extra, name in (([], "read"), (["--readwrite=randrw"], "randrw"), (["--rw", "randwrite", "--name", "w"], "w")):
+        p = run_cli("run", "--drive", "crucial-m500-120", *extra, "--runtime", "0.1", "--output-format", "json")
+        assert p.returncode == 0, p.stderr
+        j = json.loads(p.stdout)["jobs"][0]
+        assert j["jobname"] == name and j["job options"].get("rw", "read") in ("read", "randrw", "randwrite"), j

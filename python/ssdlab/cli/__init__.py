@@ -48,7 +48,12 @@ def main(argv: list[str] | None = None) -> int:
         # argparse takes `--opt=--` for an empty list, not the value "--" (found by the CLI fuzz test).
         if a.startswith("--") and a.endswith("=--"):
             parser.error(f"{a}: '--' is not a value; accepted: {a[:-3]} VALUE")
-    args, extra = parser.parse_known_args(_negative_values_joined(argv))
+    argv = _negative_values_joined(argv)
+    if argv[:1] == ["run"]:
+        from .run import _fio_values_joined
+        run_parser = next(a for a in parser._subparsers._group_actions if a.dest == "command").choices["run"]
+        argv = ["run", *_fio_values_joined(argv[1:], set(run_parser._option_string_actions))]
+    args, extra = parser.parse_known_args(argv)
     if extra and args.command != "run":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     # `ssdlab run` takes any fio option as fio's command line spells it (--bsrange=512-4k,

@@ -10,7 +10,7 @@ from .. import fio_logs
 from ..drive import FAULTS_HELP, Drive, Result, describe_preset, format_faults, preset_names
 from ..errors import SsdlabError
 from .._job_table import ROWS
-from ..job import _OPTIONS, PARSER_OPTIONS, READERS, FioOrigin, Job, _apply, expand_clones, job_error, schedule
+from ..job import _IGNORED, _OPTIONS, PARSER_OPTIONS, READERS, FioOrigin, Job, _apply, expand_clones, job_error, schedule
 from .common import FAULTS_SPEC, SEED, add_precondition, out_dir, power_line
 
 
@@ -40,7 +40,8 @@ def _job_from_args(args: argparse.Namespace) -> list[Job]:
     if args.jobfile:
         jobs = Job.from_fio(args.jobfile)
     else:
-        jobs = [Job(name=args.name or args.job_rw or "randread", rw="randread")]
+        # fio's default rw is read, as Job's; the job is named after the rw it ends with.
+        jobs = [Job(name=args.name or "read", rw="read")]
         jobs[0].origin = FioOrigin(given={"name": jobs[0].name})
     if args.jobfile and args.name:
         raise SsdlabError("--name names the job made from the command line; a job file names its jobs by their [sections]")
@@ -52,9 +53,6 @@ def _job_from_args(args: argparse.Namespace) -> list[Job]:
     where = {row.name: row.flag for row, _ in flags}
     if args.seed is not None:  # the run's root seed: the drive's and the job's streams'
         values["randseed"], given["randseed"], where["randseed"] = args.seed, str(args.seed), "--seed"
-    given.update({k: (v if v is not True else "") for k, v in (("ioengine", args.ioengine), ("direct", args.direct),
-                                                              ("filename", args.filename),
-                                                              ("group_reporting", args.group_reporting)) if v is not None})
     options = _fio_options(getattr(args, "fio_options", []))
     for job in jobs:
         for key, value in options:
@@ -68,6 +66,8 @@ def _job_from_args(args: argparse.Namespace) -> list[Job]:
             job.origin.given.update(given)
         if "runtime_s" in values:
             job.time_based = True  # --runtime runs for that long, as README's examples expect
+    if not args.jobfile and not args.name:
+        jobs[0].name = jobs[0].origin.given["name"] = jobs[0].rw  # --rw or --readwrite, as given
     return jobs
 
 
@@ -117,6 +117,40 @@ def _add_job_flags(r: argparse.ArgumentParser) -> None:
                        help=help_text.replace("%", "%%"))
 
 
+# fio's options that take no value (FIO_OPT_STR_SET in its options.c, getopt's optional_argument:
+# a following word is never theirs); every other fio option takes one (`--direct 1`, `--bs 4k`).
+_FIO_FLAGS = {"bs_unaligned", "norandommap", "time_based", "verify_only", "exitall", "exitall_on_error",
+              "stonewall", "wait_for_previous", "new_group", "thread", "group_reporting", "zero_buffers",
+              "refill_buffers"}
+
+
+# fio's command-line options for its progress line (not job options): accepted and ignored.
+_FIO_DISPLAY = {"eta", "eta_newline", "eta_interval"}
+
+
+def _is_flag(key: str) -> bool:
+    """A fio option that takes no value, so `--KEY WORD` leaves WORD (a job file) alone."""
+    return key.replace("-", "_") in _FIO_FLAGS
+
+
+def _fio_values_joined(argv: list[str], known: set[str]) -> list[str]:
+    """fio's command line as getopt reads it: `--KEY VALUE` joined as `--KEY=VALUE` for an option
+    of fio's that takes a value and is not one of `ssdlab run`'s own (`known`), so argparse does
+    not take VALUE for the job file; a flag (`--group_reporting job.fio`) keeps its next word."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if (a.startswith("--") and "=" not in a and a not in known and i + 1 < len(argv)
+                and not argv[i + 1].startswith("-") and not _is_flag(a[2:])):
+            out.append(f"{a}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
 def _fio_options(extra: list[str]) -> list[tuple[str, str | None]]:
     """fio options given on the command line beyond ssdlab's own flags: --key=value, --key value
     or --key (a flag); anything else is a clear error."""
@@ -127,9 +161,13 @@ def _fio_options(extra: list[str]) -> list[tuple[str, str | None]]:
         if not item.startswith("--") or len(item) < 3:
             raise SsdlabError(f"command line: '{item}' is not an option; accepted: fio options as --name=value")
         key, sep, value = item[2:].partition("=")
-        if not sep and i + 1 < len(extra) and not extra[i + 1].startswith("--"):
+        if not sep and i + 1 < len(extra) and not extra[i + 1].startswith("--") and not _is_flag(key):
             value, sep, i = extra[i + 1], "=", i + 1
-        out.append((key.replace("-", "_") if key.replace("-", "_") in _OPTIONS else key, value if sep else None))
+        if key.replace("-", "_") in _FIO_DISPLAY:
+            i += 1  # fio's own progress display: ssdlab shows its own
+            continue
+        known = key.replace("-", "_")
+        out.append((known if known in _OPTIONS or known in _IGNORED else key, value if sep else None))
         i += 1
     return out
 
@@ -378,9 +416,6 @@ def add_parsers(sub) -> None:
                    "otherwise (options: " + ", ".join(_OPTIONS) + "; and " + ", ".join(PARSER_OPTIONS) + "); any of "
                    "them also on the command line as fio spells it, e.g. --bsrange=512-4k")
     r.add_argument("--name", help="the job's name (fio's --name; default: its rw)")
-    for opts in (("--direct",), ("--ioengine",), ("--filename",), ("--group_reporting", "--group-reporting")):
-        # fio's host-side options: accepted as fio spells them and ignored (nothing the drive sees).
-        r.add_argument(*opts, nargs="?", const=True, help=argparse.SUPPRESS)
     r.add_argument("--drive", required=True, help="preset name (see `ssdlab drives`) or path to a drive .toml")
     _add_job_flags(r)
     add_precondition(r, "the job")
