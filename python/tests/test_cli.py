@@ -166,3 +166,14 @@ def test_fio_flags_leave_the_job_file_alone(tmp_path):
         assert p.returncode == 0, p.stderr
         j = json.loads(p.stdout)["jobs"][0]
         assert j["jobname"] == name and j["job options"].get("rw", "read") in ("read", "randrw", "randwrite"), j
+
+
+def test_small_traps_are_refused_in_one_line():
+    # Issue 103 item 8: each of these ran (or listed everything) before.
+    for args, said in ((["validate", "--jobs", "0"], "--jobs 0: must be between 1 and 1,024"),
+                       (["drives", ""], "name '': empty (an unset shell variable?)"),
+                       (["review", "crucial-m500-120", "crucial-m500-120", "--out", "unused"],
+                        "drive crucial-m500-120 named twice"),
+                       (["fit", "--jobs", "-1", "x"], "--jobs -1: must be between 1 and 1,024")):
+        p = run_cli(*args)
+        assert p.returncode == 2 and said in p.stderr and "Traceback" not in p.stderr, (args, p.stderr)

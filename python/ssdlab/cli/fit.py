@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import SsdlabError
+from .common import in_range
 
 
 def _fit(args) -> int:
@@ -68,7 +69,7 @@ def add_parser(sub) -> None:
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--seconds", type=float, default=3.0, help="simulated seconds per figure and trial (default 3)")
     p.add_argument("--max-trials", type=int, default=200, help="simulations at most (default 200)")
-    p.add_argument("--jobs", type=int, help="parallel processes (default: all cores)")
+    p.add_argument("--jobs", type=in_range("--jobs", 1, 1024), help="parallel processes (default: all cores)")
     p.add_argument("--ray", metavar="ADDRESS", help="run the trials on the Ray cluster at ADDRESS ('auto': the one "
                                                     "this machine joined) instead of local processes")
     p.add_argument("--catalog", help="keep every trial in this JSON lines file and take those already there (a "

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import SsdlabError
 from ..review.catalog import PROCEDURES, resolve_params
-from .common import SEED, out_dir
+from .common import SEED, in_range, out_dir
 
 
 def parse_value(text: str, default):
@@ -85,6 +85,9 @@ def _review(args) -> int:
         overrides.setdefault("consistency", {})["spare"] = _spare(args.spare)
     targets = _targets(args)
     args.drives = list(args.drives) + args.more_drives
+    twice = sorted({d for d in args.drives if args.drives.count(d) > 1})
+    if twice:
+        raise SsdlabError(f"drive {', '.join(twice)} named twice; accepted: each drive once (its report would repeat it)")
     if not args.drives and not targets:
         raise SsdlabError("name at least one drive (see `ssdlab drives`) or a --target")
     if args.jobs is not None and args.jobs < 1:
@@ -186,7 +189,7 @@ def add_parsers(sub) -> None:
     r.add_argument("--spare", help="spare-area variants of the consistency test, e.g. 0,12,25 (default 0)")
     r.add_argument("--set", action="append", metavar="PROC.PARAM=VALUE", help="override a parameter (repeatable), e.g. consistency.duration_s=600")
     r.add_argument("--quick", action="store_true", help="shorter durations for a first look (marked in the report)")
-    r.add_argument("--jobs", type=int, help="parallel processes (default: all cores)")
+    r.add_argument("--jobs", type=in_range("--jobs", 1, 1024), help="parallel processes (default: all cores)")
     r.add_argument("--no-png", action="store_true", help="skip the PNGs (they need Playwright and Chromium)")
     r.add_argument("--seed", type=SEED)
     r.add_argument("--quiet", action="store_true")

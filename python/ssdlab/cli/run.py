@@ -11,7 +11,7 @@ from ..drive import FAULTS_HELP, Drive, Result, describe_preset, format_faults, 
 from ..errors import SsdlabError
 from .._job_table import ROWS
 from ..job import _IGNORED, _OPTIONS, PARSER_OPTIONS, READERS, FioOrigin, Job, _apply, expand_clones, job_error, schedule
-from .common import FAULTS_SPEC, SEED, add_precondition, out_dir, power_line
+from .common import FAULTS_SPEC, SEED, add_precondition, not_empty, out_dir, power_line
 
 
 def _drives(args: argparse.Namespace) -> int:
@@ -407,7 +407,8 @@ def _synth(args: argparse.Namespace) -> int:
 def add_parsers(sub) -> None:
     """`ssdlab drives`, `ssdlab run` and `ssdlab synth-trace`."""
     d = sub.add_parser("drives", help="list the preset drives with dies, capacities and over-provisioning")
-    d.add_argument("name", nargs="?", help="one preset only")
+    d.add_argument("name", nargs="?", type=not_empty("name", "a preset name (ssdlab drives lists them)"),
+                   help="one preset only")
     d.add_argument("--toml", action="store_true", help="print the preset's TOML (to copy and edit: --drive FILE.toml)")
     d.set_defaults(func=_drives)
     r = sub.add_parser("run", help="run a job (fio job file or flags) on a drive",

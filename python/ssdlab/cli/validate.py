@@ -11,7 +11,7 @@ from ..errors import SsdlabError
 from ..validate import (SENSITIVITY_PRESETS, _bar, markdown, sensitivity, sensitivity_markdown,
                         validate)
 from ..validate import __doc__ as validate_doc
-from .common import out_dir
+from .common import in_range, out_dir
 
 
 def run_cli(args) -> int:
@@ -60,7 +60,7 @@ def add_parser(sub) -> None:
     v.add_argument("--ablate", metavar="MECHANISM",
                    help="with the consistency or datasheet group: switch one mechanism off in every preset; one of: "
                         + ", ".join(f"{k} ({v[1]})" for k, v in ABLATIONS.items()))
-    v.add_argument("--jobs", type=int, help="parallel runs (default: all cores)")
+    v.add_argument("--jobs", type=in_range("--jobs", 1, 1024), help="parallel runs (default: all cores)")
     v.add_argument("--out", help="directory for validation.md and validation.json")
     v.add_argument("--quick", action="store_true", help="fewer theory cases, shorter measurements; enterprise consistency "
                                                          "from untimed steady state with a 300 s window")
