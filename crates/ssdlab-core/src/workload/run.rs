@@ -302,14 +302,13 @@ impl JobRun {
             .map(|slot| match slot.phase {
                 Phase::Done(r) => *r,
                 Phase::Running(meter) => {
-                    let mut r = slot_result(&slot.job, *meter, slot.steady, dev);
-                    r.summary.error = slot.error;
-                    r
+                    slot_result(&slot.job, *meter, slot.steady, slot.error, dev)
                 }
                 Phase::Waiting => slot_result(
                     &slot.job,
                     Meter::new(dev, dev.now(), slot.job.interval_ns),
                     slot.steady,
+                    None,
                     dev,
                 ),
             })
@@ -508,8 +507,13 @@ impl JobSource {
         let Phase::Running(meter) = std::mem::replace(&mut slot.phase, Phase::Waiting) else {
             unreachable!()
         };
-        let mut result = slot_result(&slot.job, *meter, slot.steady.take(), dev);
-        result.summary.error = slot.error.take();
+        let result = slot_result(
+            &slot.job,
+            *meter,
+            slot.steady.take(),
+            slot.error.take(),
+            dev,
+        );
         slot.phase = Phase::Done(Box::new(result));
         self.jobs_done += 1;
         self.end_paced(i);

@@ -104,6 +104,7 @@ pub(super) fn slot_result(
     job: &CompiledJob,
     meter: Meter,
     steady: Option<SteadyState>,
+    error: Option<String>,
     dev: &Device,
 ) -> JobResult {
     let mut rec = meter.rec;
@@ -140,7 +141,7 @@ pub(super) fn slot_result(
             power: crate::power::PowerSummary::of(&rec.series, dev.has_power_model(), elapsed_s),
             placement: dev.ftl.placement_report(),
             zones: ZonesSummary::of(dev),
-            error: None,
+            error,
         },
         series: rec.series,
     }
