@@ -314,7 +314,12 @@ def test_hidden_drives_of_each_controller_family_are_recovered(preset, changes, 
         hidden[sec][key] = int(round(v)) if isinstance(cfg[sec][key], int) else v
     wanted, steady = _ratings(cfg)
     cond = Conditions.of(cfg["datasheet"])
-    measured = measure_figures(dump_toml(hidden), "hidden", list(wanted), steady, 2.0, 1.5, cond)
+    # Steady-state windows of 4 s: in 2 s the collector's transient after the untimed
+    # preconditioning weighs so much that the phase of its cycle decides the fit (with issue
+    # 100's page types the P400e's read extra came back 35% off, or its GC cost 15% off, each
+    # called identified within 2-4%).
+    window = 4.0 if steady else 2.0
+    measured = measure_figures(dump_toml(hidden), "hidden", list(wanted), steady, window, 1.5, cond)
     # The M550 with four-corners' too (fresh; its QD3 reads see tR and the command time in
     # another blend than the QD32 ones do), as `ssdlab procedure --out` gives them.
     from ssdlab.configs import DriveText
@@ -325,7 +330,7 @@ def test_hidden_drives_of_each_controller_family_are_recovered(preset, changes, 
         got = run_procedure("four-corners", DriveText(dump_toml(hidden), "hidden"), corners)[0].summary
         groups.append(Group("four-corners", corners, "", got))
     meas = Measurements("hidden", groups, cond, None, steady)
-    r = fit(preset, meas, free.split(","), seconds=2.0, jobs=2)
+    r = fit(preset, meas, free.split(","), seconds=window, jobs=2)
     assert r.converged, r.message
     print(f"\n{preset}: {r.trials} trials, {r.wall_s:.1f} s; held: {sorted(r.held)}")
     recovered = 0
@@ -343,8 +348,8 @@ def test_hidden_drives_of_each_controller_family_are_recovered(preset, changes, 
         sec, key = name.split(".")
         fitted[sec][key] = v
     qd4 = Conditions(4, cond.workers, cond.seq_transfer_kib)
-    want = measure_figures(dump_toml(hidden), "hidden", list(wanted), steady, 2.0, 1.5, qd4)
-    got = measure_figures(dump_toml(fitted), "fitted", list(wanted), steady, 2.0, 1.5, qd4)
+    want = measure_figures(dump_toml(hidden), "hidden", list(wanted), steady, window, 1.5, qd4)
+    got = measure_figures(dump_toml(fitted), "fitted", list(wanted), steady, window, 1.5, qd4)
     for k in wanted:
         assert got[k] == pytest.approx(want[k], rel=0.10), (k, got[k], want[k])
 

@@ -16,7 +16,12 @@ built as its datasheet has it (16 Gb dies, RAIN 7:1), PCIe command frames of 100
 and garbage collection's copies on the write data path. Issue 71 (second round) moved the
 P320h 175GB's steady-state rows: the enterprise presets collect a victim whole in one bite,
 host data placed on the next die or the one after it (docs/fidelity.md, "The enterprise
-drives' spread")."""
+drives' spread"). Issue 100 (page types: the MLC part's lower and upper pages at their own
+times, the part's mean kept) moved the M500 120GB's rows (random read 62.2K -> 62.6K IOPS, QD1
+reads now half on the faster lower pages; sequential write 131.3 -> 131.4 MB/s); the P320h's
+SLC has one page type, and its steady-state random read moved 734.6K -> 734.8K IOPS with
+validate's first second of enterprise random reads after the writes no longer measured (the
+collection the writes left queued)."""
 
 import json
 from dataclasses import asdict

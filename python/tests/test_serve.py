@@ -1169,10 +1169,11 @@ def test_fio_s_steps_read_the_same_whatever_count_of_writes_the_wall_clock_let_t
     print(f"\n{preset}: " + "; ".join(f"N={n}: " + ", ".join(f"{v:.1f}" for v in r) for n, r in rows.items()))
     steady = [k for k in rows[0].index if "random write" not in k]
     for n, r in rows.items():
-        # Within 0.01% (the P400e's sequential writes after the random ones lie across its
-        # open program units as N left them: 113.4199 against 113.4207 MB/s); 214 against 246
-        # before.
-        assert list(r[steady]) == pytest.approx(list(rows[0][steady]), rel=1e-4), (preset, n, r, rows[0])
+        # Within 0.5%: an MLC drive's QD1 sequential writes after the random ones start on a
+        # lower or an upper page as N left them (issue 100's page types: 116.53 against 116.56
+        # MB/s on the M500, 113.5 against 113.3 on the P400e 50GB's 8 dies; 113.4199 against
+        # 113.4207 before them); 214 against 246 before issue 101.
+        assert list(r[steady]) == pytest.approx(list(rows[0][steady]), rel=5e-3), (preset, n, r, rows[0])
 
 
 def _fitted_through_nbd(tmp_path: Path, families: list) -> None:

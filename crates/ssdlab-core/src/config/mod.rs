@@ -4,8 +4,10 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+mod nand;
 mod placement;
 mod validate;
+pub use nand::{page_type, paired_lower_page, NandConfig};
 pub use placement::{PlacementConfig, PlacementMode, RuhType, ZoneGeometry, MAX_HANDLES};
 
 /// A configuration error: the field it concerns and what is accepted.
@@ -146,78 +148,7 @@ pub struct LatencyRating {
     pub source: String,
 }
 
-/// The NAND array: geometry and timing of one part, and how many dies sit on how many channels.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct NandConfig {
-    /// Part name from nand-parts.toml (informational).
-    #[serde(default)]
-    pub part: String,
-    /// Channel buses; each has its own timeline. >= 1.
-    pub channels: u32,
-    /// Dies (targets/LUNs) in the drive. >= 1. Die i sits on channel i % channels, so dies
-    /// need not divide evenly among channels (12 dies on 8 channels: 4 channels carry 2).
-    pub dies: u32,
-    /// Planes per die; a multi-plane operation touches one page in each. 1..=4.
-    pub planes_per_die: u32,
-    /// Erase blocks per plane.
-    pub blocks_per_plane: u32,
-    /// Pages per erase block.
-    pub pages_per_block: u32,
-    /// Bytes of user data per page (spare/OOB bytes not counted). Multiple of the mapping unit.
-    pub page_size_bytes: u32,
-    /// Array read time tR the model uses, microseconds (the part's effective read time where
-    /// fitted: docs/fidelity.md "Effective array times").
-    pub read_page_us: f64,
-    /// The part's datasheet maximum tR, microseconds, kept for reference (and for
-    /// `ssdlab validate --ablate effective-times`); the model does not read it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub read_page_us_max: Option<f64>,
-    /// Array program time tPROG the model uses, microseconds: the part's effective program
-    /// time (lower and upper MLC pages alternate; docs/fidelity.md "Effective program time").
-    pub program_page_us: f64,
-    /// The part's datasheet typical tPROG, microseconds, kept for reference (and for
-    /// `ssdlab validate --ablate effective-times`); the model does not read it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub program_page_us_typ: Option<f64>,
-    /// Block erase time tBERS, microseconds.
-    pub erase_block_us: f64,
-    /// Channel bus throughput as the controller runs it, MB/s (10^6 bytes per second).
-    pub bus_mb_per_s: f64,
-    /// Command and address cycles on the bus per operation, nanoseconds.
-    #[serde(default = "default_bus_command_ns")]
-    pub bus_command_ns: u64,
-    /// Extra array time of a multi-plane operation over a single-plane one, percent.
-    #[serde(default = "default_multi_plane_overhead_pct")]
-    pub multi_plane_overhead_pct: f64,
-    /// Cache-mode program: the next page's data transfer overlaps the current tPROG.
-    #[serde(default = "default_true")]
-    pub cache_program: bool,
-    /// Rated program/erase cycles per block.
-    #[serde(default)]
-    pub pe_cycles_rated: u32,
-    /// On-die copy-back: garbage collection moves a page inside the die (read to the page
-    /// register, program from it) without crossing the channel bus or the controller's ECC.
-    /// The IMFT 128 Gbit part supports it within a plane (MT29F128G08CBECB datasheet:
-    /// "Copyback operations supported within the plane from which data is read"); firmware
-    /// that re-checks ECC on every move does not use it.
-    #[serde(default)]
-    pub copyback: bool,
-    /// The ECC codeword a read of part of a mapping unit moves over the channel bus, bytes:
-    /// the controller reads only the codewords holding the sectors asked for (ONFI's RANDOM
-    /// DATA READ, 05h-E0h, selects the columns of the page register). 0: a read moves its
-    /// mapping units whole.
-    #[serde(default)]
-    pub read_sector_bytes: u32,
-}
-
-fn default_bus_command_ns() -> u64 {
-    200
-}
-fn default_multi_plane_overhead_pct() -> f64 {
-    2.0
-}
-fn default_true() -> bool {
+pub(crate) fn default_true() -> bool {
     true
 }
 

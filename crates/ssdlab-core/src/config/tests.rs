@@ -17,6 +17,9 @@ pub fn small() -> DriveConfig {
             read_page_us_max: None,
             program_page_us: 1000.0,
             program_page_us_typ: None,
+            read_page_type_factors: Vec::new(),
+            program_page_type_factors: Vec::new(),
+            one_shot_program: false,
             erase_block_us: 3000.0,
             bus_mb_per_s: 200.0,
             bus_command_ns: 200,
@@ -336,4 +339,33 @@ fn bad_placement_names_its_field_and_what_is_accepted() {
         assert_eq!(e.field, field, "{e}");
         assert!(e.message.contains(accepted), "{e}");
     }
+}
+
+#[test]
+fn page_types_that_change_the_parts_time_are_refused() {
+    // small(): 32 pages per block (17 lower, 15 upper), tR 50 us, tPROG 1000 us.
+    let with = |read: &[f64], program: &[f64], one_shot: bool| {
+        let mut c = small();
+        c.nand.read_page_type_factors = read.to_vec();
+        c.nand.program_page_type_factors = program.to_vec();
+        c.nand.one_shot_program = one_shot;
+        c.validate().map(|_| ()).map_err(|e| e.to_string())
+    };
+    // 17 x 0.8 + 15 x 1.2267 = 32 (within 0.5%); 17 x 0.6 + 15 x 1.4533 = 32.
+    assert_eq!(with(&[0.8, 1.2267], &[0.6, 1.4533], false), Ok(()));
+    let cases: [(&[f64], &[f64], bool, &str); 6] = [
+        (&[0.96, 1.28], &[0.6, 1.4533], false, "field `nand.read_page_type_factors`: their mean over a block (17, 15 of each type) is 1.1100, not 1 (within 0.5%): the page types split nand.read_page_us = 50 us, they do not change it (the types' times here average 55.5 us)"),
+        (&[0.8, 1.2267], &[0.85, 2.3], false, "field `nand.program_page_type_factors`: their mean over a block (17, 15 of each type) is 1.5297, not 1"),
+        (&[0.8, 1.2267], &[], false, "field `nand.program_page_type_factors`: 0 factors for 2 read factors"),
+        (&[1.0; 4], &[1.0; 4], false, "field `nand.read_page_type_factors`: 4 page types; accepted: 1 (SLC), 2 (MLC: lower, upper) or 3 (TLC"),
+        (&[0.8, 1.0, 1.2], &[1.0; 3], true, "field `nand.program_page_type_factors`: must be empty with nand.one_shot_program"),
+        (&[0.8, -1.2267], &[0.6, 1.4533], false, "field `nand.read_page_type_factors`: -1.2267; each factor must be a positive number"),
+    ];
+    for (read, program, one_shot, message) in cases {
+        let got = with(read, program, one_shot).unwrap_err();
+        assert!(got.starts_with(message), "{got}");
+    }
+    // A one-shot wordline of 8 KiB does not split into 3 types of 4 KiB units.
+    let got = with(&[0.8, 1.0, 1.2], &[], true).unwrap_err();
+    assert!(got.contains("do not split into 3 page types"), "{got}");
 }

@@ -99,6 +99,7 @@ impl DriveConfig {
         if !(0.0..=100.0).contains(&n.multi_plane_overhead_pct) {
             return Err(err("nand.multi_plane_overhead_pct", "accepted: 0 to 100"));
         }
+        n.check_page_types(f.mapping_unit_bytes.max(1))?;
         Ok(())
     }
 

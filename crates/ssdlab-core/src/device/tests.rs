@@ -1506,6 +1506,7 @@ fn dies_get_places_in_the_order_they_began_to_wait() {
             planes: 1,
             bytes: 4096,
             units: 1,
+            types: 1,
         };
         sched.enqueue(k, p, 0, erase); // runs from 0 to about 3.8 ms
         sched.enqueue(k, p, 1, erase); // waits for die 0

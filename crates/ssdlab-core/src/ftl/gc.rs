@@ -310,12 +310,7 @@ impl Ftl {
                 self.scratch = valid;
                 continue;
             }
-            let (first, last) = (valid[0], valid[n - 1]);
-            let read = GcRead {
-                planes: self.planes_spanned(first, last),
-                units: n as u32,
-            };
-            sink.gc_read(die, read);
+            sink.gc_read(die, self.gc_read_of(valid[0], valid[n - 1], n as u32));
             // Moving a unit changes no other unit of the victim: the same ones are still valid.
             let mut i = 0;
             while i < n {

@@ -49,6 +49,7 @@ pub use placement::{
 
 /// Marks an unmapped logical unit (in `l2p`) or a physical unit holding no valid data (`p2l`).
 pub const UNMAPPED: u32 = u32::MAX;
+const _: () = assert!(UNMAPPED == crate::nand::NO_UNIT);
 const NONE: u32 = u32::MAX;
 
 /// What a program operation carries.
@@ -111,6 +112,9 @@ pub struct GcRead {
     pub planes: u32,
     /// Mapping units read.
     pub units: u32,
+    /// The first and last of them (their pages' types time the read).
+    pub first_ppn: u32,
+    pub last_ppn: u32,
 }
 
 /// Receives the flash operations the FTL decides, in decision order.

@@ -68,6 +68,17 @@ impl Ftl {
         self.div.units_per_pu.quotient(ppn)
     }
 
+    /// A collection's read of `units` valid units `first_ppn..=last_ppn` of one PU.
+    #[inline]
+    pub(super) fn gc_read_of(&self, first_ppn: u32, last_ppn: u32, units: u32) -> super::GcRead {
+        super::GcRead {
+            planes: self.planes_spanned(first_ppn, last_ppn),
+            units,
+            first_ppn,
+            last_ppn,
+        }
+    }
+
     /// Planes a read of units `first_slot..=last_slot` of one PU touches.
     #[inline]
     pub fn planes_spanned(&self, first_ppn: u32, last_ppn: u32) -> u32 {

@@ -541,7 +541,7 @@ impl NandSink for OpLog {
     fn program(&mut self, die: u32, program: Program) {
         self.0.push((die, Some(program), 0, false));
     }
-    fn gc_read(&mut self, die: u32, GcRead { planes, units }: GcRead) {
+    fn gc_read(&mut self, die: u32, GcRead { planes, units, .. }: GcRead) {
         self.0.push((die, None, planes * 1000 + units, false));
     }
     fn erase(&mut self, die: u32, gc_victim: bool) {

@@ -93,6 +93,7 @@ impl Controller {
             die,
             planes,
             bytes,
+            types: b.sched.nand.page_types.of_run(first_ppn, last_ppn),
         };
         let extra = match self.faults.as_mut() {
             Some(f) if host_read => f.draw(die, first_lba, units, self.shape.rain_period),
@@ -110,14 +111,21 @@ impl Controller {
             }
         }
         if extra.stripe_reads > 0 {
-            self.enqueue_stripe_reads(slot, die, extra.stripe_reads, b);
+            self.enqueue_stripe_reads(slot, die, extra.stripe_reads, read.types, b);
         }
     }
 
     /// A RAIN rebuild reads every other member of the stripe, whole: parity is striped across
     /// dies, so the members are on the dies after this one in turn (a failed die skipped),
-    /// read in parallel across dies.
-    fn enqueue_stripe_reads(&mut self, slot: u32, die: u32, reads: u32, b: &mut Backend) {
+    /// read in parallel across dies (their pages of the types of the page they rebuild).
+    fn enqueue_stripe_reads(
+        &mut self,
+        slot: u32,
+        die: u32,
+        reads: u32,
+        types: u8,
+        b: &mut Backend,
+    ) {
         let shape = self.shape;
         let dead = b.ftl.failed_die();
         let mut members = (1..shape.dies)
@@ -133,6 +141,7 @@ impl Controller {
                 die: member,
                 planes: shape.planes_per_die,
                 bytes: shape.units_per_pu as u64 * shape.unit.get(),
+                types,
             };
             b.sched
                 .enqueue_host_read(b.kernel, &mut self.processor, read);

@@ -33,9 +33,21 @@ use power_waits::PowerWaits;
 #[derive(Clone, Copy, Debug)]
 pub(super) enum NandOp {
     Program(Program),
-    GcRead { planes: u32, bytes: u64, units: u32 },
-    HostRead { planes: u32, bytes: u64, batch: u32 },
-    Erase { gc_victim: bool },
+    GcRead {
+        planes: u32,
+        bytes: u64,
+        units: u32,
+        types: u8,
+    },
+    HostRead {
+        planes: u32,
+        bytes: u64,
+        batch: u32,
+        types: u8,
+    },
+    Erase {
+        gc_victim: bool,
+    },
 }
 
 impl NandOp {
@@ -389,9 +401,8 @@ impl Scheduler {
                     ProgramKind::Gc => d.gc_data_ready,
                     _ => now,
                 };
-                let (next, end) = self
-                    .nand
-                    .program(now, data_ready, die, program.planes, !copied);
+                let (nand, planes, ppn) = (&mut self.nand, program.planes, program.first_ppn);
+                let (next, end) = nand.program(now, data_ready, die, planes, !copied, ppn);
                 if program.kind == ProgramKind::Host {
                     let done = Event::ProgramDone(die, program.host_units);
                     k.schedule_in_lane(super::LANE_PROGRAM_DONE, end, done);
@@ -404,13 +415,14 @@ impl Scheduler {
                 planes,
                 bytes,
                 units,
+                types,
             } => {
                 if self.copyback {
                     // Into the page register only: the program takes it from there.
-                    let out = self.nand.read(now, die, planes, 0);
+                    let out = self.nand.read(now, die, planes, 0, types);
                     (out, out)
                 } else {
-                    let out = self.nand.read(now, die, planes, bytes);
+                    let out = self.nand.read(now, die, planes, bytes, types);
                     let processed = p.gc_copy(now, out, units);
                     // The copy is re-encoded on its way back to the NAND: the write data path.
                     let through = p.write_path_duration(bytes);
@@ -423,8 +435,9 @@ impl Scheduler {
                 planes,
                 bytes,
                 batch,
+                types,
             } => {
-                let end = self.nand.read(now, die, planes, bytes);
+                let end = self.nand.read(now, die, planes, bytes, types);
                 let b = &mut self.read_batches[batch as usize];
                 b.ready = b.ready.max(end);
                 b.pending -= 1;
@@ -546,6 +559,7 @@ impl Scheduler {
                 planes: read.planes,
                 bytes: read.bytes,
                 batch: read.batch,
+                types: read.types,
             },
         );
     }
@@ -573,6 +587,8 @@ pub(super) struct HostRead {
     pub die: u32,
     pub planes: u32,
     pub bytes: u64,
+    /// The page types it reads ([`crate::nand::PageTypes::of_run`]).
+    pub types: u8,
 }
 
 /// The flash as the FTL sees it while the drive runs: its operations join the scheduler's die
@@ -595,12 +611,22 @@ impl NandSink for Flash<'_> {
     }
 
     #[inline]
-    fn gc_read(&mut self, die: u32, GcRead { planes, units }: GcRead) {
+    fn gc_read(
+        &mut self,
+        die: u32,
+        GcRead {
+            planes,
+            units,
+            first_ppn,
+            last_ppn,
+        }: GcRead,
+    ) {
         let bytes = units as u64 * self.sched.unit_bytes;
         let op = NandOp::GcRead {
             planes,
             bytes,
             units,
+            types: self.sched.nand.page_types.of_run(first_ppn, last_ppn),
         };
         self.sched.enqueue(self.kernel, self.processor, die, op);
     }

@@ -1,6 +1,7 @@
 use super::active_dies::{BUCKETS, BUCKET_SHIFT};
 use super::*;
 use crate::config::tests::small;
+use crate::ftl::UNMAPPED;
 use crate::time::SimDuration;
 
 /// Whether `die` may start at `now` with at most `max` dies busy, by looking at every die.
@@ -51,13 +52,13 @@ fn active_dies_answer_as_a_scan_of_every_die() {
             }
             4 => {
                 let data = now + SimDuration(40_000_000 + rng.below(160_000_000));
-                nand.program(now, data, die, 1, true);
+                nand.program(now, data, die, 1, true, UNMAPPED);
             }
             5..=20 => {
-                nand.program(now, now, die, 2, true);
+                nand.program(now, now, die, 2, true, UNMAPPED);
             }
             _ => {
-                nand.read(now, die, 1, 4096);
+                nand.read(now, die, 1, 4096, 1);
             }
         }
         let after = nand.die_free_at(die);
