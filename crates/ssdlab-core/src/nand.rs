@@ -56,9 +56,8 @@ pub struct NandTiming {
     /// The mean array read and program times (the part's).
     pub read_ns: u64,
     pub program_ns: u64,
-    /// Each page type's array read and program times (every entry the mean for a part
-    /// without types; a one-shot part's programs take `program_ns`).
-    pub read_ns_by_type: [u64; MAX_PAGE_TYPES],
+    /// Each page type's array program time (every entry the mean for a part without types; a
+    /// one-shot part's programs take `program_ns`).
     pub program_ns_by_type: [u64; MAX_PAGE_TYPES],
     /// The array time of reading the pages of the types in a mask (bit i: type i), one after
     /// another: a run of units over a one-shot wordline's three pages reads all three.
@@ -88,7 +87,6 @@ impl NandTiming {
         NandTiming {
             read_ns: ns(cfg.read_page_us),
             program_ns: ns(cfg.program_page_us),
-            read_ns_by_type,
             read_ns_by_mask,
             program_ns_by_type: by_type(&cfg.program_page_type_factors, cfg.program_page_us),
             erase_ns: (cfg.erase_block_us * 1e3).round() as u64,
@@ -151,6 +149,9 @@ impl PageTypes {
     /// The type of the page holding physical unit `ppn` (0 for a part without types).
     #[inline]
     pub fn of(&self, ppn: u32) -> u32 {
+        if self.count == 1 {
+            return 0;
+        }
         if self.one_shot {
             self.units_per_type
                 .quotient(self.units_per_page.remainder(ppn))
